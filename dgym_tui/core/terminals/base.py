@@ -1,0 +1,106 @@
+"""The Terminal protocol: where commands of an episode run.
+
+A terminal runs shell commands in the episode's working copy and opens
+interactive sessions (pdb) driven by pexpect. The working copy always lives on
+the host (``Workspace.root``); a Docker terminal bind-mounts it into its
+container at ``workdir``.
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass
+
+#: Default cap on the output a command may return, in bytes. Past it the output
+#: keeps its head and tail and says how much was cut (memory stays bounded).
+DEFAULT_MAX_OUTPUT = 64 * 1024
+
+
+class TerminalError(RuntimeError):
+    """A terminal cannot be used (daemon unreachable, image missing, ...).
+
+    The message is one line that says what to do.
+    """
+
+
+@dataclass
+class RunResult:
+    """Outcome of :meth:`Terminal.run`.
+
+    Attributes:
+        exit_code: the command's exit status; None when it timed out.
+        output: stdout and stderr interleaved, decoded as UTF-8 (errors replaced),
+            truncated to the terminal's cap with a note saying how much was cut.
+        timed_out: the command ran longer than its timeout and was killed.
+        truncated_bytes: how many bytes of output were dropped (0 if none).
+    """
+
+    exit_code: int | None
+    output: str
+    timed_out: bool = False
+    truncated_bytes: int = 0
+
+
+class Terminal(abc.ABC):
+    """Runs commands for one episode. Use as a context manager or call close().
+
+    Attributes:
+        workdir: the working copy's path as commands see it (host path for the
+            local terminal, the mount point inside the container for Docker).
+    """
+
+    workdir: str
+
+    @abc.abstractmethod
+    def start(self, host_root: str) -> None:
+        """Prepare to run commands in the working copy at ``host_root`` (a host path).
+
+        Raises:
+            TerminalError: the terminal cannot start (message says what to do).
+        """
+
+    @abc.abstractmethod
+    def run(self, command: str, timeout: float = 60.0, max_output: int = DEFAULT_MAX_OUTPUT,
+            env: dict[str, str] | None = None) -> RunResult:
+        """Run ``command`` through ``sh -c`` in ``workdir`` and wait for it.
+
+        Args:
+            command: a shell command line.
+            timeout: seconds before the command (and its children) are killed.
+            max_output: cap on returned output in bytes (head and tail kept).
+            env: extra environment variables.
+        """
+
+    @abc.abstractmethod
+    def spawn(self, command: str, env: dict[str, str] | None = None):
+        """Start ``command`` interactively in ``workdir`` and return a pexpect spawn.
+
+        The returned object supports ``expect``, ``sendline``, ``before``,
+        ``isalive()`` and ``close(force=True)`` (``pexpect.spawn`` or
+        ``pexpect.fdpexpect.fdspawn``); it is opened with ``encoding="utf-8"``.
+        """
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        """Stop every process (and container) this terminal started. Idempotent."""
+
+    def to_relative(self, path: str) -> str | None:
+        """Map a path as commands see it to a workspace-relative path.
+
+        Returns None when ``path`` lies outside the working copy.
+        """
+        import posixpath
+
+        norm = posixpath.normpath(path)
+        root = posixpath.normpath(self.workdir)
+        if norm == root:
+            return "."
+        if norm.startswith(root + "/"):
+            return norm[len(root) + 1:]
+        return None
+
+    def __enter__(self) -> "Terminal":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

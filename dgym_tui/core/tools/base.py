@@ -1,0 +1,119 @@
+"""Tool base class and the tool registry.
+
+A tool is one class: a ``name``, ``instructions`` (joined into the agent's
+prompt and used as the function description), a JSON-schema ``parameters``
+object, and ``run``. Registering it (``@register``) makes it available to
+``RepoEnv(tools=[...])`` and to every agent's tool list. Third-party packages
+register tools through the ``dgym_tui.tools`` entry-point group.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from importlib.metadata import entry_points
+from typing import TYPE_CHECKING, Any, ClassVar
+
+if TYPE_CHECKING:
+    from dgym_tui.core.env import RepoEnv
+
+
+class ToolError(Exception):
+    """The action cannot be carried out; the message becomes the observation."""
+
+
+@dataclass
+class ToolOutput:
+    """What ``Tool.run`` returns: the observation plus optional machine fields.
+
+    Attributes:
+        observation: text the agent reads.
+        done: the episode ends after this step (``submit``).
+        data: extra machine-readable fields for front ends (free-form, JSON-ready).
+    """
+
+    observation: str
+    done: bool = False
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+class Tool:
+    """Base class of every tool. Subclasses set the class attributes and ``run``.
+
+    One instance exists per environment; it may keep state between steps
+    (the pdb tool keeps its session). Hooks let it react to the episode.
+    """
+
+    name: ClassVar[str] = ""
+    instructions: ClassVar[str] = ""
+    parameters: ClassVar[dict[str, Any]] = {"type": "object", "properties": {},
+                                            "additionalProperties": False}
+
+    def __init__(self, env: "RepoEnv") -> None:
+        self.env = env
+
+    def run(self, **arguments: Any) -> ToolOutput:
+        """Carry out the action. Raise ToolError for a refusal the agent should read."""
+        raise NotImplementedError
+
+    def on_reset(self) -> None:
+        """Called after the environment (re)started an episode."""
+
+    def close(self) -> None:
+        """Release processes and files. Called by ``RepoEnv.close``."""
+
+    @classmethod
+    def schema(cls) -> dict[str, Any]:
+        """Return the OpenAI function-calling schema:
+        ``{"type": "function", "function": {"name", "description", "parameters"}}``."""
+        return {"type": "function",
+                "function": {"name": cls.name, "description": cls.instructions,
+                             "parameters": cls.parameters}}
+
+
+_REGISTRY: dict[str, type[Tool]] = {}
+_PLUGINS_LOADED = False
+
+
+def register(cls: type[Tool]) -> type[Tool]:
+    """Class decorator: add a Tool subclass to the registry under ``cls.name``.
+
+    Raises:
+        ValueError: the class has no name or the name is already taken by
+            another class.
+    """
+    if not cls.name:
+        raise ValueError(f"{cls.__qualname__} has no name")
+    if _REGISTRY.get(cls.name, cls) is not cls:
+        raise ValueError(f"tool name {cls.name!r} is already registered")
+    _REGISTRY[cls.name] = cls
+    return cls
+
+
+def _load_plugins() -> None:
+    global _PLUGINS_LOADED
+    if _PLUGINS_LOADED:
+        return
+    _PLUGINS_LOADED = True
+    import dgym_tui.core.tools  # noqa: F401  built-in tools register on import
+
+    for ep in entry_points(group="dgym_tui.tools"):
+        register(ep.load())
+
+
+def get_tool(name: str) -> type[Tool]:
+    """Return the registered tool class called ``name``.
+
+    Raises:
+        KeyError: no tool has that name (message lists the known names).
+    """
+    _load_plugins()
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise KeyError(f"unknown tool {name!r}; known tools: {', '.join(sorted(_REGISTRY))}")
+
+
+def all_tools() -> dict[str, type[Tool]]:
+    """Return a copy of the registry: ``{name: Tool subclass}``."""
+    _load_plugins()
+    return dict(_REGISTRY)

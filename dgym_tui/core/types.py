@@ -1,0 +1,133 @@
+"""Plain data types shared by the environment, the turn loop and the front ends.
+
+Nothing here imports a UI or an LLM library. Every type converts to and from
+JSON-ready dicts (``to_dict`` / ``from_dict``) because trajectories store them.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+def new_call_id() -> str:
+    """Return a fresh tool-call id of the form ``call_<12 hex digits>``."""
+    return f"call_{uuid.uuid4().hex[:12]}"
+
+
+@dataclass
+class ToolCall:
+    """One action: the name of a tool and its arguments.
+
+    Attributes:
+        name: tool name as registered (``"pdb"``, ``"view"``, ...).
+        arguments: keyword arguments for the tool, JSON-ready. A JSON string is
+            accepted too; the environment decodes it before validation.
+        id: the tool-call id; LLM providers send one, otherwise one is made.
+    """
+
+    name: str
+    arguments: dict[str, Any] | str = field(default_factory=dict)
+    id: str = field(default_factory=new_call_id)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return ``{"id": str, "name": str, "arguments": dict | str}``."""
+        return {"id": self.id, "name": self.name, "arguments": self.arguments}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "ToolCall":
+        """Build from the dict made by :meth:`to_dict`; a missing id gets a new one."""
+        return cls(
+            name=data["name"],
+            arguments=data.get("arguments") or {},
+            id=data.get("id") or new_call_id(),
+        )
+
+
+@dataclass
+class EvalSummary:
+    """Counts parsed from the entrypoint's output (pytest's closing summary line).
+
+    ``total`` is passed + failed + errors (skipped tests do not count towards
+    the score). ``exit_code`` is the entrypoint's exit status, None on timeout.
+    """
+
+    passed: int = 0
+    failed: int = 0
+    errors: int = 0
+    skipped: int = 0
+    exit_code: int | None = None
+    timed_out: bool = False
+
+    @property
+    def total(self) -> int:
+        return self.passed + self.failed + self.errors
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "EvalSummary":
+        return cls(**{k: data[k] for k in data if k in cls.__dataclass_fields__})
+
+
+@dataclass
+class StepResult:
+    """What :meth:`RepoEnv.reset` and :meth:`RepoEnv.step` return.
+
+    Attributes:
+        observation: the text the agent reads.
+        action: the tool call that was executed (None for reset).
+        done: the episode is over (submit was called).
+        resolved: the last eval passed every test (score == max_score > 0).
+        score: tests passed in the last eval.
+        max_score: tests counted in the last eval (passed + failed + errors).
+        breakpoints: sorted ``(relative path, line)`` pairs, 1-based lines.
+        conditions: ``"path:line" -> condition`` for conditional breakpoints.
+        frame: ``(relative path, line)`` of the stopped pdb frame, or None when
+            no pdb session is stopped inside the working copy.
+        eval: the last eval's parsed summary, or None before any eval.
+        eval_output: the last eval's (possibly truncated) output text.
+        changed_files: relative paths that differ from the original repository.
+        error: True when the action was refused (bad tool, bad arguments,
+            a path outside the workspace, ...); the observation says why.
+        elapsed: wall time of the step in seconds.
+    """
+
+    observation: str
+    action: ToolCall | None = None
+    done: bool = False
+    resolved: bool = False
+    score: int = 0
+    max_score: int = 0
+    breakpoints: list[tuple[str, int]] = field(default_factory=list)
+    conditions: dict[str, str] = field(default_factory=dict)
+    frame: tuple[str, int] | None = None
+    eval: EvalSummary | None = None
+    eval_output: str = ""
+    changed_files: list[str] = field(default_factory=list)
+    error: bool = False
+    elapsed: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-ready dict; tuples become 2-element lists."""
+        data = asdict(self)
+        data["action"] = self.action.to_dict() if self.action else None
+        data["breakpoints"] = [list(bp) for bp in self.breakpoints]
+        data["frame"] = list(self.frame) if self.frame else None
+        data["eval"] = self.eval.to_dict() if self.eval else None
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "StepResult":
+        """Inverse of :meth:`to_dict`; unknown keys are ignored."""
+        kwargs = {k: data[k] for k in data if k in cls.__dataclass_fields__}
+        if kwargs.get("action"):
+            kwargs["action"] = ToolCall.from_dict(kwargs["action"])
+        kwargs["breakpoints"] = [tuple(bp) for bp in kwargs.get("breakpoints") or []]
+        if kwargs.get("frame"):
+            kwargs["frame"] = tuple(kwargs["frame"])
+        if kwargs.get("eval"):
+            kwargs["eval"] = EvalSummary.from_dict(kwargs["eval"])
+        return cls(**kwargs)
