@@ -29,8 +29,9 @@ each breakpoint by this rule (see :func:`remap_lines`):
 from __future__ import annotations
 
 import difflib
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any, Callable
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -227,7 +228,7 @@ class BreakpointStore:
             return None
         try:
             return ws.read_text(path)
-        except Exception:  # missing, ignored, undecodable: no text to diff against
+        except Exception:  # noqa: BLE001  missing, ignored, undecodable: nothing to diff
             return None
 
     def _forget_unused(self) -> None:
@@ -310,8 +311,8 @@ class BreakpointStore:
             included; the caller disables them by the numbers pdb replies with.
         """
         if not callable(to_abs):
-            workdir = str(getattr(to_abs, "workdir")).rstrip("/")
-            to_abs = lambda rel, _w=workdir: f"{_w}/{rel}"  # noqa: E731
+            workdir = str(to_abs.workdir).rstrip("/")
+            to_abs = lambda rel, _w=workdir: f"{_w}/{rel}"
         cmds = []
         for bp in self.entries():
             verb = "tbreak" if bp.temporary else "break"
