@@ -1,0 +1,250 @@
+"""The task and benchmark types every loader returns, and the benchmark registry.
+
+A *benchmark* is a named set of *tasks*; a task is everything needed to start
+an episode on one buggy repository: the host folder to copy, the entrypoint,
+what the agent is told (``description``), what it may not see (``ignore``) or
+change (``readonly``), and ``meta`` — data kept for grading and analysis that
+is never shown to the agent (the bug, a gold patch, instance ids).
+
+Loaders register by name in :data:`REGISTRY` as ``"module"`` or
+``"module:attribute"`` strings, so a loader's module is imported only when that
+benchmark is asked for. With a bare module path, the module's
+:class:`Benchmark` subclass whose class attribute ``name`` equals the requested
+name is used (one module may define several, e.g. "swebench" and
+"swebench-debug"). Third-party packages add benchmarks through the
+``dgym_tui.benchmarks`` entry-point group (``name = "module:Class"``).
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import inspect
+from dataclasses import asdict, dataclass, field
+from importlib.metadata import entry_points
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, ClassVar
+
+if TYPE_CHECKING:
+    from dgym_tui.core.env import RepoEnv
+
+#: Benchmark name -> "module" or "module:attribute" (a Benchmark subclass or factory).
+REGISTRY: dict[str, str] = {
+    "mini": "dgym_tui.benchmarks.mini:MiniBenchmark",
+    "local": "dgym_tui.benchmarks.local:LocalBenchmark",
+    "exercism": "dgym_tui.benchmarks.exercism",
+    "swebench": "dgym_tui.benchmarks.swebench",
+    "swebench-debug": "dgym_tui.benchmarks.swebench",
+}
+
+ENTRY_POINT_GROUP = "dgym_tui.benchmarks"
+
+
+@dataclass
+class Task:
+    """One episode's setup: a buggy repository and how to run and describe it.
+
+    Attributes:
+        name: task name, unique within its benchmark (e.g. ``"shopping_cart"``).
+        benchmark: the benchmark's name (``"mini"``, ``"local"``, ...).
+        path: host folder whose content becomes the working copy; never written.
+        entrypoint: shell command that runs the tests, e.g. ``"python -m pytest -q"``.
+        debug_entrypoint: command pdb starts; None lets the pdb tool derive it
+            from ``entrypoint``.
+        description: what the agent is told (the symptom, never the bug).
+        ignore: gitignore-style patterns the agent cannot see.
+        readonly: gitignore-style patterns the agent can see but not change.
+        image: Docker image for the sandbox; None uses the environment's default.
+        terminal: ``"local"``, ``"docker"`` or None (the environment's default).
+        setup_commands: shell commands run in the terminal before the first eval.
+        meta: grading / analysis data never shown to the agent (bug, gold patch,
+            instance ids, ...). JSON-ready values.
+    """
+
+    name: str
+    benchmark: str
+    path: Path
+    entrypoint: str
+    debug_entrypoint: str | None = None
+    description: str = ""
+    ignore: list[str] = field(default_factory=list)
+    readonly: list[str] = field(default_factory=list)
+    image: str | None = None
+    terminal: str | None = None
+    setup_commands: list[str] = field(default_factory=list)
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.path = Path(self.path)
+
+    def env_kwargs(self, **overrides: Any) -> dict[str, Any]:
+        """Return the keyword arguments :meth:`make_env` passes to ``RepoEnv``.
+
+        Args:
+            **overrides: any ``RepoEnv`` keyword argument; wins over the task's
+                own value (e.g. ``terminal="docker"``, ``tools=[...]``).
+
+        Returns:
+            dict with ``path`` and the other ``RepoEnv`` keywords. ``terminal``
+            and ``image`` are left out when the task leaves them None, so the
+            environment's defaults apply.
+        """
+        kwargs: dict[str, Any] = {
+            "path": self.path,
+            "entrypoint": self.entrypoint,
+            "debug_entrypoint": self.debug_entrypoint,
+            "task": self.description,
+            "ignore": list(self.ignore),
+            "readonly": list(self.readonly),
+            "setup_commands": list(self.setup_commands),
+        }
+        if self.terminal is not None:
+            kwargs["terminal"] = self.terminal
+        if self.image is not None:
+            kwargs["image"] = self.image
+        kwargs.update(overrides)
+        return kwargs
+
+    def make_env(self, **overrides: Any) -> "RepoEnv":
+        """Build a (not yet reset) ``RepoEnv`` for this task.
+
+        Args:
+            **overrides: ``RepoEnv`` keyword arguments that replace the task's
+                values (see :meth:`env_kwargs`).
+
+        Returns:
+            a ``dgym_tui.core.env.RepoEnv``; call ``reset()`` to start the episode.
+
+        Raises:
+            TypeError: an override is not a ``RepoEnv`` argument.
+        """
+        from dgym_tui.core.env import RepoEnv  # lazy: loaders stay importable alone
+
+        kwargs = self.env_kwargs(**overrides)
+        path = kwargs.pop("path")
+        return RepoEnv(path, **kwargs)
+
+    def to_dict(self, include_meta: bool = False) -> dict[str, Any]:
+        """Return a JSON-ready dict (for trajectory headers).
+
+        Args:
+            include_meta: also include ``meta``. Off by default: meta can hold
+                the answer (gold patch), and headers may be shown to agents.
+        """
+        data = asdict(self)
+        data["path"] = str(self.path)
+        if not include_meta:
+            data.pop("meta")
+        return data
+
+
+class Benchmark:
+    """A named set of tasks. Subclasses set ``name`` and implement
+    :meth:`tasks` and :meth:`_load`; callers use :meth:`load`.
+    """
+
+    name: ClassVar[str] = ""
+
+    def tasks(self) -> list[str]:
+        """Return the task names, sorted."""
+        raise NotImplementedError
+
+    def _load(self, task_name: str) -> Task:
+        """Build the task ``task_name``, which is known to be in :meth:`tasks`."""
+        raise NotImplementedError
+
+    def load(self, task_name: str) -> Task:
+        """Return the task called ``task_name``.
+
+        Raises:
+            KeyError: no such task; the message lists the closest names.
+        """
+        names = self.tasks()
+        if task_name not in names:
+            raise KeyError(_unknown_message(f"{self.name} task", task_name, names))
+        return self._load(task_name)
+
+    def __iter__(self):
+        """Yield every :class:`Task` in :meth:`tasks` order."""
+        for task_name in self.tasks():
+            yield self._load(task_name)
+
+    def __len__(self) -> int:
+        return len(self.tasks())
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name!r}>"
+
+
+def _unknown_message(kind: str, name: str, known: list[str]) -> str:
+    """One line: unknown ``name``, close matches (or a few known names)."""
+    close = difflib.get_close_matches(name, known, n=5, cutoff=0.5)
+    if close:
+        hint = "did you mean: " + ", ".join(close)
+    elif known:
+        shown = ", ".join(known[:10]) + (", ..." if len(known) > 10 else "")
+        hint = f"known: {shown}"
+    else:
+        hint = "there are none"
+    return f"unknown {kind} {name!r}; {hint}"
+
+
+def benchmark_names() -> list[str]:
+    """Return every registered benchmark name (built-in and entry points), sorted."""
+    return sorted(set(REGISTRY) | set(_entry_point_targets()))
+
+
+def _entry_point_targets() -> dict[str, str]:
+    return {ep.name: ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)}
+
+
+def _resolve(name: str, target: str) -> Callable[..., Benchmark]:
+    """Import ``target`` ("module" or "module:attr") and return the benchmark factory."""
+    module_name, _, attr = target.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name and module_name.startswith(exc.name):
+            raise ValueError(
+                f"benchmark {name!r} is registered but its module {module_name!r} "
+                "is not installed; check the installation"
+            ) from exc
+        raise  # a dependency of the loader is missing: keep the original error
+    if attr:
+        try:
+            return getattr(module, attr)
+        except AttributeError:
+            raise ValueError(
+                f"benchmark {name!r}: module {module_name!r} has no {attr!r}"
+            ) from None
+    for _, obj in inspect.getmembers(module, inspect.isclass):
+        if issubclass(obj, Benchmark) and obj is not Benchmark and obj.name == name:
+            return obj
+    raise ValueError(
+        f"benchmark {name!r}: module {module_name!r} defines no Benchmark "
+        f"subclass with name = {name!r}"
+    )
+
+
+def get_benchmark(name: str, **options: Any) -> Benchmark:
+    """Return the benchmark called ``name``, built with ``options``.
+
+    Args:
+        name: ``"mini"``, ``"local"``, ``"exercism"``, ``"swebench"``,
+            ``"swebench-debug"`` or a name added through entry points.
+        **options: passed to the loader, e.g. ``get_benchmark("local",
+            path="./repo", entrypoint="python -m pytest -q")``.
+
+    Returns:
+        a :class:`Benchmark` (``.name``, ``.tasks()``, ``.load(task_name)``).
+
+    Raises:
+        ValueError: unknown name (the message lists the known ones), or the
+            loader's module is missing.
+        TypeError: an option the loader does not take.
+    """
+    targets = {**_entry_point_targets(), **REGISTRY}
+    if name not in targets:
+        raise ValueError(_unknown_message("benchmark", name, sorted(targets)))
+    factory = _resolve(name, targets[name])
+    return factory(**options)
