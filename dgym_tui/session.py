@@ -1,0 +1,555 @@
+"""The turn loop shared by every front end: propose -> decide -> step -> record.
+
+A :class:`Session` drives one episode of a :class:`~dgym_tui.core.env.RepoEnv`.
+Each turn, the policy proposes an action; depending on the mode a person
+decides about it (approve, edit, reject with a note, or take over), the
+environment executes it and the turn is appended to ``turns``, written to the
+trajectory file and announced to subscribers as :class:`SessionEvent` objects.
+
+Modes (settable at any turn through ``session.mode``):
+
+- ``"human"``: the person acts (:meth:`Session.act`); no policy is asked.
+- ``"approve"``: :meth:`Session.propose`, then :meth:`approve` / :meth:`edit` /
+  :meth:`reject` / :meth:`act` (take over for this step) / :meth:`take_over`.
+- ``"auto"``: :meth:`Session.run` loops propose -> execute until the episode
+  ends, the step budget is spent, the mode changes or a pause is requested.
+
+Recording rules (also in docs/internals.md):
+
+- ``actor`` is ``"agent"`` for decisions ``auto``, ``approved`` and
+  ``rejected``; ``"human"`` for ``edited`` (the person changed the action)
+  and ``manual``. A policy whose ``actor`` attribute is ``"human"`` (e.g. the
+  text-prompt human policy) records its turns as ``human`` / ``manual``.
+- A proposal without an action (``Proposal.action is None``: the model sent
+  no valid tool call) is recorded as a turn with ``decision="rejected"``,
+  ``proposed=None``, ``action=None``, ``result=None`` and the error in
+  ``note`` (prefixed ``"invalid proposal: "``) so the agent reads it on its
+  next turn. It counts against the step budget.
+- Every turn, rejected ones included, counts against ``max_steps``.
+
+The loop holds no UI: it is safe to drive from a worker thread. Environment
+access is serialized by a lock; subscribers are called from the thread that
+drives the loop and must hand work over to their own thread themselves.
+"""
+
+from __future__ import annotations
+
+import logging
+import platform
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from dgym_tui.core.types import StepResult, ToolCall
+from dgym_tui.policy import EpisodeInfo, Policy, Proposal, Usage
+from dgym_tui.trajectory import TrajectoryWriter
+
+log = logging.getLogger(__name__)
+
+MODES = ("human", "approve", "auto")
+DECISIONS = ("auto", "approved", "edited", "rejected", "manual")
+INVALID_PREFIX = "invalid proposal: "
+
+
+class SessionError(Exception):
+    """A session method was called at the wrong time (episode over, no policy, ...)."""
+
+
+@dataclass
+class Turn:
+    """One recorded turn of an episode.
+
+    Attributes:
+        index: 1-based step number.
+        actor: ``"agent"`` or ``"human"`` (see the module docstring).
+        decision: ``"auto" | "approved" | "edited" | "rejected" | "manual"``.
+        proposed: what the agent proposed (None for manual turns and for
+            invalid proposals).
+        action: what was executed (None when rejected).
+        note: the rejection note / human comment / invalid-proposal error.
+        reasoning: the model's text accompanying the proposal.
+        result: the environment's StepResult (None when nothing was executed).
+        usage: tokens and cost of the proposal.
+        wall_time: seconds spent on the turn (policy thinking + step).
+        raw: the provider message of the proposal, when the policy gave one.
+    """
+
+    index: int
+    actor: str
+    decision: str
+    proposed: ToolCall | None
+    action: ToolCall | None
+    note: str = ""
+    reasoning: str = ""
+    result: StepResult | None = None
+    usage: Usage = field(default_factory=Usage)
+    wall_time: float = 0.0
+    raw: dict | None = None
+
+    @property
+    def observation(self) -> str:
+        """The text the agent reads for this turn ("" when nothing was executed)."""
+        return self.result.observation if self.result else ""
+
+    @property
+    def invalid(self) -> bool:
+        """True for a turn recording a proposal that had no valid action."""
+        return self.proposed is None and self.action is None and self.decision == "rejected"
+
+    def to_record(self) -> dict[str, Any]:
+        """Return the trajectory ``step`` record (without ``type``)."""
+        return {
+            "step": self.index,
+            "actor": self.actor,
+            "decision": self.decision,
+            "proposed": self.proposed.to_dict() if self.proposed else None,
+            "action": self.action.to_dict() if self.action else None,
+            "note": self.note,
+            "reasoning": self.reasoning,
+            "observation": self.observation,
+            "result": self.result.to_dict() if self.result else None,
+            "wall_time": round(self.wall_time, 4),
+            "usage": self.usage.to_dict(),
+            "raw": self.raw,
+        }
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> "Turn":
+        """Inverse of :meth:`to_record` (accepts a record read from a file)."""
+        return cls(
+            index=int(record["step"]),
+            actor=record["actor"],
+            decision=record["decision"],
+            proposed=ToolCall.from_dict(record["proposed"]) if record.get("proposed") else None,
+            action=ToolCall.from_dict(record["action"]) if record.get("action") else None,
+            note=record.get("note") or "",
+            reasoning=record.get("reasoning") or "",
+            result=StepResult.from_dict(record["result"]) if record.get("result") else None,
+            usage=Usage.from_dict(record.get("usage")),
+            wall_time=float(record.get("wall_time") or 0.0),
+            raw=record.get("raw"),
+        )
+
+
+@dataclass
+class SessionEvent:
+    """Something happened in the loop.
+
+    ``kind`` / ``data``: ``"reset"`` (StepResult), ``"proposing"`` (None),
+    ``"proposal"`` (Proposal), ``"stepping"`` (ToolCall), ``"turn"`` (Turn),
+    ``"mode"`` (str), ``"done"`` (footer dict), ``"error"`` (str).
+    """
+
+    kind: str
+    data: Any = None
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _terminal_kind(env: Any) -> str:
+    terminal = getattr(env, "terminal", None)
+    kind = getattr(terminal, "kind", None)
+    if isinstance(kind, str):
+        return kind
+    name = type(terminal).__name__.lower()
+    return name.removesuffix("terminal") or "local"
+
+
+def describe_env(env: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Describe how ``env`` was built, for a trajectory header.
+
+    Args:
+        env: a RepoEnv (attributes are read with ``getattr``; missing ones are
+            left out).
+
+    Returns:
+        ``(task, environment)`` dicts: task = description, source path,
+        entrypoint, debug entrypoint, ignore / readonly patterns, setup
+        commands; environment = terminal kind, image, tool names, timeouts.
+    """
+    workspace = getattr(env, "workspace", None)
+    source = getattr(workspace, "source", None) or getattr(env, "path", None)
+    task = {"description": getattr(env, "task", "") or ""}
+    if source is not None:
+        task["path"] = str(source)
+    for key in ("entrypoint", "debug_entrypoint", "ignore", "readonly", "setup_commands"):
+        value = getattr(env, key, None)
+        if value is not None:
+            task[key] = list(value) if isinstance(value, (tuple, list)) else value
+    environment: dict[str, Any] = {"terminal": _terminal_kind(env)}
+    image = getattr(env, "image", None) or getattr(getattr(env, "terminal", None), "image", None)
+    if isinstance(image, str):
+        environment["image"] = image
+    tools = getattr(env, "tools", None)
+    if tools is not None:
+        environment["tools"] = list(tools)
+    for key in ("eval_timeout", "pdb_timeout", "max_output"):
+        value = getattr(env, key, None)
+        if isinstance(value, (int, float)):
+            environment[key] = value
+    return task, environment
+
+
+def _versions() -> dict[str, str]:
+    from dgym_tui import __version__
+
+    return {"dgym_tui": __version__, "python": sys.version.split()[0],
+            "platform": platform.platform()}
+
+
+class Session:
+    """One episode: the environment, an optional policy, a mode and a step budget.
+
+    Args:
+        env: a RepoEnv (not yet reset; :meth:`start` resets it). The session
+            does not close it.
+        policy: who proposes actions in ``approve`` / ``auto`` modes (None for
+            a purely human session).
+        mode: ``"human"``, ``"approve"`` or ``"auto"``.
+        max_steps: step budget (turns, rejected ones included); the episode
+            ends with reason ``"max_steps"`` when it is spent.
+        trajectory_path: where to write the JSONL trajectory (None: no file).
+        task_name: the task's name for the header (e.g. ``"mini/shopping_cart"``).
+        config: the run configuration, stored in the header (JSON-ready dict).
+        stop_on_resolved: end the episode (reason ``"resolved"``) as soon as a
+            step reports ``resolved``; otherwise only submit / budget end it.
+        task_info: extra keys merged into the header's ``task`` object (e.g.
+            ``{"benchmark": "mini", "benchmark_options": {...}}`` so that
+            replay can rebuild the task).
+
+    Raises:
+        ValueError: unknown mode, or ``approve`` / ``auto`` without a policy,
+            or ``max_steps < 1``.
+    """
+
+    def __init__(self, env: Any, policy: Policy | None = None, mode: str = "human",
+                 max_steps: int = 50, trajectory_path: Any = None, task_name: str = "",
+                 config: dict[str, Any] | None = None, stop_on_resolved: bool = False,
+                 task_info: dict[str, Any] | None = None) -> None:
+        if max_steps < 1:
+            raise ValueError(f"max_steps must be at least 1, got {max_steps}")
+        self.env = env
+        self.policy = policy
+        self.max_steps = int(max_steps)
+        self.trajectory_path = trajectory_path
+        self.task_name = task_name
+        self.config = dict(config or {})
+        self.stop_on_resolved = stop_on_resolved
+        self.task_info = dict(task_info or {})
+        self.turns: list[Turn] = []
+        self.last: StepResult | None = None
+        self.initial: StepResult | None = None
+        self.done = False
+        self.reason = ""
+        self.footer: dict[str, Any] | None = None
+        self.pending: Proposal | None = None
+        self.usage = Usage()
+        self._mode = "human"
+        self._check_mode(mode)
+        self._mode = mode
+        self._subscribers: list[Callable[[SessionEvent], None]] = []
+        self._env_lock = threading.RLock()
+        self._pause = threading.Event()
+        self._writer: TrajectoryWriter | None = None
+        self._propose_time: dict[int, float] = {}
+        self._started = time.monotonic()
+
+    # -- mode ---------------------------------------------------------------
+    def _check_mode(self, mode: str) -> None:
+        if mode not in MODES:
+            raise ValueError(f"unknown mode {mode!r}; use one of {', '.join(MODES)}")
+        if mode != "human" and self.policy is None:
+            raise ValueError(f"mode {mode!r} needs a policy (an agent); use mode 'human'")
+
+    @property
+    def mode(self) -> str:
+        """``"human" | "approve" | "auto"``; setting it emits a ``"mode"`` event."""
+        return self._mode
+
+    @mode.setter
+    def mode(self, value: str) -> None:
+        self._check_mode(value)
+        if value != self._mode:
+            self._mode = value
+            self._emit("mode", value)
+
+    @property
+    def steps_left(self) -> int:
+        """Turns left in the step budget (never negative)."""
+        return max(0, self.max_steps - len(self.turns))
+
+    @property
+    def steps(self) -> int:
+        """Number of turns recorded so far."""
+        return len(self.turns)
+
+    # -- events -------------------------------------------------------------
+    def subscribe(self, callback: Callable[[SessionEvent], None]) -> None:
+        """Call ``callback(SessionEvent)`` for every event, from the loop's thread.
+
+        A callback that raises is logged and otherwise ignored: a front-end bug
+        must not break the episode.
+        """
+        self._subscribers.append(callback)
+
+    def unsubscribe(self, callback: Callable[[SessionEvent], None]) -> None:
+        """Stop calling ``callback``; unknown callbacks are ignored."""
+        if callback in self._subscribers:
+            self._subscribers.remove(callback)
+
+    def _emit(self, kind: str, data: Any = None) -> None:
+        event = SessionEvent(kind, data)
+        for callback in list(self._subscribers):
+            try:
+                callback(event)
+            except Exception:  # noqa: BLE001  a subscriber's bug must not stop the loop
+                log.exception("session subscriber failed on %s event", kind)
+
+    # -- episode ------------------------------------------------------------
+    def start(self) -> StepResult:
+        """Reset the environment, tell the policy about the episode, write the header.
+
+        Returns:
+            The StepResult of ``env.reset()``.
+
+        Raises:
+            Whatever ``env.reset()`` raises (e.g. the terminal cannot start);
+            an ``"error"`` event is emitted first.
+        """
+        try:
+            with self._env_lock:
+                result = self.env.reset()
+        except Exception as exc:
+            self._emit("error", f"reset failed: {exc}")
+            raise
+        self.initial = self.last = result
+        self._started = time.monotonic()
+        if self.policy is not None:
+            self.policy.reset(EpisodeInfo(
+                task=getattr(self.env, "task", "") or "",
+                instructions=self.env.instructions(),
+                tool_schemas=self.env.tool_schemas(),
+                initial_observation=result.observation))
+        if self.trajectory_path is not None:
+            self._writer = TrajectoryWriter(self.trajectory_path)
+            self._writer.write_header(self._header(result))
+        self._emit("reset", result)
+        return result
+
+    def _header(self, initial: StepResult) -> dict[str, Any]:
+        task, environment = describe_env(self.env)
+        task = {"name": self.task_name, **task, **self.task_info}
+        config = dict(self.config)
+        config.setdefault("policy", getattr(self.policy, "name", None) if self.policy else "human")
+        config.setdefault("mode", self.mode)
+        config.setdefault("max_steps", self.max_steps)
+        config.setdefault("stop_on_resolved", self.stop_on_resolved)
+        return {"task": task, "config": config, "tools": self.env.tool_schemas(),
+                "environment": environment, "versions": _versions(), "started_at": _now(),
+                "initial": initial.to_dict()}
+
+    def _require_running(self) -> None:
+        if self.initial is None:
+            raise SessionError("the session has not started; call start() first")
+        if self.done:
+            raise SessionError(f"the episode is over ({self.reason}); start a new session")
+
+    def propose(self) -> Proposal:
+        """Ask the policy for the next action; emits ``"proposing"`` then ``"proposal"``.
+
+        Returns:
+            The Proposal (also kept as ``pending`` until it is decided).
+
+        Raises:
+            SessionError: not started, episode over, or no policy.
+            Whatever the policy raises (an ``"error"`` event is emitted first).
+        """
+        self._require_running()
+        if self.policy is None:
+            raise SessionError("this session has no policy to propose actions")
+        self._emit("proposing")
+        t0 = time.monotonic()
+        try:
+            proposal = self.policy.propose(list(self.turns))
+        except Exception as exc:
+            self._emit("error", f"{getattr(self.policy, 'name', 'policy')} failed: {exc}")
+            raise
+        self._propose_time = {id(proposal): time.monotonic() - t0}
+        self.pending = proposal
+        self._emit("proposal", proposal)
+        return proposal
+
+    def _think_time(self, proposal: Proposal | None) -> float:
+        return self._propose_time.pop(id(proposal), 0.0) if proposal is not None else 0.0
+
+    def approve(self, proposal: Proposal) -> Turn:
+        """Execute the proposal as is (decision ``"auto"`` in auto mode, else ``"approved"``).
+
+        A proposal without an action is recorded as an invalid, rejected turn.
+
+        Raises:
+            SessionError: not started or episode over.
+        """
+        self._require_running()
+        if proposal.action is None:
+            return self._record_invalid(proposal)
+        human = self._policy_is_human()
+        decision = "manual" if human else ("auto" if self.mode == "auto" else "approved")
+        return self._execute("human" if human else "agent", decision,
+                             None if human else proposal.action, proposal.action, proposal)
+
+    def edit(self, proposal: Proposal, action: ToolCall) -> Turn:
+        """Execute ``action`` instead of the proposed one (decision ``"edited"``, actor human).
+
+        Raises:
+            SessionError: not started or episode over.
+        """
+        self._require_running()
+        return self._execute("human", "edited", proposal.action, action, proposal)
+
+    def reject(self, proposal: Proposal, note: str) -> Turn:
+        """Refuse the proposal; nothing is executed. ``note`` is told back to the agent.
+
+        Raises:
+            SessionError: not started or episode over.
+        """
+        self._require_running()
+        turn = Turn(index=len(self.turns) + 1, actor="agent", decision="rejected",
+                    proposed=proposal.action, action=None, note=note,
+                    reasoning=proposal.reasoning, usage=proposal.usage,
+                    wall_time=self._think_time(proposal), raw=proposal.raw)
+        return self._record(turn)
+
+    def act(self, action: ToolCall) -> Turn:
+        """Execute the person's own action (actor ``"human"``, decision ``"manual"``).
+
+        Allowed in any mode; a pending proposal is dropped.
+
+        Raises:
+            SessionError: not started or episode over.
+        """
+        self._require_running()
+        return self._execute("human", "manual", None, action, None)
+
+    def take_over(self) -> None:
+        """Switch to ``human`` mode and drop the pending proposal."""
+        self.pending = None
+        self.mode = "human"
+
+    def request_pause(self) -> None:
+        """Ask :meth:`run` to stop after the current turn (thread-safe)."""
+        self._pause.set()
+
+    @property
+    def pause_requested(self) -> bool:
+        """True when a pause was requested and :meth:`run` has not restarted since."""
+        return self._pause.is_set()
+
+    def _policy_is_human(self) -> bool:
+        return getattr(self.policy, "actor", None) == "human"
+
+    def _should_stop(self, should_pause: Callable[[], bool]) -> bool:
+        return (self.done or self.mode != "auto" or self._pause.is_set()
+                or bool(should_pause()))
+
+    def run(self, should_pause: Callable[[], bool] = lambda: False) -> None:
+        """Auto loop: propose and execute until the episode ends or the loop must stop.
+
+        Stops (returning normally) when the episode is done, the mode is no
+        longer ``auto``, ``should_pause()`` returns True, or
+        :meth:`request_pause` was called. A proposal obtained just before a
+        stop is left in ``pending`` for the person to decide.
+
+        Raises:
+            SessionError: not started, or not in auto mode at the start.
+            Whatever the policy or the environment raises.
+        """
+        self._pause.clear()
+        self._require_running()
+        if self.mode != "auto":
+            raise SessionError(f"run() needs mode 'auto' (the mode is {self.mode!r})")
+        while not self._should_stop(should_pause):
+            proposal = self.pending if self.pending is not None else self.propose()
+            if self._should_stop(should_pause):
+                break
+            self.approve(proposal)
+
+    def _record_invalid(self, proposal: Proposal) -> Turn:
+        error = proposal.error or "no tool call in the reply"
+        turn = Turn(index=len(self.turns) + 1, actor="agent", decision="rejected",
+                    proposed=None, action=None, note=INVALID_PREFIX + error,
+                    reasoning=proposal.reasoning, usage=proposal.usage,
+                    wall_time=self._think_time(proposal), raw=proposal.raw)
+        return self._record(turn)
+
+    def _execute(self, actor: str, decision: str, proposed: ToolCall | None,
+                 action: ToolCall, proposal: Proposal | None) -> Turn:
+        self._emit("stepping", action)
+        t0 = time.monotonic()
+        try:
+            with self._env_lock:
+                result = self.env.step(action)
+        except Exception as exc:
+            self._emit("error", f"step failed: {exc}")
+            raise
+        turn = Turn(index=len(self.turns) + 1, actor=actor, decision=decision,
+                    proposed=proposed, action=action,
+                    reasoning=proposal.reasoning if proposal else "",
+                    result=result, usage=proposal.usage if proposal else Usage(),
+                    wall_time=time.monotonic() - t0 + self._think_time(proposal),
+                    raw=proposal.raw if proposal else None)
+        self.last = result
+        return self._record(turn)
+
+    def _record(self, turn: Turn) -> Turn:
+        self.pending = None
+        self.turns.append(turn)
+        self.usage = self.usage + turn.usage
+        if self._writer is not None:
+            self._writer.write_step(turn.to_record())
+        self._emit("turn", turn)
+        result = turn.result
+        if result is not None and result.done:
+            self.finish("submitted")
+        elif result is not None and self.stop_on_resolved and result.resolved:
+            self.finish("resolved")
+        elif self.steps_left == 0:
+            self.finish("max_steps")
+        return turn
+
+    def finish(self, reason: str = "") -> None:
+        """End the episode: write the footer, emit ``"done"``. Idempotent.
+
+        Args:
+            reason: why it ended (``"submitted"``, ``"resolved"``,
+                ``"max_steps"``, ``"quit"``, ``"error: ..."``, ...).
+        """
+        if self.footer is not None:
+            return
+        self.done = True
+        self.reason = reason
+        self.pending = None
+        last = self.last or StepResult(observation="")
+        try:
+            with self._env_lock:
+                patch = self.env.patch()
+        except Exception as exc:  # noqa: BLE001  an env closed early must not lose the footer
+            log.warning("could not compute the patch: %s", exc)
+            patch = None
+        self.footer = {"resolved": bool(last.resolved), "score": last.score,
+                       "max_score": last.max_score, "steps": len(self.turns),
+                       "patch": patch, "reason": reason, "ended_at": _now(),
+                       "usage": self.usage.to_dict(),
+                       "wall_time": round(time.monotonic() - self._started, 3)}
+        if self._writer is not None:
+            try:
+                self._writer.write_footer(self.footer)
+            except (OSError, ValueError) as exc:
+                log.warning("could not write the trajectory footer: %s", exc)
+        self._emit("done", self.footer)
