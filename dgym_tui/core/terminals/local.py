@@ -9,6 +9,7 @@ import time
 
 import pexpect
 
+from . import cleanup
 from .base import DEFAULT_MAX_OUTPUT, RunResult, Terminal, TerminalError
 from .output import BoundedOutput
 
@@ -28,6 +29,7 @@ class LocalTerminal(Terminal):
         if not os.path.isdir(host_root):
             raise TerminalError(f"working copy {host_root!r} does not exist")
         self.workdir = os.path.realpath(host_root)
+        cleanup.register(self)
 
     def _env(self, extra: dict[str, str] | None) -> dict[str, str]:
         env = dict(os.environ)
@@ -89,6 +91,7 @@ class LocalTerminal(Terminal):
             if isinstance(child, pexpect.spawn):
                 child.close(force=True)
         self._children.clear()
+        cleanup.unregister(self)
 
 
 def _kill_group(pid: int) -> None:

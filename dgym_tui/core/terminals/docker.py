@@ -1,0 +1,520 @@
+"""DockerTerminal: run the episode's commands in one sandbox container per episode.
+
+The working copy stays on the host and is bind-mounted at ``workdir``; each
+read-only file is bind-mounted again, read-only, on top of it, so nothing in
+the container (not even root, pdb's ``!open(..., "w")`` or test code) can
+change it. The network is off by default; memory, process count and CPU are
+capped.
+
+How processes are stopped: every command runs under a small shell wrapper that
+records its process id in a pid file inside the container. The process is a
+session leader (docker exec starts it in a new session), so killing its
+process group through a second exec stops it and all its children. ``run``
+does that when its timeout expires; the object returned by ``spawn`` does it
+on ``close(force=True)``, ``terminate()`` and ``kill()``. Whatever escaped
+(e.g. a daemon that called setsid) dies with the container at ``close()``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import posixpath
+import selectors
+import shlex
+import socket
+import struct
+import threading
+import time
+
+from pexpect.fdpexpect import fdspawn
+
+from . import cleanup
+from .base import DEFAULT_MAX_OUTPUT, RunResult, Terminal, TerminalError
+from .output import BoundedOutput
+
+#: Label put on every container this module creates (value "1").
+LABEL = "dgym-tui"
+#: Label holding the owner's process id; with LABEL_HOST it tells stale containers apart.
+LABEL_PID = "dgym-tui.pid"
+#: Label holding the owner's host name.
+LABEL_HOST = "dgym-tui.host"
+
+#: Environment of every command in the container (same spirit as LocalTerminal).
+BASE_ENV = {"PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1", "TERM": "dumb",
+            "COLUMNS": "200", "LINES": "50", "PAGER": "cat", "LANG": "C.UTF-8"}
+
+#: Pseudo-terminal size of interactive sessions (rows, columns).
+PTY_SIZE = (50, 200)
+
+_PID_DIR = "/tmp/.dgym-pids"
+_counter = itertools.count(1)
+_clients: dict[str, object] = {}
+_clients_lock = threading.Lock()
+
+
+def docker_base_url() -> str:
+    """Return the Docker daemon address this process uses (``DOCKER_HOST`` or the default socket)."""
+    return os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+
+
+def _unreachable(detail: str = "") -> TerminalError:
+    why = f" ({detail})" if detail else ""
+    return TerminalError(f"Docker daemon not reachable at {docker_base_url()}{why}: start it "
+                         "(sudo dockerd or scripts/setup_docker.sh) or use terminal='local'")
+
+
+def get_client():
+    """Return a shared ``docker.DockerClient`` for :func:`docker_base_url`, checked with a ping.
+
+    Raises:
+        TerminalError: the docker SDK is missing or the daemon does not answer.
+    """
+    try:
+        import docker
+        from docker.errors import DockerException
+    except ImportError as exc:  # pragma: no cover - docker is a dependency
+        raise TerminalError("the docker Python package is missing: pip install docker") from exc
+    url = docker_base_url()
+    with _clients_lock:
+        client = _clients.get(url)
+        if client is None:
+            try:
+                client = docker.from_env(timeout=60)
+                client.ping()
+            except DockerException as exc:
+                raise _unreachable(_short(exc)) from None
+            except Exception as exc:  # requests errors and the like
+                raise _unreachable(_short(exc)) from None
+            _clients[url] = client
+        return client
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0][:160] if text else type(exc).__name__
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def remove_stale_containers(client=None) -> list[str]:
+    """Remove dgym-tui containers left behind by processes of this host that no longer exist.
+
+    (A process killed with SIGKILL cannot remove its container.)
+
+    Args:
+        client: a ``docker.DockerClient``; the shared one when None.
+
+    Returns:
+        The ids of the containers removed.
+
+    Raises:
+        TerminalError: the daemon is unreachable.
+    """
+    client = client or get_client()
+    host = socket.gethostname()
+    removed = []
+    for container in client.containers.list(all=True, filters={"label": f"{LABEL_HOST}={host}"}):
+        try:
+            pid = int(container.labels.get(LABEL_PID, "0"))
+        except ValueError:
+            continue
+        if pid > 0 and not _pid_alive(pid):
+            try:
+                container.remove(force=True)
+                removed.append(container.id)
+            except Exception:
+                pass
+    return removed
+
+
+class DockerTerminal(Terminal):
+    """Runs the episode's commands in a Docker container (one container per episode).
+
+    Args:
+        image: image tag, e.g. ``"dgym-tui/sandbox:test"`` or ``"python:3.12-slim"``;
+            it must provide ``sh`` and coreutils (and python for pdb).
+        readonly: workspace-relative paths (files or folders, already expanded
+            from patterns) mounted read-only on top of the working copy.
+            Paths that do not exist in the working copy are skipped.
+        network: give the container a network (default: none, only ``lo``).
+        mem_limit: memory cap, Docker syntax (``"2g"``, ``"512m"``); swap is not allowed.
+        pids_limit: cap on processes and threads inside the container.
+        cpus: CPU cap in cores (clamped to the number of CPUs of this machine).
+        workdir: where the working copy is mounted inside the container (absolute).
+
+    Attributes:
+        workdir: the mount point of the working copy inside the container.
+        container: the ``docker`` Container object while started, else None.
+    """
+
+    def __init__(self, image: str, readonly=(), network: bool = False, mem_limit: str = "2g",
+                 pids_limit: int = 512, cpus: float = 2.0, workdir: str = "/workspace") -> None:
+        if not posixpath.isabs(workdir):
+            raise TerminalError(f"workdir must be an absolute path inside the container, "
+                                f"got {workdir!r}")
+        self.image = image
+        self.readonly = [str(p) for p in readonly]
+        self.network = network
+        self.mem_limit = mem_limit
+        self.pids_limit = pids_limit
+        self.cpus = cpus
+        self.workdir = posixpath.normpath(workdir)
+        self.host_root: str | None = None
+        self.container = None
+        self._client = None
+        self._spawned: list[DockerProcess] = []
+        self._lock = threading.Lock()
+
+    # -- lifecycle ---------------------------------------------------------
+
+    def start(self, host_root: str) -> None:
+        """Create and start the episode's container with ``host_root`` mounted at ``workdir``.
+
+        Args:
+            host_root: host path of the working copy (must exist).
+
+        Raises:
+            TerminalError: the working copy is missing, the daemon is unreachable,
+                the image is missing, or the container cannot start.
+        """
+        from docker.errors import APIError, DockerException, ImageNotFound
+        from docker.types import Mount
+
+        if self.container is not None:
+            raise TerminalError("terminal already started; close() it before starting again")
+        if not os.path.isdir(host_root):
+            raise TerminalError(f"working copy {host_root!r} does not exist")
+        host_root = os.path.realpath(host_root)
+        client = get_client()
+        try:
+            client.images.get(self.image)
+        except ImageNotFound:
+            raise TerminalError(f"image {self.image} not found: build it with "
+                                "scripts/setup_docker.sh or pull it") from None
+        except DockerException as exc:
+            raise _unreachable(_short(exc)) from None
+
+        mounts = [Mount(self.workdir, host_root, type="bind")]
+        for rel in self._readonly_paths(host_root):
+            mounts.append(Mount(posixpath.join(self.workdir, rel), os.path.join(host_root, rel),
+                                type="bind", read_only=True))
+        cpus = min(float(self.cpus), float(os.cpu_count() or 1))
+        try:
+            container = client.containers.run(
+                self.image, command=["sleep", "infinity"], detach=True, init=True,
+                mounts=mounts, working_dir=self.workdir, environment=BASE_ENV,
+                network_mode=None if self.network else "none",
+                mem_limit=self.mem_limit, memswap_limit=self.mem_limit,
+                pids_limit=self.pids_limit, nano_cpus=int(cpus * 1e9),
+                security_opt=["no-new-privileges"],
+                labels={LABEL: "1", LABEL_PID: str(os.getpid()),
+                        LABEL_HOST: socket.gethostname()})
+        except ImageNotFound:
+            raise TerminalError(f"image {self.image} not found: build it with "
+                                "scripts/setup_docker.sh or pull it") from None
+        except APIError as exc:
+            raise TerminalError(f"cannot start a container from {self.image}: "
+                                f"{_short(exc)}") from None
+        self._client = client
+        self.container = container
+        self.host_root = host_root
+        cleanup.register(self)
+
+    def _readonly_paths(self, host_root: str) -> list[str]:
+        """Normalise the read-only paths; refuse ones escaping the working copy."""
+        out = []
+        for rel in self.readonly:
+            norm = posixpath.normpath(rel.replace(os.sep, "/"))
+            if norm in (".", "") or posixpath.isabs(norm) or norm.startswith("../") or norm == "..":
+                raise TerminalError(f"read-only path {rel!r} must be relative to the working copy")
+            if os.path.lexists(os.path.join(host_root, norm)) and norm not in out:
+                out.append(norm)
+        return sorted(out)
+
+    def close(self) -> None:
+        """Kill every process and remove the container (forced). Idempotent; never raises."""
+        with self._lock:
+            container, self.container = self.container, None
+            spawned, self._spawned = self._spawned, []
+        for child in spawned:
+            child._release()
+        if container is not None:
+            try:
+                container.remove(force=True)
+            except Exception as exc:
+                from docker.errors import NotFound
+
+                if not isinstance(exc, NotFound):
+                    import sys
+
+                    print(f"dgym-tui: could not remove container {container.short_id}: "
+                          f"{_short(exc)}", file=sys.stderr)
+        cleanup.unregister(self)
+
+    # -- commands ----------------------------------------------------------
+
+    def _require(self):
+        if self.container is None:
+            raise TerminalError("terminal not started; call start() first")
+        return self.container
+
+    def _wrap(self, command: str, pidfile: str, tty: bool) -> list[str]:
+        """The shell line that records its pid (the process group to kill), then runs ``command``.
+
+        Interactive commands replace the wrapper (``exec``) so that Ctrl-C reaches
+        them alone; batch commands run as a child so the pid file is removed after.
+        """
+        prelude = f"mkdir -p {_PID_DIR} && echo $$ > {pidfile}; "
+        quoted = shlex.quote(command)
+        if tty:
+            return ["sh", "-c", prelude + "stty -echo 2>/dev/null; exec sh -c " + quoted]
+        return ["sh", "-c", prelude + f"sh -c {quoted}; s=$?; rm -f {pidfile}; exit $s"]
+
+    def _new_pidfile(self) -> str:
+        return f"{_PID_DIR}/{os.getpid()}-{next(_counter)}.pid"
+
+    def kill_pidfile(self, pidfile: str, sig: str = "KILL") -> None:
+        """Kill the process group whose leader's pid is in ``pidfile`` (inside the container).
+
+        Args:
+            pidfile: path inside the container written by the command wrapper.
+            sig: signal name without "SIG" (``"KILL"``, ``"INT"``, ``"TERM"``).
+        """
+        container = self.container
+        if container is None:
+            return
+        script = (f"p=$(cat {pidfile} 2>/dev/null) || exit 0; "
+                  f"kill -{sig} -$p 2>/dev/null || kill -{sig} $p 2>/dev/null; "
+                  + (f"rm -f {pidfile}" if sig == "KILL" else "true"))
+        try:
+            api = self._client.api
+            exec_id = api.exec_create(container.id, ["sh", "-c", script], stdout=False,
+                                      stderr=False)["Id"]
+            api.exec_start(exec_id)
+        except Exception:
+            pass  # the container is gone: so is the process
+
+    def run(self, command: str, timeout: float = 60.0, max_output: int = DEFAULT_MAX_OUTPUT,
+            env: dict[str, str] | None = None) -> RunResult:
+        """Run ``command`` through ``sh -c`` in ``workdir`` inside the container and wait for it.
+
+        Output (stdout and stderr interleaved) is streamed into a bounded buffer,
+        so memory stays O(max_output) whatever the command prints.
+
+        Args:
+            command: a shell command line.
+            timeout: seconds before the command and its process group are killed.
+            max_output: cap on returned output in bytes (head and tail kept).
+            env: extra environment variables.
+
+        Returns:
+            RunResult; ``exit_code`` is None and ``timed_out`` True after a timeout.
+
+        Raises:
+            TerminalError: not started, or the container is gone.
+        """
+        container = self._require()
+        api = self._client.api
+        pidfile = self._new_pidfile()
+        try:
+            exec_id = api.exec_create(container.id, self._wrap(command, pidfile, tty=False),
+                                      stdout=True, stderr=True, stdin=False, tty=False,
+                                      workdir=self.workdir, environment=dict(env or {}))["Id"]
+            sock = api.exec_start(exec_id, socket=True)
+        except Exception as exc:
+            raise TerminalError(f"cannot run a command in the container: {_short(exc)}; "
+                                "reset the environment") from None
+        raw = getattr(sock, "_sock", sock)
+        out = BoundedOutput(max_output)
+        deadline = time.monotonic() + timeout
+        timed_out = False
+        try:
+            timed_out = not _pump_frames(raw, out, deadline)
+            if timed_out:
+                self.kill_pidfile(pidfile)
+                _pump_frames(raw, out, time.monotonic() + 2.0)
+        finally:
+            raw.close()
+            sock.close()
+        code = None if timed_out else _exit_code(api, exec_id)
+        return RunResult(exit_code=code, output=out.text(), timed_out=timed_out,
+                         truncated_bytes=out.dropped)
+
+    def spawn(self, command: str, env: dict[str, str] | None = None) -> "DockerProcess":
+        """Start ``command`` interactively (with a pseudo-terminal) in ``workdir``.
+
+        Args:
+            command: a shell command line, e.g. ``"python -m pdb -m pytest -s"``.
+            env: extra environment variables.
+
+        Returns:
+            A :class:`DockerProcess` (a ``pexpect.fdpexpect.fdspawn`` with
+            ``encoding="utf-8"``); ``close(force=True)`` kills the process inside
+            the container before closing the connection.
+
+        Raises:
+            TerminalError: not started, or the container is gone.
+        """
+        container = self._require()
+        api = self._client.api
+        pidfile = self._new_pidfile()
+        try:
+            exec_id = api.exec_create(container.id, self._wrap(command, pidfile, tty=True),
+                                      stdout=True, stderr=True, stdin=True, tty=True,
+                                      workdir=self.workdir, environment=dict(env or {}))["Id"]
+            sock = api.exec_start(exec_id, socket=True, tty=True)
+            try:
+                api.exec_resize(exec_id, height=PTY_SIZE[0], width=PTY_SIZE[1])
+            except Exception:
+                pass  # cosmetic: the default size also works
+        except Exception as exc:
+            raise TerminalError(f"cannot start a command in the container: {_short(exc)}; "
+                                "reset the environment") from None
+        child = DockerProcess(self, sock, exec_id, pidfile)
+        with self._lock:
+            self._spawned = [c for c in self._spawned if not c.closed] + [child]
+        return child
+
+
+def _pump_frames(sock, out: BoundedOutput, deadline: float) -> bool:
+    """Read Docker's multiplexed exec stream into ``out`` until EOF or ``deadline``.
+
+    Returns True at EOF, False when the deadline passed first.
+    """
+    buf = bytearray()
+    need = 8  # bytes wanted before the next step: header, then payload
+    payload = 0
+    with selectors.DefaultSelector() as sel:
+        sel.register(sock, selectors.EVENT_READ)
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            if not sel.select(min(left, 1.0)):
+                continue
+            try:
+                chunk = sock.recv(65536)
+            except (BlockingIOError, InterruptedError):
+                continue
+            except OSError:
+                return True
+            if not chunk:
+                return True
+            buf += chunk
+            while len(buf) >= need:
+                if payload == 0:
+                    _stream, payload = struct.unpack(">BxxxL", bytes(buf[:8]))
+                    del buf[:8]
+                    need = payload if payload else 8
+                    continue
+                out.feed(bytes(buf[:payload]))
+                del buf[:payload]
+                payload, need = 0, 8
+
+
+def _exit_code(api, exec_id: str) -> int | None:
+    """Exit status of a finished exec (waits briefly for the daemon to record it)."""
+    for _ in range(50):
+        info = api.exec_inspect(exec_id)
+        if not info.get("Running") and info.get("ExitCode") is not None:
+            return int(info["ExitCode"])
+        time.sleep(0.01)
+    return None
+
+
+class DockerProcess(fdspawn):
+    """An interactive process inside the container, driven like ``pexpect.spawn``.
+
+    Created by :meth:`DockerTerminal.spawn`. Supports ``expect``, ``sendline``,
+    ``before``, ``isalive()``, ``close(force=True)``, ``terminate()``,
+    ``kill(sig)`` and ``sendintr()``; ``exitstatus`` is set once it has ended.
+    """
+
+    def __init__(self, terminal: DockerTerminal, sock, exec_id: str, pidfile: str) -> None:
+        self._sock = sock
+        self._raw = getattr(sock, "_sock", sock)
+        self._raw.setblocking(True)
+        super().__init__(os.dup(self._raw.fileno()), encoding="utf-8", codec_errors="replace",
+                         use_poll=True)
+        self.own_fd = True
+        self.terminal = terminal
+        self.exec_id = exec_id
+        self.pidfile = pidfile
+        self.exitstatus: int | None = None
+        self.signalstatus = None
+        self.name = f"<docker exec {exec_id[:12]}>"
+
+    def _inspect(self) -> dict | None:
+        try:
+            return self.terminal._client.api.exec_inspect(self.exec_id)
+        except Exception:
+            return None
+
+    def isalive(self) -> bool:
+        """True while the process runs inside the container (asks the daemon)."""
+        if self.child_fd == -1:
+            return False
+        info = self._inspect()
+        if info is None:
+            return False
+        if info.get("Running"):
+            return True
+        if info.get("ExitCode") is not None:
+            self.exitstatus = int(info["ExitCode"])
+        return False
+
+    def kill(self, sig: int) -> None:
+        """Send signal ``sig`` (a number) to the process group inside the container."""
+        import signal as _signal
+
+        name = _signal.Signals(sig).name.removeprefix("SIG")
+        self.terminal.kill_pidfile(self.pidfile, name)
+
+    def sendintr(self) -> None:
+        """Send Ctrl-C (through the pseudo-terminal)."""
+        self.send("\x03")
+
+    def terminate(self, force: bool = False) -> bool:
+        """Stop the process: SIGINT-free hard stop (SIGKILL of its group). Returns True."""
+        self.terminal.kill_pidfile(self.pidfile, "KILL")
+        return True
+
+    def close(self, force: bool = True) -> None:
+        """Kill the process group inside the container, then close the connection.
+
+        Idempotent. ``force`` is accepted for ``pexpect.spawn`` compatibility:
+        the process is always killed, since a detached exec would live on.
+        """
+        if self.child_fd == -1:
+            return
+        if self.isalive():
+            self.terminal.kill_pidfile(self.pidfile, "KILL")
+        self._release()
+
+    def _release(self) -> None:
+        """Close the connection without asking the daemon (used when the container goes away)."""
+        if self.child_fd != -1:
+            try:
+                os.close(self.child_fd)
+            except OSError:
+                pass
+            self.child_fd = -1
+        self.closed = True
+        for s in (self._raw, self._sock):
+            try:
+                s.close()
+            except Exception:
+                pass
+
+
+__all__ = ["DockerTerminal", "DockerProcess", "get_client", "remove_stale_containers",
+           "docker_base_url", "LABEL"]
