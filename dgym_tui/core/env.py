@@ -1,0 +1,408 @@
+"""RepoEnv: the Gymnasium-style debugging environment.
+
+An episode starts with :meth:`RepoEnv.reset` (fresh working copy of the
+repository, a terminal, one run of the entrypoint) and goes on with
+:meth:`RepoEnv.step`, one tool call per step, until ``submit``. Invalid
+actions never raise: they come back as a ``StepResult`` with ``error=True``
+and an observation saying what to do.
+
+Example::
+
+    from dgym_tui import RepoEnv, ToolCall
+
+    with RepoEnv("path/to/repo", entrypoint="python -m pytest -q test.py") as env:
+        r = env.reset()
+        r = env.step(ToolCall(name="view", arguments={"path": "code.py"}))
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import posixpath
+import time
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import jsonschema
+
+from dgym_tui.core.breakpoints import BreakpointStore
+from dgym_tui.core.pytest_summary import describe_score, is_resolved, parse_pytest_summary
+from dgym_tui.core.terminals.base import DEFAULT_MAX_OUTPUT, Terminal
+from dgym_tui.core.tools.base import Tool, ToolError, ToolOutput, all_tools
+from dgym_tui.core.types import EvalSummary, StepResult, ToolCall
+from dgym_tui.core.workspace import Workspace, WorkspaceError
+
+log = logging.getLogger(__name__)
+
+#: Tools every environment gets unless ``tools=`` says otherwise.
+DEFAULT_TOOLS = ("listdir", "view", "eval", "pdb", "rewrite", "grep", "submit")
+
+#: Task text used when none is given.
+DEFAULT_TASK = ("The entrypoint's tests fail. Find the bug in the repository, fix it, and "
+                "call submit when the tests pass.")
+
+
+class RepoEnv:
+    """A debugging environment over a repository folder.
+
+    Args:
+        path: the repository folder (host path). It is copied for every
+            episode and never written, except by :meth:`apply_to_source`.
+        entrypoint: shell command that runs the tests, e.g.
+            ``"python -m pytest -q test.py"``; run in the working copy's root.
+        terminal: ``"local"`` (host subprocesses), ``"docker"`` (a container
+            per episode, needs ``image``), or a ``Terminal`` instance.
+        image: Docker image tag for ``terminal="docker"``.
+        tools: names of registered tools to offer (see ``DEFAULT_TOOLS``).
+        debug_entrypoint: command the pdb tool starts; None derives it from
+            ``entrypoint``.
+        task: text telling the agent what to do; shown in the reset observation.
+        ignore: extra gitignore-style patterns hidden from the agent (added to
+            the repository's ``.debugignore``).
+        readonly: extra gitignore-style patterns the agent may not rewrite
+            (added to ``.debugreadonly``).
+        eval_timeout: seconds the entrypoint may run.
+        pdb_timeout: seconds one pdb command may take.
+        max_output: cap on command output kept in observations, in bytes.
+        setup_commands: shell commands run in the working copy after the
+            terminal starts and before the initial eval.
+
+    Attributes:
+        workspace: the episode's :class:`Workspace` (None before reset).
+        terminal: the episode's :class:`Terminal` (None before reset).
+        tools: ``{name: Tool instance}``.
+        breakpoints: the episode's :class:`BreakpointStore`.
+        frame: ``(relative path, line)`` of the stopped pdb frame, set by the
+            pdb tool; None otherwise.
+        generation: incremented by every step that changed a visible file.
+        last: the last ``StepResult`` (None before reset).
+        last_eval: the last eval's summary (None before any eval).
+        last_eval_output: the last eval's output text.
+
+    Raises:
+        ValueError: ``path`` is not a folder, ``terminal`` is unknown, or a
+            tool name is not registered (message lists the known ones).
+    """
+
+    def __init__(self, path: str | os.PathLike, entrypoint: str = "python -m pytest -q",
+                 terminal: str | Terminal = "local", image: str | None = None,
+                 tools: Sequence[str] = DEFAULT_TOOLS, debug_entrypoint: str | None = None,
+                 task: str = "", ignore: Iterable[str] = (), readonly: Iterable[str] = (),
+                 eval_timeout: float = 120, pdb_timeout: float = 10,
+                 max_output: int = DEFAULT_MAX_OUTPUT,
+                 setup_commands: Sequence[str] = ()) -> None:
+        self.path = os.fspath(path)
+        if not os.path.isdir(self.path):
+            raise ValueError(f"repository folder {self.path!r} does not exist; "
+                             "give the path of a folder")
+        if not isinstance(terminal, Terminal) and terminal not in ("local", "docker"):
+            raise ValueError(f"unknown terminal {terminal!r}; use 'local', 'docker' or a "
+                             "Terminal instance")
+        if terminal == "docker" and not image:
+            raise ValueError("terminal='docker' needs an image; pass image='<tag>'")
+        self.entrypoint = entrypoint
+        self.debug_entrypoint = debug_entrypoint
+        self.terminal_spec = terminal
+        self.image = image
+        self.task = task or DEFAULT_TASK
+        self.ignore = list(ignore)
+        self.readonly = list(readonly)
+        self.eval_timeout = eval_timeout
+        self.pdb_timeout = pdb_timeout
+        self.max_output = max_output
+        self.setup_commands = list(setup_commands)
+
+        registry = all_tools()
+        unknown = [name for name in tools if name not in registry]
+        if unknown:
+            raise ValueError(f"unknown tool(s) {', '.join(unknown)}; known tools: "
+                             f"{', '.join(sorted(registry))}")
+        self.tools: dict[str, Tool] = {name: registry[name](self) for name in tools}
+        self._validators = {name: jsonschema.Draft202012Validator(tool.parameters)
+                            for name, tool in self.tools.items()}
+
+        self.workspace: Workspace | None = None
+        self.terminal: Terminal | None = None
+        self.breakpoints = BreakpointStore()
+        self.frame: tuple[str, int] | None = None
+        self.generation = 0
+        self.last: StepResult | None = None
+        self.last_eval: EvalSummary | None = None
+        self.last_eval_output = ""
+        self.done = False
+        self._closed = False
+
+    # --------------------------------------------------------------- episode
+    def reset(self) -> StepResult:
+        """Start a fresh episode: new working copy, terminal, breakpoints; run the entrypoint.
+
+        Returns:
+            A ``StepResult`` whose observation holds the task, the tool list
+            and the initial eval output; score / max_score come from that eval.
+
+        Raises:
+            WorkspaceError: the repository cannot be copied.
+            TerminalError: the terminal cannot start (e.g. Docker unreachable).
+        """
+        started = time.monotonic()
+        self._end_episode()
+        self._closed = False
+        self.workspace = Workspace(self.path, ignore=self.ignore, readonly=self.readonly)
+        self.breakpoints = BreakpointStore(self.workspace)
+        self.frame = None
+        self.generation = 0
+        self.last_eval = None
+        self.last_eval_output = ""
+        self.done = False
+        self.terminal = self._make_terminal()
+        self.terminal.start(str(self.workspace.root))
+        notes = []
+        for command in self.setup_commands:
+            res = self.terminal.run(command, timeout=self.eval_timeout,
+                                    max_output=self.max_output)
+            if res.exit_code != 0:
+                status = "timed out" if res.timed_out else f"exit code {res.exit_code}"
+                notes.append(f"Setup command failed ({status}): {command}\n{res.output}")
+        for tool in self.tools.values():
+            tool.on_reset()
+        summary, output = self.run_eval()
+        parts = [f"Task:\n{self.task}",
+                 f"Tools: {', '.join(self.tools)}",
+                 *notes,
+                 f"Initial eval of `{self.entrypoint}`:\n{output.rstrip()}",
+                 describe_score(summary)]
+        self.last = self._result("\n\n".join(parts), None, started)
+        return self.last
+
+    def step(self, action: ToolCall | dict[str, Any]) -> StepResult:
+        """Carry out one tool call and return what happened.
+
+        Args:
+            action: a ``ToolCall`` or a dict ``{"name", "arguments", "id"?}``;
+                ``arguments`` may be a dict or a JSON string.
+
+        Returns:
+            A ``StepResult``. Refused actions (unknown tool, bad arguments,
+            a path outside the working copy, ...) have ``error=True`` and an
+            observation saying what to do; a crash inside a tool gives
+            ``"internal error in tool NAME: ..."`` and the env stays usable.
+
+        Raises:
+            RuntimeError: :meth:`reset` was not called (or the env was closed).
+        """
+        if self.workspace is None or self.terminal is None:
+            raise RuntimeError("no episode is running; call reset() first")
+        started = time.monotonic()
+        if isinstance(action, dict):
+            if not isinstance(action.get("name"), str):
+                return self._refuse("an action needs a tool name: give "
+                                    "{\"name\": <tool>, \"arguments\": {...}}", None, started)
+            action = ToolCall.from_dict(action)
+        arguments, problem = self._check(action)
+        if problem:
+            return self._refuse(problem, action, started)
+
+        before = self.workspace.stat_snapshot()
+        error = False
+        try:
+            output = self.tools[action.name].run(**arguments)
+        except (ToolError, WorkspaceError) as exc:
+            output, error = ToolOutput(str(exc)), True
+        except Exception as exc:  # noqa: BLE001  a tool bug must not end the episode
+            log.exception("tool %s failed", action.name)
+            output = ToolOutput(f"internal error in tool {action.name}: "
+                                f"{type(exc).__name__}: {exc}")
+            error = True
+        if self.workspace.stat_snapshot() != before:
+            self.generation += 1
+            self.breakpoints.remap_changed(self.workspace)
+        if output.done:
+            self.done = True
+        self.last = self._result(output.observation, action, started, error=error,
+                                 done=output.done)
+        return self.last
+
+    def _check(self, action: ToolCall) -> tuple[dict[str, Any], str | None]:
+        """Return ``(arguments, None)`` or ``({}, message)`` when the call is invalid."""
+        tool = self.tools.get(action.name)
+        if tool is None:
+            return {}, (f"unknown tool {action.name!r}; available tools: "
+                        f"{', '.join(self.tools)}")
+        arguments = action.arguments
+        if arguments is None or arguments == "":
+            arguments = {}
+        if isinstance(arguments, str):
+            try:
+                arguments = json.loads(arguments)
+            except json.JSONDecodeError as exc:
+                return {}, (f"the arguments of {action.name} are not valid JSON ({exc.msg} "
+                            f"at position {exc.pos}); give a JSON object, e.g. "
+                            f"{example_arguments(tool)}")
+        if not isinstance(arguments, dict):
+            return {}, (f"the arguments of {action.name} must be a JSON object, not "
+                        f"{type(arguments).__name__}; e.g. {example_arguments(tool)}")
+        errors = sorted(self._validators[action.name].iter_errors(arguments),
+                        key=lambda e: (list(e.absolute_path), e.message))
+        if errors:
+            first = errors[0]
+            where = ".".join(str(p) for p in first.absolute_path)
+            msg = f"{where}: {first.message}" if where else first.message
+            return {}, (f"invalid arguments for {action.name}: {msg}. "
+                        f"Parameters: {describe_parameters(tool)}")
+        return arguments, None
+
+    def _refuse(self, message: str, action: ToolCall | None, started: float) -> StepResult:
+        self.last = self._result(message, action, started, error=True)
+        return self.last
+
+    def _result(self, observation: str, action: ToolCall | None, started: float,
+                error: bool = False, done: bool = False) -> StepResult:
+        summary = self.last_eval
+        score = summary.passed if summary else 0
+        max_score = summary.total if summary else 0
+        return StepResult(
+            observation=observation, action=action, done=done,
+            resolved=is_resolved(summary), score=score, max_score=max_score,
+            breakpoints=list(self.breakpoints.list()),
+            conditions=dict(self.breakpoints.conditions()),
+            frame=self.frame, eval=summary, eval_output=self.last_eval_output,
+            changed_files=self.workspace.changed_files() if self.workspace else [],
+            error=error, elapsed=time.monotonic() - started)
+
+    # ------------------------------------------------------------------ eval
+    def run_eval(self) -> tuple[EvalSummary, str]:
+        """Run the entrypoint once in the terminal and remember the result.
+
+        Returns:
+            ``(summary, output)``: pytest's counts (when the output holds no
+            pytest summary line, the exit status counts as one test: passed
+            on exit code 0, failed otherwise) and the output text, truncated
+            to ``max_output`` bytes with a note when longer.
+
+        Raises:
+            RuntimeError: no episode is running.
+        """
+        if self.terminal is None:
+            raise RuntimeError("no episode is running; call reset() first")
+        res = self.terminal.run(self.entrypoint, timeout=self.eval_timeout,
+                                max_output=self.max_output)
+        output = res.output
+        if res.timed_out:
+            output += (f"\n[the entrypoint was stopped after {self.eval_timeout:g} s; "
+                       "look for an endless loop or a hanging call]")
+        summary = parse_pytest_summary(res.output, res.exit_code, res.timed_out)
+        if summary is None:
+            ok = res.exit_code == 0
+            summary = EvalSummary(passed=int(ok), failed=int(not ok),
+                                  exit_code=res.exit_code, timed_out=res.timed_out)
+        self.last_eval, self.last_eval_output = summary, output
+        return summary, output
+
+    # ------------------------------------------------------------- utilities
+    def to_abs(self, rel: str) -> str:
+        """Map a workspace-relative path to the path the terminal's commands see."""
+        workdir = self.terminal.workdir if self.terminal else str(self.workspace.root)
+        return posixpath.join(workdir, rel) if rel != "." else workdir
+
+    def to_relative(self, path: str) -> str | None:
+        """Map a path as the terminal sees it to a workspace-relative one (None if outside)."""
+        if self.terminal is None:
+            return None
+        return self.terminal.to_relative(path)
+
+    def tool_schemas(self) -> list[dict[str, Any]]:
+        """OpenAI function-calling schemas of the offered tools, in offer order."""
+        return [tool.schema() for tool in self.tools.values()]
+
+    def instructions(self) -> str:
+        """The offered tools' instructions, one ``name: text`` paragraph each."""
+        return "\n\n".join(f"{name}: {tool.instructions}" for name, tool in self.tools.items())
+
+    def patch(self) -> str:
+        """Git-style unified diff of the working copy against the original ("" if none)."""
+        return self.workspace.patch() if self.workspace else ""
+
+    def apply_to_source(self) -> list[str]:
+        """Write the episode's changes into the original repository. Returns changed paths.
+
+        Raises:
+            RuntimeError: no episode is running.
+        """
+        if self.workspace is None:
+            raise RuntimeError("no episode is running; call reset() first")
+        return self.workspace.apply_to_source()
+
+    def _make_terminal(self) -> Terminal:
+        spec = self.terminal_spec
+        if isinstance(spec, Terminal):
+            return spec
+        if spec == "docker":
+            from dgym_tui.core.terminals.docker import DockerTerminal
+
+            readonly = [p for p in self.workspace.files() if self.workspace.is_readonly(p)]
+            return DockerTerminal(image=self.image, readonly=readonly)
+        from dgym_tui.core.terminals.local import LocalTerminal
+
+        return LocalTerminal()
+
+    def _end_episode(self) -> None:
+        for tool in self.tools.values():
+            try:
+                tool.close()
+            except Exception:  # noqa: BLE001  closing must go on
+                log.exception("closing tool %s failed", tool.name)
+        if self.terminal is not None:
+            try:
+                self.terminal.close()
+            except Exception:  # noqa: BLE001
+                log.exception("closing the terminal failed")
+            self.terminal = None
+        if self.workspace is not None:
+            self.workspace.cleanup()
+            self.workspace = None
+        self.frame = None
+
+    def close(self) -> None:
+        """End the episode: stop tools and terminal, delete the working copy. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        self._end_episode()
+
+    def __enter__(self) -> "RepoEnv":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __del__(self) -> None:  # best effort: never leave temp folders behind
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001
+            pass
+
+
+def describe_parameters(tool: Tool) -> str:
+    """Return e.g. ``"path (string, required), start (integer)"`` for a tool's schema."""
+    props = tool.parameters.get("properties", {})
+    required = set(tool.parameters.get("required", []))
+    if not props:
+        return "none (call it with {})"
+    items = []
+    for name, spec in props.items():
+        kind = spec.get("type", "any")
+        if isinstance(kind, list):
+            kind = "|".join(kind)
+        items.append(f"{name} ({kind}{', required' if name in required else ''})")
+    return ", ".join(items)
+
+
+def example_arguments(tool: Tool) -> str:
+    """A JSON example of a tool's required arguments, for error messages."""
+    props = tool.parameters.get("properties", {})
+    samples = {"string": "...", "integer": 1, "boolean": False, "number": 1}
+    example = {name: samples.get(props[name].get("type"), "...")
+               for name in tool.parameters.get("required", []) if name in props}
+    return json.dumps(example)

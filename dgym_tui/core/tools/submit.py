@@ -1,0 +1,27 @@
+"""submit: run the entrypoint one last time and end the episode."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dgym_tui.core.pytest_summary import describe_score
+from dgym_tui.core.tools.base import Tool, ToolOutput, register
+
+
+@register
+class SubmitTool(Tool):
+    """Ends the episode after a final eval; the working copy's diff is the result."""
+
+    name = "submit"
+    instructions = (
+        "Submit your fix and end the episode. The entrypoint runs one last time and its "
+        "result is your score. Call it when the tests pass (or you cannot do better).")
+    parameters = {"type": "object", "properties": {}, "additionalProperties": False}
+
+    def run(self, **_: Any) -> ToolOutput:
+        summary, output = self.env.run_eval()
+        changed = self.env.workspace.changed_files()
+        files = ", ".join(changed) if changed else "none"
+        text = (f"Submitted. Final eval of `{self.env.entrypoint}`:\n{output.rstrip()}\n\n"
+                f"{describe_score(summary)}\nChanged files: {files}")
+        return ToolOutput(text, done=True, data={"eval": summary.to_dict()})
