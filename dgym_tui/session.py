@@ -174,7 +174,7 @@ def describe_env(env: Any) -> tuple[dict[str, Any], dict[str, Any]]:
         commands; environment = terminal kind, image, tool names, timeouts.
     """
     workspace = getattr(env, "workspace", None)
-    source = getattr(workspace, "source", None) or getattr(env, "path", None)
+    source = getattr(env, "path", None) or getattr(workspace, "source", None)
     task = {"description": getattr(env, "task", "") or ""}
     if source is not None:
         task["path"] = str(source)
@@ -182,7 +182,9 @@ def describe_env(env: Any) -> tuple[dict[str, Any], dict[str, Any]]:
         value = getattr(env, key, None)
         if value is not None:
             task[key] = list(value) if isinstance(value, (tuple, list)) else value
-    environment: dict[str, Any] = {"terminal": _terminal_kind(env)}
+    spec = getattr(env, "terminal_spec", None)
+    environment: dict[str, Any] = {
+        "terminal": spec if isinstance(spec, str) else _terminal_kind(env)}
     image = getattr(env, "image", None) or getattr(getattr(env, "terminal", None), "image", None)
     if isinstance(image, str):
         environment["image"] = image
@@ -437,6 +439,30 @@ class Session:
         self._require_running()
         return self._execute("human", "manual", None, action, None)
 
+    def replay_turn(self, turn: Turn) -> Turn:
+        """Re-record a turn of another trajectory (replay / fork).
+
+        The turn's action, if any, is executed again; actor, decision,
+        proposed action, note, reasoning and usage are copied. Rejected turns
+        execute nothing.
+
+        Returns:
+            The new Turn (its ``result`` is the fresh StepResult).
+
+        Raises:
+            SessionError: not started or episode over.
+        """
+        self._require_running()
+        if turn.action is None:
+            copy = Turn(index=len(self.turns) + 1, actor=turn.actor, decision=turn.decision,
+                        proposed=turn.proposed, action=None, note=turn.note,
+                        reasoning=turn.reasoning, usage=turn.usage, raw=turn.raw)
+            return self._record(copy)
+        proposal = Proposal(action=turn.proposed, reasoning=turn.reasoning, usage=turn.usage,
+                            raw=turn.raw)
+        return self._execute(turn.actor, turn.decision, turn.proposed, turn.action, proposal,
+                             note=turn.note)
+
     def take_over(self) -> None:
         """Switch to ``human`` mode and drop the pending proposal."""
         self.pending = None
@@ -489,7 +515,7 @@ class Session:
         return self._record(turn)
 
     def _execute(self, actor: str, decision: str, proposed: ToolCall | None,
-                 action: ToolCall, proposal: Proposal | None) -> Turn:
+                 action: ToolCall, proposal: Proposal | None, note: str = "") -> Turn:
         self._emit("stepping", action)
         t0 = time.monotonic()
         try:
@@ -499,7 +525,7 @@ class Session:
             self._emit("error", f"step failed: {exc}")
             raise
         turn = Turn(index=len(self.turns) + 1, actor=actor, decision=decision,
-                    proposed=proposed, action=action,
+                    proposed=proposed, action=action, note=note,
                     reasoning=proposal.reasoning if proposal else "",
                     result=result, usage=proposal.usage if proposal else Usage(),
                     wall_time=time.monotonic() - t0 + self._think_time(proposal),

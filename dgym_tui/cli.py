@@ -1,0 +1,346 @@
+"""Command-line entry points: ``dgym`` (headless tools) and ``dgym-tui`` (the app).
+
+``dgym`` subcommands::
+
+    dgym run CONFIG.yaml [-p key.sub=value ...] [-n WORKERS] [--force] [--output DIR]
+    dgym replay TRAJ.jsonl [--until N [--llm NAME [--agent SPEC] | --human] [-o NEW.jsonl]]
+    dgym export TRAJ.jsonl|DIR ... --format debug-gym|sft [-o OUT]
+    dgym play PATH [--entrypoint CMD] | --task BENCHMARK/TASK   (actions typed on stdin)
+    dgym list-tasks [BENCHMARK] [-p option=value ...]
+    dgym init-llm-config [DIR]
+    dgym config-keys
+
+Errors a user can cause print one line to stderr and exit with status 2
+(set ``DGYM_DEBUG=1`` to see the traceback). ``replay`` exits 1 when a step
+diverged. Heavy libraries (litellm, textual) are imported only by the
+subcommands that need them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+PROG = "dgym"
+
+
+class UserError(Exception):
+    """A mistake in the command line; printed as one line, exit status 2."""
+
+
+def _user_errors() -> tuple[type[BaseException], ...]:
+    from dgym_tui.config import ConfigError
+    from dgym_tui.trajectory import TrajectoryError
+
+    errors: list[type[BaseException]] = [UserError, ConfigError, TrajectoryError,
+                                         FileNotFoundError, NotADirectoryError,
+                                         PermissionError, ValueError, KeyError]
+    try:
+        from dgym_tui.llm import LLMConfigError
+
+        errors.append(LLMConfigError)
+    except ImportError:  # pragma: no cover - llm.py is part of the package
+        pass
+    return tuple(errors)
+
+
+def _message(exc: BaseException) -> str:
+    if isinstance(exc, KeyError) and exc.args:
+        text = str(exc.args[0])
+    else:
+        text = str(exc) or type(exc).__name__
+    return text.strip().splitlines()[0] if text.strip() else type(exc).__name__
+
+
+# ---------------------------------------------------------------- subcommands
+def _cmd_run(args: argparse.Namespace) -> int:
+    from dgym_tui.config import load_config
+    from dgym_tui.runner import run_tasks
+
+    config = load_config(args.config, args.param or [])
+    summary = run_tasks(config, workers=args.workers, force=args.force,
+                        output_dir=Path(args.output) if args.output else None,
+                        progress=not args.no_progress)
+    return 0 if summary.errors == 0 else 1
+
+
+def _policy_from_args(args: argparse.Namespace) -> Any:
+    from dgym_tui.runner import make_policy
+
+    if args.human:
+        return make_policy("human")
+    if args.llm:
+        return make_policy("agent", args.agent, args.llm, args.llm_config)
+    return None
+
+
+def _print_replay_step(number: int, result: Any, divergence: Any) -> None:
+    if divergence is not None:
+        print(f"step {number}: DIVERGED")
+        print(divergence.diff())
+
+
+def _cmd_replay(args: argparse.Namespace) -> int:
+    from dgym_tui.replay import fork, replay
+    from dgym_tui.trajectory import read_trajectory
+
+    traj = read_trajectory(args.trajectory)
+    if traj.truncated:
+        print(f"{PROG}: warning: {traj.path} ends with a cut-off line; replaying "
+              f"{len(traj)} complete step(s)", file=sys.stderr)
+    if args.show:
+        _show(traj, args.until)
+        return 0
+    policy = _policy_from_args(args)
+    if policy is None and (args.agent != "debug_agent" or args.output):
+        raise UserError("to fork, name who continues: --llm NAME (with --agent SPEC) or --human")
+    if policy is not None:
+        if args.until is None:
+            raise UserError("forking needs --until N (the step to continue from)")
+        output = Path(args.output or traj.path.with_name(f"{traj.path.stem}.fork{args.until}.jsonl"))
+        session = fork(traj, args.until, policy, output, max_steps=args.max_steps)
+        try:
+            if getattr(policy, "actor", None) == "human":
+                _drive_human(session)
+            footer = session.footer or {}
+            print(f"forked at step {args.until}: {len(session.turns)} step(s), "
+                  f"resolved={footer.get('resolved')}, reason={footer.get('reason')}; "
+                  f"wrote {output}")
+        finally:
+            session.env.close()
+        return 0
+    report = replay(traj, until=args.until, on_step=_print_replay_step)
+    initial = [d for d in report.divergences if d.step == 0]
+    if initial:
+        print("initial observation: DIVERGED")
+        print(initial[0].diff())
+    if report.ok:
+        print(f"replayed {report.steps} step(s) of {traj.path}: no divergence")
+        return 0
+    steps = ", ".join(str(d.step) for d in report.divergences)
+    print(f"replayed {report.steps} step(s) of {traj.path}: diverged at step(s) {steps}")
+    return 1
+
+
+def _show(traj: Any, until: int | None) -> None:
+    print(f"task: {(traj.header.get('task') or {}).get('name') or '-'}  "
+          f"steps: {len(traj)}  finished: {traj.finished}")
+    for record in traj.steps[:until]:
+        action = record.get("action")
+        what = (f"{action['name']} {action.get('arguments')}" if action
+                else f"(nothing executed) {record.get('note') or ''}")
+        print(f"--- step {record['step']} [{record['actor']}/{record['decision']}] {what}")
+        if record.get("observation"):
+            print(record["observation"].rstrip())
+    if traj.footer and until is None:
+        print(f"=== resolved={traj.footer['resolved']} score={traj.footer['score']}/"
+              f"{traj.footer['max_score']} reason={traj.footer['reason']}")
+
+
+def _cmd_export(args: argparse.Namespace) -> int:
+    from dgym_tui.export import export
+
+    text, count = export(args.trajectories, args.format, args.output)
+    if args.output:
+        print(f"wrote {count} episode(s) to {args.output}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def _cmd_init_llm_config(args: argparse.Namespace) -> int:
+    from dgym_tui.llm import write_llm_config_template
+
+    path = write_llm_config_template(args.directory)
+    print(f"wrote {path}; fill in your endpoints, then pass --llm <entry name>")
+    return 0
+
+
+def _options(pairs: list[str]) -> dict[str, Any]:
+    from dgym_tui.config import parse_override
+
+    options = {}
+    for pair in pairs:
+        parts, value = parse_override(pair)
+        options[".".join(parts)] = value
+    return options
+
+
+def _cmd_list_tasks(args: argparse.Namespace) -> int:
+    from dgym_tui.benchmarks import benchmark_names, get_benchmark
+
+    if not args.benchmark:
+        for name in benchmark_names():
+            print(name)
+        return 0
+    bench = get_benchmark(args.benchmark, **_options(args.param or []))
+    for name in bench.tasks():
+        print(name)
+    return 0
+
+
+def _cmd_config_keys(args: argparse.Namespace) -> int:
+    from dgym_tui.config import keys_markdown
+
+    print(keys_markdown())
+    return 0
+
+
+def _drive_human(session: Any) -> None:
+    """Run a human-policy session until it ends or stdin closes."""
+    session.mode = "auto"
+    try:
+        session.run()
+    except (EOFError, KeyboardInterrupt):
+        pass
+    if not session.done:
+        session.finish("quit")
+
+
+def _cmd_play(args: argparse.Namespace) -> int:
+    from dgym_tui.runner import make_policy
+    from dgym_tui.session import Session
+
+    overrides: dict[str, Any] = {"terminal": args.terminal}
+    if args.image:
+        overrides["image"] = args.image
+    task_info: dict[str, Any] = {}
+    if args.task:
+        bench_name, sep, task_name = args.task.partition("/")
+        if not sep or not task_name:
+            raise UserError(f"--task needs BENCHMARK/TASK (e.g. mini/shopping_cart), got {args.task!r}")
+        from dgym_tui.benchmarks import get_benchmark
+
+        task = get_benchmark(bench_name).load(task_name)
+        env = task.make_env(**overrides)
+        name = f"{bench_name}/{task_name}"
+        task_info = {"benchmark": bench_name, "benchmark_options": {}, "task_name": task_name}
+    elif args.path:
+        from dgym_tui.core.env import RepoEnv
+
+        env = RepoEnv(args.path, entrypoint=args.entrypoint, **overrides)
+        name = Path(args.path).resolve().name
+    else:
+        raise UserError("give a repository PATH or --task BENCHMARK/TASK")
+    output = Path(args.output or f"{name.replace('/', '_')}.trajectory.jsonl")
+    policy = make_policy("human")
+    session = Session(env, policy, mode="auto", max_steps=args.max_steps,
+                      trajectory_path=output, task_name=name,
+                      config={"policy": "human", "terminal": args.terminal},
+                      task_info=task_info)
+
+    def show(event: Any) -> None:
+        if event.kind == "reset":
+            print(event.data.observation)
+        elif event.kind == "turn":
+            print(event.data.observation or event.data.note)
+        elif event.kind == "done":
+            footer = event.data
+            print(f"episode over ({footer['reason']}): resolved={footer['resolved']} "
+                  f"score={footer['score']}/{footer['max_score']}")
+
+    session.subscribe(show)
+    try:
+        session.start()
+        _drive_human(session)
+    finally:
+        env.close()
+    print(f"trajectory: {output}", file=sys.stderr)
+    return 0
+
+
+# ---------------------------------------------------------------- parser
+def build_parser() -> argparse.ArgumentParser:
+    """Return the ``dgym`` argument parser (subcommands run, replay, export, play,
+    list-tasks, init-llm-config, config-keys)."""
+    parser = argparse.ArgumentParser(
+        prog=PROG, description="Headless tools of dgym-tui: batch runs, replay, export.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+
+    p = sub.add_parser("run", help="run an agent over the tasks of a benchmark")
+    p.add_argument("config", help="run config YAML (see `dgym config-keys`)")
+    p.add_argument("-p", "--param", action="append", metavar="KEY=VALUE",
+                   help="override a config key, e.g. -p max_steps=20 -p env.eval_timeout=60")
+    p.add_argument("-n", "--workers", type=int, default=None, help="tasks in parallel")
+    p.add_argument("--force", action="store_true", help="run tasks again that are done")
+    p.add_argument("--output", help="output folder (overrides output_dir)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(func=_cmd_run)
+
+    p = sub.add_parser("replay", help="re-execute a trajectory and report divergences; "
+                                      "or fork it at --until N")
+    p.add_argument("trajectory", help="trajectory .jsonl file")
+    p.add_argument("--until", type=int, help="stop after step N (fork point)")
+    p.add_argument("--llm", help="fork: llm.yaml entry of the agent that continues")
+    p.add_argument("--agent", default="debug_agent", help="fork: agent spec (default debug_agent)")
+    p.add_argument("--llm-config", help="path of llm.yaml")
+    p.add_argument("--human", action="store_true", help="fork: continue typing actions on stdin")
+    p.add_argument("-o", "--output", help="fork: new trajectory file")
+    p.add_argument("--max-steps", type=int, help="fork: step budget, replayed steps included")
+    p.add_argument("--show", action="store_true", help="only print the recorded steps")
+    p.set_defaults(func=_cmd_replay)
+
+    p = sub.add_parser("export", help="convert trajectories (debug-gym JSON or SFT chat JSONL)")
+    p.add_argument("trajectories", nargs="+", help="trajectory files or folders")
+    p.add_argument("--format", required=True, choices=("debug-gym", "sft"))
+    p.add_argument("-o", "--output", help="output file (default: stdout)")
+    p.set_defaults(func=_cmd_export)
+
+    p = sub.add_parser("play", help="debug a repository yourself, typing actions on stdin")
+    p.add_argument("path", nargs="?", help="repository folder")
+    p.add_argument("--entrypoint", default="python -m pytest -q", help="test command")
+    p.add_argument("--task", help="BENCHMARK/TASK instead of a path")
+    p.add_argument("--terminal", default="local", choices=("local", "docker"))
+    p.add_argument("--image", help="Docker image (with --terminal docker)")
+    p.add_argument("--max-steps", type=int, default=200)
+    p.add_argument("-o", "--output", help="trajectory file")
+    p.set_defaults(func=_cmd_play)
+
+    p = sub.add_parser("list-tasks", help="list benchmarks, or the tasks of one")
+    p.add_argument("benchmark", nargs="?")
+    p.add_argument("-p", "--param", action="append", metavar="OPTION=VALUE",
+                   help="benchmark option, e.g. -p path=./repo")
+    p.set_defaults(func=_cmd_list_tasks)
+
+    p = sub.add_parser("init-llm-config", help="write a commented llm.yaml template")
+    p.add_argument("directory", nargs="?", help="folder (default: the user config folder)")
+    p.set_defaults(func=_cmd_init_llm_config)
+
+    p = sub.add_parser("config-keys", help="print the run config keys as a Markdown table")
+    p.set_defaults(func=_cmd_config_keys)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of ``dgym``.
+
+    Args:
+        argv: arguments without the program name (None: ``sys.argv[1:]``).
+
+    Returns:
+        Exit status: 0 success, 1 failures in the work (a task error, a
+        replay divergence), 2 a usage error (one line on stderr), 130 Ctrl-C.
+    """
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 130
+    except _user_errors() as exc:
+        if os.environ.get("DGYM_DEBUG"):
+            raise
+        print(f"{PROG}: error: {_message(exc)}", file=sys.stderr)
+        return 2
+
+
+def tui_main(argv: list[str] | None = None) -> int:
+    """Entry point of ``dgym-tui``: delegates to ``dgym_tui.tui.main.main`` (imported lazily)."""
+    from dgym_tui.tui.main import main as tui
+
+    return int(tui(sys.argv[1:] if argv is None else argv) or 0)

@@ -1,0 +1,381 @@
+"""The headless runner behind ``dgym run``: one episode per task, results on disk.
+
+For every task of the configured benchmark, :func:`run_tasks` builds the
+environment, a policy and a :class:`~dgym_tui.session.Session` in auto mode,
+and writes into ``<output_dir>/<task>/``:
+
+- ``trajectory.jsonl`` — the episode, flushed step by step;
+- ``patch.diff`` — the working copy's changes (git-style unified diff);
+- ``status.json`` — ``{"task", "state": "done" | "error", "resolved", "score",
+  "max_score", "steps", "reason", "prompt_tokens", "completion_tokens",
+  "cost", "wall_time", "error"}``.
+
+A task whose ``status.json`` says ``"done"`` is skipped unless ``force``;
+tasks that failed with an error are run again. Tasks run in threads
+(``workers``), each with its own environment. ``<output_dir>/summary.json``
+holds every status after the run.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dgym_tui.config import ConfigError, RunConfig
+from dgym_tui.policy import Policy
+
+STATUS_FILE = "status.json"
+TRAJECTORY_FILE = "trajectory.jsonl"
+PATCH_FILE = "patch.diff"
+
+#: (task, env) -> Policy; lets callers (and tests) choose the policy per task.
+PolicyFactory = Callable[[Any, Any], Policy]
+
+
+@dataclass
+class TaskStatus:
+    """Outcome of one task (the content of its ``status.json``).
+
+    Attributes:
+        task: task name.
+        state: ``"done"`` (the episode ended), ``"error"`` (it crashed; see
+            ``error``) or ``"skipped"`` (done in an earlier run; values are
+            read back from disk).
+        resolved / score / max_score / steps / reason: from the trajectory footer.
+        prompt_tokens / completion_tokens / cost: LLM usage of the episode (US$).
+        wall_time: seconds the episode took.
+        error: one line when ``state == "error"``.
+    """
+
+    task: str
+    state: str = "done"
+    resolved: bool = False
+    score: int = 0
+    max_score: int = 0
+    steps: int = 0
+    reason: str = ""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float = 0.0
+    wall_time: float = 0.0
+    error: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the JSON-ready dict written to ``status.json``."""
+        return dict(self.__dict__)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "TaskStatus":
+        """Inverse of :meth:`to_dict`; unknown keys are ignored."""
+        return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
+
+
+@dataclass
+class RunSummary:
+    """All task outcomes of one ``dgym run``, in task order."""
+
+    output_dir: Path
+    statuses: list[TaskStatus] = field(default_factory=list)
+
+    @property
+    def resolved(self) -> int:
+        """Number of resolved tasks."""
+        return sum(s.resolved for s in self.statuses)
+
+    @property
+    def errors(self) -> int:
+        """Number of tasks that ended with an error."""
+        return sum(s.state == "error" for s in self.statuses)
+
+
+def task_folder(output_dir: Path, task_name: str) -> Path:
+    """Return the result folder of ``task_name`` (unsafe characters become ``_``)."""
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", task_name).strip("._") or "task"
+    return Path(output_dir) / safe
+
+
+def read_status(folder: Path) -> TaskStatus | None:
+    """Return the status stored in ``folder/status.json``, or None if absent/unreadable."""
+    try:
+        return TaskStatus.from_dict(json.loads((folder / STATUS_FILE).read_text("utf-8")))
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+def _write_json(path: Path, data: Any) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    tmp.replace(path)
+
+
+def make_policy(kind: str, agent: str = "debug_agent", llm: str | None = None,
+                llm_config: str | None = None, task: Any = None) -> Policy:
+    """Build a policy by kind.
+
+    Args:
+        kind: ``"agent"`` (an LLMAgent from the spec ``agent`` and the llm.yaml
+            entry ``llm``), ``"human"`` (actions typed on stdin) or
+            ``"solution"`` (applies ``task``'s gold patch, then submits).
+        agent: agent spec name or path (kind ``agent``).
+        llm: llm.yaml entry name (kind ``agent``).
+        llm_config: path of llm.yaml; None for the default location.
+        task: the benchmark Task (kind ``solution``).
+
+    Raises:
+        ConfigError: missing ``llm``, unknown kind, or a spec / entry that
+            cannot be loaded (one line).
+    """
+    if kind == "agent":
+        if not llm:
+            raise ConfigError("policy 'agent' needs an LLM entry: give llm (-p llm=NAME / --llm)")
+        from dgym_tui.agent import LLMAgent, load_agent_spec
+        from dgym_tui.llm import LLMConfigError, get_llm_config
+
+        try:
+            spec = load_agent_spec(agent)
+            entry = get_llm_config(llm, llm_config)
+        except (LLMConfigError, FileNotFoundError, KeyError, ValueError) as exc:
+            raise ConfigError(str(exc.args[0]) if exc.args else str(exc)) from None
+        return LLMAgent(spec, entry)
+    if kind == "human":
+        from dgym_tui.human import HumanTextPolicy
+
+        return HumanTextPolicy()
+    if kind == "solution":
+        from dgym_tui.solution import SolutionPolicy
+
+        return SolutionPolicy.for_task(task)
+    raise ConfigError(f"unknown policy {kind!r}; use agent, human or solution")
+
+
+def agent_tools(kind: str, agent: str) -> list[str] | None:
+    """Tool names the environment should offer for this policy (None: the default set)."""
+    if kind != "agent":
+        return None
+    from dgym_tui.agent import load_agent_spec
+
+    tools = getattr(load_agent_spec(agent), "tools", None)
+    return list(tools) if tools else None
+
+
+def run_task(config: RunConfig, benchmark: Any, task_name: str, output_dir: Path,
+             policy_factory: PolicyFactory | None = None,
+             on_event: Callable[[str, Any], None] | None = None) -> TaskStatus:
+    """Run one episode of ``task_name`` and write its result folder.
+
+    Args:
+        config: the run configuration.
+        benchmark: the loaded benchmark (``get_benchmark`` result).
+        task_name: which task.
+        output_dir: the run's output folder; the task gets a sub-folder.
+        policy_factory: ``(task, env) -> Policy``; None builds the policy
+            from ``config`` (:func:`make_policy`).
+        on_event: ``(task_name, SessionEvent)`` callback for progress display.
+
+    Returns:
+        The :class:`TaskStatus` (also written to ``status.json``). Errors
+        during the episode do not raise: they give ``state="error"``.
+    """
+    from dgym_tui.session import Session
+
+    folder = task_folder(output_dir, task_name)
+    folder.mkdir(parents=True, exist_ok=True)
+    status = TaskStatus(task=task_name)
+    started = time.monotonic()
+    env = session = None
+    try:
+        task = benchmark.load(task_name)
+        overrides = config.env_overrides()
+        tools = agent_tools(config.policy, config.agent) if policy_factory is None else None
+        if tools:
+            overrides["tools"] = tools
+        env = task.make_env(**overrides)
+        policy = (policy_factory(task, env) if policy_factory
+                  else make_policy(config.policy, config.agent, config.llm, config.llm_config,
+                                   task))
+        session = Session(
+            env, policy, mode="auto", max_steps=config.max_steps,
+            trajectory_path=folder / TRAJECTORY_FILE, task_name=task_name,
+            config=config.to_dict(), stop_on_resolved=config.stop_on_resolved,
+            task_info={"benchmark": config.benchmark,
+                       "benchmark_options": config.benchmark_options,
+                       "task_name": task_name})
+        if on_event is not None:
+            session.subscribe(lambda event: on_event(task_name, event))
+        session.start()
+        session.run()
+        if not session.done:  # run() only returns early on a pause; none is requested here
+            session.finish("stopped")
+        footer = session.footer or {}
+        status.resolved = bool(footer.get("resolved"))
+        status.score = int(footer.get("score") or 0)
+        status.max_score = int(footer.get("max_score") or 0)
+        status.steps = int(footer.get("steps") or 0)
+        status.reason = str(footer.get("reason") or "")
+        (folder / PATCH_FILE).write_text(footer.get("patch") or "", encoding="utf-8")
+    except Exception as exc:  # noqa: BLE001  one task's failure must not end the run
+        status.state = "error"
+        status.error = f"{type(exc).__name__}: {exc}".splitlines()[0][:500]
+        if session is not None and session.initial is not None:
+            session.finish(f"error: {status.error}")
+            footer = session.footer or {}
+            status.steps = int(footer.get("steps") or 0)
+            status.reason = str(footer.get("reason") or "")
+    finally:
+        if session is not None:
+            status.prompt_tokens = session.usage.prompt_tokens
+            status.completion_tokens = session.usage.completion_tokens
+            status.cost = round(session.usage.cost, 6)
+        if env is not None:
+            try:
+                env.close()
+            except Exception:  # noqa: BLE001  cleanup must not mask the result
+                pass
+    status.wall_time = round(time.monotonic() - started, 3)
+    _write_json(folder / STATUS_FILE, status.to_dict())
+    return status
+
+
+def select_tasks(config: RunConfig, benchmark: Any) -> list[str]:
+    """Return the task names to run, in benchmark order (or config order).
+
+    Raises:
+        ConfigError: a configured task name is not in the benchmark.
+    """
+    known = benchmark.tasks()
+    if config.tasks is None:
+        return list(known)
+    missing = [name for name in config.tasks if name not in known]
+    if missing:
+        try:
+            benchmark.load(missing[0])
+        except KeyError as exc:
+            raise ConfigError(f"config key 'tasks': {exc.args[0]}") from None
+        raise ConfigError(f"config key 'tasks': unknown task {missing[0]!r}")
+    return list(dict.fromkeys(config.tasks))
+
+
+def load_benchmark(config: RunConfig) -> Any:
+    """Build the configured benchmark.
+
+    Raises:
+        ConfigError: unknown benchmark or bad options (one line naming it).
+    """
+    from dgym_tui.benchmarks import get_benchmark
+
+    try:
+        return get_benchmark(config.benchmark, **config.benchmark_options)
+    except (KeyError, ValueError, TypeError, FileNotFoundError) as exc:
+        message = str(exc.args[0]) if exc.args else str(exc)
+        raise ConfigError(f"config key 'benchmark': {message}") from None
+
+
+def run_tasks(config: RunConfig, workers: int | None = None, force: bool = False,
+              output_dir: Path | None = None, policy_factory: PolicyFactory | None = None,
+              console: Any = None, progress: bool = True) -> RunSummary:
+    """Run every selected task of ``config``; print a progress bar and a summary table.
+
+    Args:
+        config: a validated :class:`RunConfig`.
+        workers: parallel threads; None uses ``config.workers``.
+        force: run tasks again even if their ``status.json`` says done.
+        output_dir: results folder; None uses ``config.output_dir``.
+        policy_factory: ``(task, env) -> Policy`` instead of the configured policy.
+        console: a ``rich.console.Console`` to print to (None: stderr for the
+            progress bar, stdout for the table).
+        progress: show the progress bar.
+
+    Returns:
+        The :class:`RunSummary` (also written to ``<output_dir>/summary.json``).
+
+    Raises:
+        ConfigError: unknown benchmark / task, a human policy with more than
+            one worker, or an agent / LLM entry that cannot be loaded.
+    """
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+    from rich.progress import TimeElapsedColumn
+
+    workers = workers or config.workers
+    output_dir = Path(output_dir or config.output_dir)
+    if config.policy == "human" and workers > 1:
+        raise ConfigError("policy 'human' reads actions from stdin: use one worker (-n 1)")
+    if config.mode != "auto":
+        raise ConfigError(f"config key 'mode': dgym run is headless and needs 'auto', got "
+                          f"{config.mode!r}; use dgym-tui to approve actions")
+    if policy_factory is None and config.policy == "agent":
+        make_policy("agent", config.agent, config.llm, config.llm_config)  # fail fast, one line
+    benchmark = load_benchmark(config)
+    names = select_tasks(config, benchmark)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    out = console or Console()
+    err = console or Console(stderr=True)
+
+    results: dict[str, TaskStatus] = {}
+    todo = []
+    for name in names:
+        previous = None if force else read_status(task_folder(output_dir, name))
+        if previous is not None and previous.state == "done":
+            previous.state = "skipped"
+            results[name] = previous
+        else:
+            todo.append(name)
+
+    lock = threading.Lock()
+    bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                   TimeElapsedColumn(), TextColumn("{task.fields[last]}"), console=err,
+                   disable=not progress, transient=False)
+    with bar:
+        bar_id = bar.add_task("tasks", total=len(todo), last="")
+
+        def one(name: str) -> TaskStatus:
+            status = run_task(config, benchmark, name, output_dir, policy_factory)
+            with lock:
+                mark = "resolved" if status.resolved else status.state
+                bar.update(bar_id, advance=1, last=f"{name}: {mark}")
+            return status
+
+        if workers <= 1 or len(todo) <= 1:
+            for name in todo:
+                results[name] = one(name)
+        else:
+            with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="dgym-task") as pool:
+                futures = {pool.submit(one, name): name for name in todo}
+                for future in as_completed(futures):
+                    results[futures[future]] = future.result()
+
+    summary = RunSummary(output_dir, [results[name] for name in names])
+    _write_json(output_dir / "summary.json", [s.to_dict() for s in summary.statuses])
+    out.print(summary_table(summary))
+    return summary
+
+
+def summary_table(summary: RunSummary) -> Any:
+    """Return a ``rich.table.Table``: per task resolved, score, steps, tokens, cost,
+    wall time and state; a total row at the bottom."""
+    from rich.table import Table
+
+    table = Table(title=f"dgym run: {summary.output_dir}", show_footer=False)
+    for column, justify in (("task", "left"), ("resolved", "center"), ("score", "right"),
+                            ("steps", "right"), ("tokens", "right"), ("cost $", "right"),
+                            ("wall s", "right"), ("state", "left")):
+        table.add_column(column, justify=justify)
+    tokens = cost = wall = steps = 0
+    for s in summary.statuses:
+        used = s.prompt_tokens + s.completion_tokens
+        tokens, cost, wall, steps = tokens + used, cost + s.cost, wall + s.wall_time, steps + s.steps
+        state = s.state if not s.error else f"{s.state}: {s.error[:60]}"
+        table.add_row(s.task, "yes" if s.resolved else "no", f"{s.score}/{s.max_score}",
+                      str(s.steps), str(used), f"{s.cost:.4f}", f"{s.wall_time:.1f}", state)
+    total = len(summary.statuses)
+    table.add_section()
+    table.add_row("total", f"{summary.resolved}/{total}", "", str(steps), str(tokens),
+                  f"{cost:.4f}", f"{wall:.1f}", f"{summary.errors} error(s)")
+    return table
