@@ -277,7 +277,8 @@ class DockerTerminal(Terminal):
         quoted = shlex.quote(command)
         if tty:
             return ["sh", "-c", prelude + "stty -echo 2>/dev/null; exec sh -c " + quoted]
-        return ["sh", "-c", prelude + f"sh -c {quoted}; s=$?; rm -f {pidfile}; exit $s"]
+        # One pipe for stdout and stderr keeps their order, as on the host.
+        return ["sh", "-c", prelude + f"exec 2>&1; sh -c {quoted}; s=$?; rm -f {pidfile}; exit $s"]
 
     def _new_pidfile(self) -> str:
         return f"{_PID_DIR}/{os.getpid()}-{next(_counter)}.pid"
