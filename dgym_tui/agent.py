@@ -1,0 +1,442 @@
+"""LLM agents: an agent spec (YAML + Jinja prompts) and the LLMAgent policy.
+
+An agent spec lives in ``agents/NAME.yaml``; adding an agent means adding a
+file. Keys:
+
+- ``name`` (str), ``description`` (str);
+- ``tools``: the tool names the agent may use (those the environment lacks
+  are skipped);
+- ``system_prompt`` / ``instance_prompt``: a Jinja template, inline or as a
+  file path relative to the YAML file (``prompts/system.jinja``);
+- ``guidance`` (str, optional): strategy text handed to the system template;
+- ``unlock`` (optional): tools hidden until a condition holds, e.g.
+  ``{pdb: {after_rewrites: 5}}`` (also ``after_steps``);
+- ``tool_calling`` (optional): ``native`` or ``text``; default: the LLM's.
+
+Template variables — system: ``agent`` (the spec), ``guidance``, ``tools``
+(``[{name, description, parameters}]`` currently offered), ``locked``
+(``{tool name: condition text}``), ``tool_calling``, ``instructions``;
+instance: ``task``, ``initial_observation``, ``agent``.
+
+litellm is not imported here: :mod:`dgym_tui.llm` imports it when a model is
+first called.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from dgym_tui.core.types import ToolCall
+from dgym_tui.policy import EpisodeInfo, Proposal, Usage
+
+if TYPE_CHECKING:
+    from dgym_tui.llm import LLM, LLMConfig
+    from dgym_tui.session import Turn
+
+TEMPLATE_SUFFIXES = (".jinja", ".j2", ".jinja2", ".md", ".txt")
+UNLOCK_COUNTERS = {"after_rewrites": "successful rewrites", "after_steps": "steps"}
+INVALID_PREFIX = "invalid proposal: "
+_TOOL_BLOCK = re.compile(r"```[ \t]*tool_call[ \t]*\n(.*?)```", re.DOTALL)
+
+
+class AgentSpecError(Exception):
+    """An agent spec cannot be found or is invalid (one-line message)."""
+
+
+@dataclass
+class AgentSpec:
+    """A parsed agent spec (see the module docstring for the YAML keys).
+
+    Attributes:
+        name, description: labels.
+        tools: allowed tool names, in prompt order.
+        system_prompt, instance_prompt: Jinja template sources.
+        guidance: strategy text for the system template.
+        unlock: ``{tool: {"after_rewrites" | "after_steps": int}}``.
+        tool_calling: ``"native"``, ``"text"`` or None (use the LLM's setting).
+        path: the YAML file, or None for a spec built in code.
+    """
+
+    name: str
+    description: str = ""
+    tools: list[str] = field(default_factory=list)
+    system_prompt: str = ""
+    instance_prompt: str = "{{ task }}\n\n{{ initial_observation }}"
+    guidance: str = ""
+    unlock: dict[str, dict[str, int]] = field(default_factory=dict)
+    tool_calling: str | None = None
+    path: Path | None = None
+
+
+def available_agents() -> list[str]:
+    """Return the names of the agent specs shipped in the agents/ folder, sorted."""
+    from dgym_tui.resources import resource_dir
+
+    try:
+        return sorted(p.stem for p in resource_dir("agents").glob("*.yaml"))
+    except FileNotFoundError:
+        return []
+
+
+def _read_template(value: Any, key: str, base: Path, source: str) -> str:
+    if not isinstance(value, str):
+        raise AgentSpecError(f"{source}: {key!r} must be a template text or a file path")
+    if "\n" not in value and value.strip().endswith(TEMPLATE_SUFFIXES):
+        file = (base / value.strip()).resolve()
+        if not file.is_file():
+            raise AgentSpecError(f"{source}: {key} file {value!r} not found next to the spec")
+        return file.read_text(encoding="utf-8")
+    return value
+
+
+def parse_agent_spec(data: dict[str, Any], base: Path, source: str = "agent spec") -> AgentSpec:
+    """Validate a spec mapping and load its templates.
+
+    Args:
+        data: the YAML mapping.
+        base: folder against which template paths are resolved.
+        source: name used in error messages (usually the file path).
+
+    Raises:
+        AgentSpecError: unknown keys, missing name/tools/system_prompt, bad
+            unlock conditions or tool_calling value.
+    """
+    if not isinstance(data, dict):
+        raise AgentSpecError(f"{source}: an agent spec must be a YAML mapping")
+    known = {"name", "description", "tools", "system_prompt", "instance_prompt",
+             "guidance", "unlock", "tool_calling"}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise AgentSpecError(f"{source}: unknown key(s) {', '.join(unknown)}; "
+                             f"known keys: {', '.join(sorted(known))}")
+    for key in ("name", "tools", "system_prompt"):
+        if not data.get(key):
+            raise AgentSpecError(f"{source}: missing {key!r}")
+    tools = data["tools"]
+    if not isinstance(tools, list) or not all(isinstance(t, str) for t in tools):
+        raise AgentSpecError(f"{source}: 'tools' must be a list of tool names")
+    unlock = data.get("unlock") or {}
+    for tool, condition in unlock.items():
+        if tool not in tools:
+            raise AgentSpecError(f"{source}: unlock names {tool!r}, which is not in 'tools'")
+        if (not isinstance(condition, dict) or not condition
+                or any(k not in UNLOCK_COUNTERS or not isinstance(v, int)
+                       for k, v in condition.items())):
+            raise AgentSpecError(f"{source}: unlock.{tool} must map "
+                                 f"{' / '.join(UNLOCK_COUNTERS)} to an integer")
+    mode = data.get("tool_calling")
+    if mode not in (None, "native", "text"):
+        raise AgentSpecError(f"{source}: tool_calling must be 'native' or 'text', not {mode!r}")
+    spec = AgentSpec(name=str(data["name"]), description=str(data.get("description") or ""),
+                     tools=list(tools), guidance=str(data.get("guidance") or ""),
+                     unlock={k: dict(v) for k, v in unlock.items()}, tool_calling=mode,
+                     system_prompt=_read_template(data["system_prompt"], "system_prompt",
+                                                  base, source))
+    if data.get("instance_prompt"):
+        spec.instance_prompt = _read_template(data["instance_prompt"], "instance_prompt",
+                                              base, source)
+    return spec
+
+
+def load_agent_spec(name_or_path: str | os.PathLike) -> AgentSpec:
+    """Load an agent spec by name (``agents/NAME.yaml``) or from a YAML file path.
+
+    Args:
+        name_or_path: ``"debug_agent"`` or a path such as ``"my/agent.yaml"``.
+
+    Returns:
+        The parsed :class:`AgentSpec` with its templates loaded.
+
+    Raises:
+        AgentSpecError: no such agent (the message lists the known ones), or
+            the file is invalid.
+    """
+    import yaml
+
+    text = str(name_or_path)
+    path = Path(text).expanduser()
+    if not (path.suffix in (".yaml", ".yml") or os.sep in text or "/" in text):
+        from dgym_tui.resources import resource_dir
+
+        try:
+            path = resource_dir("agents") / f"{text}.yaml"
+        except FileNotFoundError:
+            path = Path(f"{text}.yaml")
+        if not path.is_file():
+            raise AgentSpecError(f"unknown agent {text!r}; known agents: "
+                                 f"{', '.join(available_agents()) or '(none)'}, "
+                                 f"or give the path of an agent YAML file")
+    if not path.is_file():
+        raise AgentSpecError(f"agent spec {path} not found")
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError:
+        raise AgentSpecError(f"{path}: not valid YAML; fix the file") from None
+    spec = parse_agent_spec(data, path.parent, str(path))
+    spec.path = path
+    return spec
+
+
+def _render(template: str, **variables: Any) -> str:
+    import jinja2
+
+    env = jinja2.Environment(undefined=jinja2.StrictUndefined, trim_blocks=True,
+                             lstrip_blocks=True, keep_trailing_newline=False,
+                             autoescape=False)
+    try:
+        return env.from_string(template).render(**variables).strip()
+    except jinja2.TemplateError as exc:
+        raise AgentSpecError(f"prompt template error: {exc}") from None
+
+
+def _arguments_json(call: ToolCall) -> str:
+    args = call.arguments
+    return args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
+
+
+def format_text_call(call: ToolCall) -> str:
+    """Render a tool call in the text format: a fenced ``tool_call`` JSON block."""
+    args = call.arguments
+    if isinstance(args, str):
+        try:
+            args = json.loads(args)
+        except json.JSONDecodeError:
+            pass
+    body = json.dumps({"name": call.name, "arguments": args}, ensure_ascii=False)
+    return f"```tool_call\n{body}\n```"
+
+
+def _describe(call: ToolCall) -> str:
+    return f"{call.name} {_arguments_json(call)}"
+
+
+class LLMAgent:
+    """A policy that asks an LLM for one tool call per turn.
+
+    Args:
+        spec: an :class:`AgentSpec`, an agent name or a spec path.
+        llm: an :class:`~dgym_tui.llm.LLM`, an ``LLMConfig``, or an llm.yaml
+            entry name.
+        config_path: llm.yaml path when ``llm`` is a name.
+        tool_calling: force ``"native"`` or ``"text"``; default: the spec's
+            setting, else the LLM's.
+
+    Raises:
+        AgentSpecError / LLMConfigError: bad spec or LLM entry.
+
+    Attributes:
+        name: the spec's name. actor: ``"agent"``. usage: total Usage of the episode.
+    """
+
+    actor = "agent"
+
+    def __init__(self, spec: AgentSpec | str | os.PathLike, llm: "LLM | LLMConfig | str",
+                 config_path: str | os.PathLike | None = None,
+                 tool_calling: str | None = None) -> None:
+        from dgym_tui.llm import LLM
+
+        self.spec = spec if isinstance(spec, AgentSpec) else load_agent_spec(spec)
+        self.llm = llm if isinstance(llm, LLM) else LLM(llm, config_path)
+        self.name = self.spec.name
+        self.tool_calling = tool_calling or self.spec.tool_calling or self.llm.tool_calling
+        if self.tool_calling not in ("native", "text"):
+            raise AgentSpecError(f"tool_calling must be 'native' or 'text', "
+                                 f"not {self.tool_calling!r}")
+        self.info: EpisodeInfo | None = None
+        self.usage = Usage()
+        self._schemas: dict[str, dict[str, Any]] = {}
+
+    # -- episode -------------------------------------------------------------
+
+    def reset(self, info: EpisodeInfo) -> None:
+        """Start an episode: keep the schemas of the spec's tools that the env has."""
+        self.info = info
+        self.usage = Usage()
+        by_name = {s["function"]["name"]: s for s in info.tool_schemas}
+        self._schemas = {name: by_name[name] for name in self.spec.tools if name in by_name}
+
+    @staticmethod
+    def _counts(turns: list["Turn"]) -> dict[str, int]:
+        rewrites = sum(1 for t in turns if t.action is not None and t.action.name == "rewrite"
+                       and t.result is not None and not t.result.error)
+        return {"after_rewrites": rewrites, "after_steps": len(turns)}
+
+    def locked_tools(self, turns: list["Turn"]) -> dict[str, str]:
+        """Return ``{tool: condition text}`` for tools still locked after ``turns``."""
+        counts = self._counts(turns)
+        locked = {}
+        for tool, condition in self.spec.unlock.items():
+            missing = [(k, n) for k, n in condition.items() if counts[k] < n]
+            if tool in self._schemas and missing:
+                locked[tool] = " and ".join(f"after {n} {UNLOCK_COUNTERS[k]} ({counts[k]} so far)"
+                                            for k, n in missing)
+        return locked
+
+    def available_tools(self, turns: list["Turn"]) -> list[str]:
+        """Return the tool names offered after ``turns`` (allowed, present, unlocked)."""
+        locked = self.locked_tools(turns)
+        return [name for name in self._schemas if name not in locked]
+
+    # -- prompt --------------------------------------------------------------
+
+    def build_messages(self, turns: list["Turn"]) -> list[dict[str, Any]]:
+        """Return the chat messages for the next proposal.
+
+        ``[system, user(task + initial observation), *history]``; each turn
+        adds: executed -> assistant tool call + its result; rejected -> the
+        tool result says the user rejected it (with the note); an invalid
+        proposal -> the model's text + a user message saying what was wrong;
+        a person's own action -> a user message with the action and result.
+        A user message announces a tool when it unlocks.
+
+        Raises:
+            RuntimeError: :meth:`reset` was not called.
+        """
+        if self.info is None:
+            raise RuntimeError("LLMAgent.reset(info) must be called before proposing")
+        tools = [self._schemas[n]["function"] for n in self.available_tools(turns)]
+        system = _render(self.spec.system_prompt, agent=self.spec, guidance=self.spec.guidance,
+                         tools=tools, locked=self.locked_tools(turns),
+                         tool_calling=self.tool_calling, instructions=self.info.instructions)
+        instance = _render(self.spec.instance_prompt, agent=self.spec, task=self.info.task,
+                           initial_observation=self.info.initial_observation)
+        messages: list[dict[str, Any]] = [{"role": "system", "content": system},
+                                          {"role": "user", "content": instance}]
+        locked_before = set(self.locked_tools([]))
+        for i, turn in enumerate(turns):
+            messages.extend(self._turn_messages(turn))
+            locked_now = set(self.locked_tools(turns[: i + 1]))
+            for tool in sorted(locked_before - locked_now):
+                messages.append({"role": "user",
+                                 "content": f"The `{tool}` tool is now unlocked; you may use it."})
+            locked_before = locked_now
+        return messages
+
+    def _assistant(self, call: ToolCall, reasoning: str) -> dict[str, Any]:
+        if self.tool_calling == "text":
+            text = f"{reasoning.strip()}\n\n{format_text_call(call)}".strip()
+            return {"role": "assistant", "content": text}
+        return {"role": "assistant", "content": reasoning or None,
+                "tool_calls": [{"id": call.id, "type": "function",
+                                "function": {"name": call.name,
+                                             "arguments": _arguments_json(call)}}]}
+
+    def _result(self, call: ToolCall, text: str) -> dict[str, Any]:
+        if self.tool_calling == "text":
+            return {"role": "user", "content": f"Output of {call.name}:\n{text}"}
+        return {"role": "tool", "tool_call_id": call.id, "content": text}
+
+    def _turn_messages(self, turn: "Turn") -> list[dict[str, Any]]:
+        observation = turn.result.observation if turn.result is not None else ""
+        note = (turn.note or "").strip()
+        if turn.proposed is None and turn.action is None:  # invalid proposal
+            error = note[len(INVALID_PREFIX):] if note.startswith(INVALID_PREFIX) else note
+            out = []
+            if turn.reasoning.strip():
+                out.append({"role": "assistant", "content": turn.reasoning.strip()})
+            out.append({"role": "user", "content": "Your last reply could not be run: "
+                        f"{error or 'it had no valid tool call'}. Reply with exactly one tool call."})
+            return out
+        if turn.proposed is None:  # the person acted on their own
+            text = f"The user ran `{_describe(turn.action)}` themselves."
+            if note:
+                text += f" Note: {note}"
+            return [{"role": "user", "content": f"{text}\nOutput:\n{observation}"}]
+        out = [self._assistant(turn.proposed, turn.reasoning)]
+        if turn.action is None:  # rejected
+            text = "The user rejected this action."
+            if note:
+                text += f" Note: {note}"
+            out.append(self._result(turn.proposed, text))
+        elif _describe(turn.action) != _describe(turn.proposed) or turn.action.name != turn.proposed.name:
+            text = f"The user edited this action and ran `{_describe(turn.action)}` instead."
+            if note:
+                text += f" Note: {note}"
+            out.append(self._result(turn.proposed, f"{text}\nOutput:\n{observation}"))
+        else:
+            out.append(self._result(turn.proposed, observation))
+        return out
+
+    # -- proposal ------------------------------------------------------------
+
+    def propose(self, turns: list["Turn"]) -> Proposal:
+        """Ask the LLM for the next action.
+
+        Returns:
+            A Proposal with one ToolCall, or ``action=None`` and ``error`` set
+            when the reply had no call, several calls, an unknown or locked
+            tool, or arguments that are not a JSON object.
+
+        Raises:
+            LLMConfigError: authentication failed. LLMError: the model call
+            failed after retries. RuntimeError: :meth:`reset` not called.
+        """
+        messages = self.build_messages(turns)
+        available = self.available_tools(turns)
+        tools = ([self._schemas[n] for n in available]
+                 if self.tool_calling == "native" else None)
+        response = self.llm.complete(messages, tools=tools)
+        self.usage = self.usage + response.usage
+        if self.tool_calling == "native":
+            calls = [(c.get("id"), c["function"]["name"], c["function"].get("arguments"))
+                     for c in response.tool_calls]
+            reasoning, error = response.content.strip(), None
+        else:
+            calls, reasoning, error = self._parse_text(response.content)
+        action = None
+        if error is None:
+            action, error = self._validate(calls, available, turns)
+        return Proposal(action=action, reasoning=reasoning, error=error,
+                        usage=response.usage, raw=response.message)
+
+    @staticmethod
+    def _parse_text(content: str) -> tuple[list[tuple], str, str | None]:
+        """Find ```tool_call blocks; return ``(calls, reasoning, error or None)``."""
+        blocks = _TOOL_BLOCK.findall(content or "")
+        reasoning = _TOOL_BLOCK.sub("", content or "").strip()
+        calls = []
+        for block in blocks:
+            try:
+                data = json.loads(block)
+            except json.JSONDecodeError as exc:
+                return [], reasoning, (f"the tool_call block is not valid JSON ({exc.msg} at "
+                                       f"line {exc.lineno} column {exc.colno})")
+            if not isinstance(data, dict) or not isinstance(data.get("name"), str):
+                return [], reasoning, ('the tool_call block must be a JSON object with '
+                                       '"name" and "arguments"')
+            calls.append((None, data["name"], data.get("arguments", {})))
+        return calls, reasoning, None
+
+    def _validate(self, calls: list[tuple], available: list[str],
+                  turns: list["Turn"]) -> tuple[ToolCall | None, str | None]:
+        how = ("a ```tool_call block" if self.tool_calling == "text" else "a tool call")
+        if not calls:
+            return None, (f"the reply contained no tool call; reply with exactly one "
+                          f"{how} using one of: {', '.join(available)}")
+        if len(calls) > 1:
+            names = ", ".join(name for _, name, _ in calls)
+            return None, (f"the reply contained {len(calls)} tool calls ({names}); "
+                          f"make exactly one tool call per reply")
+        call_id, name, arguments = calls[0]
+        if name not in available:
+            locked = self.locked_tools(turns)
+            if name in locked:
+                return None, f"the {name} tool is not available yet: it unlocks {locked[name]}"
+            return None, f"unknown tool {name!r}; available tools: {', '.join(available)}"
+        if arguments in (None, ""):
+            arguments = {}
+        if isinstance(arguments, str):
+            try:
+                arguments = json.loads(arguments)
+            except json.JSONDecodeError as exc:
+                return None, (f"the arguments of the {name} call are not valid JSON "
+                              f"({exc.msg}); send a JSON object")
+        if not isinstance(arguments, dict):
+            return None, f"the arguments of the {name} call must be a JSON object"
+        return (ToolCall(name=name, arguments=arguments, id=call_id) if call_id
+                else ToolCall(name=name, arguments=arguments)), None

@@ -1,0 +1,152 @@
+"""A person as a policy: tool calls typed as one line of text (headless front end).
+
+Line syntax (:func:`parse_action`):
+
+- ``TOOL key=value ...`` — a tool call. Values are decoded as JSON when they
+  can be (``start=3`` is the number 3, ``'new_code="x = 1\\n"'`` a string
+  with a newline), otherwise taken as text; quote with shell rules to keep
+  spaces (``grep pattern="def main"``). A bare value fills the tool's next
+  required parameter (``view src/app.py``). ``TOOL {json object}`` passes
+  the arguments as one JSON object.
+- anything else — a pdb command, sent as it is: ``b app.py:12``, ``p x``,
+  ``n``. (Use ``pdb command="..."`` for a pdb command that starts with a tool name.)
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+from dgym_tui.core.types import ToolCall
+from dgym_tui.policy import EpisodeInfo, Proposal
+
+if TYPE_CHECKING:
+    from dgym_tui.session import Turn
+
+USAGE_HINT = "type `TOOL key=value ...` (e.g. `view path=app.py`) or a pdb command (e.g. `b app.py:3`)"
+
+
+def _decode(value: str, schema: dict[str, Any] | None) -> Any:
+    """Decode one typed value: JSON when possible, text otherwise (or when the
+    parameter's schema says it is a string)."""
+    try:
+        decoded = json.loads(value)
+    except json.JSONDecodeError:
+        return value
+    if schema and schema.get("type") == "string" and not isinstance(decoded, str):
+        return value
+    return decoded
+
+
+def parse_action(line: str, tool_names: Iterable[str],
+                 schemas: dict[str, dict[str, Any]] | None = None) -> ToolCall:
+    """Turn a typed line into a tool call.
+
+    Args:
+        line: what the person typed.
+        tool_names: names of the tools the environment offers.
+        schemas: optional ``{tool name: JSON-schema "parameters"}``; enables
+            bare positional values and keeps string parameters as text.
+
+    Returns:
+        A :class:`ToolCall`.
+
+    Raises:
+        ValueError: empty line, unbalanced quotes, a token that is not
+            ``key=value``, a repeated key, too many bare values, invalid JSON
+            after ``TOOL {``, or a pdb command when no pdb tool exists. The
+            message says what to type instead.
+    """
+    names = list(tool_names)
+    text = line.strip()
+    if not text:
+        raise ValueError(f"empty line: {USAGE_HINT}")
+    first, _, rest = text.partition(" ")
+    rest = rest.strip()
+    if first not in names:
+        if "pdb" not in names:
+            raise ValueError(f"unknown tool {first!r}; tools: {', '.join(names)}")
+        return ToolCall(name="pdb", arguments={"command": text})
+    params = (schemas or {}).get(first) or {}
+    properties = params.get("properties") or {}
+    if rest.startswith("{"):
+        try:
+            arguments = json.loads(rest)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{first}: the arguments are not valid JSON ({exc.msg}); "
+                             f"type a JSON object or key=value pairs") from None
+        if not isinstance(arguments, dict):
+            raise ValueError(f"{first}: the arguments must be a JSON object")
+        return ToolCall(name=first, arguments=arguments)
+    try:
+        tokens = shlex.split(rest)
+    except ValueError as exc:
+        raise ValueError(f"{first}: {exc} (check your quotes)") from None
+    arguments: dict[str, Any] = {}
+    positional = [p for p in params.get("required", []) if p in properties] if schemas else []
+    for token in tokens:
+        key, sep, value = token.partition("=")
+        if sep and key.isidentifier():
+            if key in arguments:
+                raise ValueError(f"{first}: argument {key!r} given twice")
+            arguments[key] = _decode(value, properties.get(key))
+            continue
+        remaining = [p for p in positional if p not in arguments]
+        if not remaining:
+            expected = ", ".join(properties) or "none"
+            raise ValueError(f"{first}: expected key=value, got {token!r} "
+                             f"(arguments: {expected})")
+        arguments[remaining[0]] = _decode(token, properties.get(remaining[0]))
+    return ToolCall(name=first, arguments=arguments)
+
+
+class HumanTextPolicy:
+    """A person typing actions at a prompt; each proposal is one parsed line.
+
+    Args:
+        read: returns the next typed line; called with the prompt text
+            (default: the built-in ``input``). Raising EOFError ends input.
+        write: shows a message to the person (default: ``print``).
+        prompt: the prompt text.
+
+    Attributes:
+        name: ``"human"``. actor: ``"human"`` (the session records turns as
+        the person's own).
+    """
+
+    name = "human"
+    actor = "human"
+
+    def __init__(self, read: Callable[[str], str] = input,
+                 write: Callable[[str], None] = print, prompt: str = "dgym> ") -> None:
+        self._read = read
+        self._write = write
+        self.prompt = prompt
+        self.tool_names: list[str] = []
+        self.schemas: dict[str, dict[str, Any]] = {}
+
+    def reset(self, info: EpisodeInfo) -> None:
+        """Learn the tool names and parameter schemas of the episode."""
+        self.schemas = {s["function"]["name"]: s["function"].get("parameters") or {}
+                        for s in info.tool_schemas}
+        self.tool_names = list(self.schemas)
+
+    def propose(self, turns: list["Turn"]) -> Proposal:
+        """Read lines until one parses; return it as the proposal.
+
+        Blank lines are skipped; a line that does not parse is explained
+        through ``write`` and the person is asked again.
+
+        Raises:
+            EOFError: the input ended (the front end should finish the episode).
+        """
+        while True:
+            line = self._read(self.prompt)
+            if not line.strip():
+                continue
+            try:
+                return Proposal(action=parse_action(line, self.tool_names, self.schemas))
+            except ValueError as exc:
+                self._write(f"error: {exc}")

@@ -1,0 +1,508 @@
+"""LLM access: ``llm.yaml`` entries and one chat-completion call with retries.
+
+This is the only module that imports litellm, and it does so lazily (inside
+functions): ``import dgym_tui.llm`` stays cheap, and a person using the TUI in
+human mode never pays litellm's ~2 s import.
+
+``llm.yaml`` maps entry names to endpoints::
+
+    gpt-4o:
+      model: openai/gpt-4o          # litellm model string (provider/model)
+      api_key_env: OPENAI_API_KEY   # name of the env var that holds the key
+      temperature: 0.0
+      max_tokens: 4096              # completion tokens per call
+      context_window: 128000        # prompt + completion tokens the model accepts
+      tool_calling: native          # native | text
+
+The file is looked up in this order: the explicit ``path`` argument, the env
+var ``DGYM_LLM_CONFIG``, ``$XDG_CONFIG_HOME/dgym-tui/llm.yaml`` (default
+``~/.config/dgym-tui/llm.yaml``). ``dgym init-llm-config`` writes a commented
+template (:func:`write_llm_config_template`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any, Callable
+
+from dgym_tui.policy import Usage
+
+log = logging.getLogger(__name__)
+
+CONFIG_ENV = "DGYM_LLM_CONFIG"
+TOOL_CALLING_MODES = ("native", "text")
+
+
+class LLMConfigError(Exception):
+    """A problem the user fixes in llm.yaml or the environment (one-line message)."""
+
+
+class LLMError(Exception):
+    """The model call failed for good (after retries, or a non-retryable error)."""
+
+
+class ContextTooLong(LLMError):
+    """Even the shortest history (system prompt, task, latest turn) does not fit."""
+
+
+@dataclass
+class LLMConfig:
+    """One named entry of llm.yaml.
+
+    Attributes:
+        name: the entry's key in llm.yaml.
+        model: litellm model string, e.g. ``"openai/gpt-4o"``.
+        api_base: endpoint URL, or None for the provider's default.
+        api_key: the key itself (prefer ``api_key_env``).
+        api_key_env: name of the env var holding the key.
+        temperature: sampling temperature; None leaves the provider default.
+        max_tokens: completion-token cap per call; None leaves the default.
+        context_window: prompt + completion tokens the model accepts; None
+            disables the up-front length check (an overflow reported by the
+            provider is still handled).
+        tool_calling: ``"native"`` (function calling) or ``"text"`` (a fenced
+            ``tool_call`` block in the reply).
+        retries: extra attempts after a rate limit (429), 5xx or connection error.
+        retry_base_delay: seconds before the first retry; doubles each time.
+        timeout: seconds per request.
+        input_cost_per_token / output_cost_per_token: US dollars, for models
+            litellm has no price for (otherwise the cost is 0.0).
+        extra: further keyword arguments passed to ``litellm.completion``.
+    """
+
+    name: str
+    model: str
+    api_base: str | None = None
+    api_key: str | None = None
+    api_key_env: str | None = None
+    temperature: float | None = 0.0
+    max_tokens: int | None = None
+    context_window: int | None = None
+    tool_calling: str = "native"
+    retries: int = 4
+    retry_base_delay: float = 1.0
+    timeout: float = 300.0
+    input_cost_per_token: float | None = None
+    output_cost_per_token: float | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, name: str, data: dict[str, Any], source: str = "llm.yaml") -> "LLMConfig":
+        """Build an entry from its YAML mapping.
+
+        Raises:
+            LLMConfigError: missing ``model``, unknown keys, or a bad ``tool_calling``.
+        """
+        if not isinstance(data, dict):
+            raise LLMConfigError(f"{source}: entry {name!r} must be a mapping of settings")
+        known = {f.name for f in fields(cls)} - {"name"}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise LLMConfigError(f"{source}: entry {name!r} has unknown key(s) "
+                                 f"{', '.join(unknown)}; known keys: {', '.join(sorted(known))}")
+        if not data.get("model"):
+            raise LLMConfigError(f"{source}: entry {name!r} needs a 'model' "
+                                 f"(a litellm model string such as openai/gpt-4o)")
+        config = cls(name=name, **data)
+        if config.tool_calling not in TOOL_CALLING_MODES:
+            raise LLMConfigError(f"{source}: entry {name!r}: tool_calling must be "
+                                 f"'native' or 'text', not {config.tool_calling!r}")
+        return config
+
+    def resolve_api_key(self) -> str | None:
+        """Return the API key: ``api_key``, else the value of env var ``api_key_env``.
+
+        Raises:
+            LLMConfigError: ``api_key_env`` names an env var that is not set.
+        """
+        if self.api_key:
+            return self.api_key
+        if self.api_key_env:
+            value = os.environ.get(self.api_key_env)
+            if not value:
+                raise LLMConfigError(f"LLM {self.name!r} reads its API key from env var "
+                                     f"{self.api_key_env}, which is not set; export it")
+            return value
+        return None
+
+
+def default_config_path() -> Path:
+    """Return where llm.yaml is looked for when no path is given.
+
+    ``$DGYM_LLM_CONFIG`` if set, else ``$XDG_CONFIG_HOME/dgym-tui/llm.yaml``
+    (``~/.config/dgym-tui/llm.yaml`` when XDG_CONFIG_HOME is unset).
+    """
+    if os.environ.get(CONFIG_ENV):
+        return Path(os.environ[CONFIG_ENV]).expanduser()
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base).expanduser() / "dgym-tui" / "llm.yaml"
+
+
+def load_llm_configs(path: str | os.PathLike | None = None) -> dict[str, LLMConfig]:
+    """Read every entry of llm.yaml.
+
+    Args:
+        path: the file; None uses :func:`default_config_path`.
+
+    Returns:
+        ``{entry name: LLMConfig}`` in file order.
+
+    Raises:
+        LLMConfigError: the file is missing (the message says how to create
+            it), is not valid YAML, or holds an invalid entry.
+    """
+    import yaml
+
+    file = Path(path).expanduser() if path else default_config_path()
+    if not file.is_file():
+        raise LLMConfigError(f"no LLM config at {file}; create one with "
+                             f"`dgym init-llm-config` and fill in your endpoint")
+    try:
+        data = yaml.safe_load(file.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark else ""
+        raise LLMConfigError(f"{file}{where}: not valid YAML; fix the file") from None
+    if not isinstance(data, dict):
+        raise LLMConfigError(f"{file}: expected a mapping of entry names to settings")
+    return {str(name): LLMConfig.from_dict(str(name), entry or {}, str(file))
+            for name, entry in data.items()}
+
+
+def get_llm_config(name: str, path: str | os.PathLike | None = None) -> LLMConfig:
+    """Return the llm.yaml entry called ``name``.
+
+    Raises:
+        LLMConfigError: no config file, or no such entry (the message lists
+            the known entries).
+    """
+    configs = load_llm_configs(path)
+    if name not in configs:
+        known = ", ".join(configs) or "(none)"
+        raise LLMConfigError(f"no LLM entry {name!r} in {path or default_config_path()}; "
+                             f"known entries: {known}")
+    return configs[name]
+
+
+_TEMPLATE = """\
+# dgym-tui LLM endpoints. Each top-level key is an entry name you pass to
+# `--llm NAME`. Keys of an entry:
+#   model           litellm model string: provider/model (required)
+#   api_base        endpoint URL (leave out for the provider's default)
+#   api_key_env     name of the env var that holds the API key (preferred)
+#   api_key         the key itself (avoid committing it anywhere)
+#   temperature     sampling temperature (default 0.0)
+#   max_tokens      completion tokens per call
+#   context_window  prompt + completion tokens the model accepts; the oldest
+#                   turns are dropped from the prompt to stay below it
+#   tool_calling    native (function calling) | text (a fenced tool_call block)
+#   retries         extra attempts on rate limits / server errors (default 4)
+#   retry_base_delay  seconds before the first retry, doubled each time (default 1)
+#   timeout         seconds per request (default 300)
+#   input_cost_per_token / output_cost_per_token  US dollars, for models
+#                   litellm has no price for
+
+gpt-4o:
+  model: openai/gpt-4o
+  api_key_env: OPENAI_API_KEY
+  temperature: 0.0
+  max_tokens: 4096
+  context_window: 128000
+  tool_calling: native
+
+claude-sonnet:
+  model: anthropic/claude-3-7-sonnet-20250219
+  api_key_env: ANTHROPIC_API_KEY
+  max_tokens: 8192
+  context_window: 200000
+
+# A local OpenAI-compatible server (vLLM, llama.cpp, Ollama, ...).
+local:
+  model: openai/my-model
+  api_base: http://127.0.0.1:8000/v1
+  api_key: none
+  context_window: 32768
+  tool_calling: text
+"""
+
+
+def write_llm_config_template(directory: str | os.PathLike | None = None) -> Path:
+    """Write a commented llm.yaml template and return its path.
+
+    Args:
+        directory: folder to write ``llm.yaml`` into; None uses the folder of
+            :func:`default_config_path`. Created if missing.
+
+    Returns:
+        The path of the written file.
+
+    Raises:
+        LLMConfigError: the file already exists (it is never overwritten).
+    """
+    folder = Path(directory).expanduser() if directory else default_config_path().parent
+    target = folder / "llm.yaml" if folder.suffix not in (".yaml", ".yml") else folder
+    if target.exists():
+        raise LLMConfigError(f"{target} already exists; edit it or remove it first")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(_TEMPLATE, encoding="utf-8")
+    return target
+
+
+def _litellm():
+    """Import litellm once, offline and quietly, and return the module."""
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    os.environ.setdefault("LITELLM_MODE", "PRODUCTION")
+    import litellm
+
+    litellm.suppress_debug_info = True
+    return litellm
+
+
+@dataclass
+class LLMResponse:
+    """One assistant reply.
+
+    Attributes:
+        content: the reply's text ("" when none).
+        tool_calls: OpenAI-shaped calls ``[{"id", "type": "function",
+            "function": {"name": str, "arguments": str}}]`` (arguments as sent).
+        usage: tokens and cost of this call.
+        message: the assistant message as a plain dict (for the history / debugging).
+        trimmed: how many history messages were dropped to fit the context window.
+    """
+
+    content: str
+    tool_calls: list[dict[str, Any]]
+    usage: Usage
+    message: dict[str, Any]
+    trimmed: int = 0
+
+
+def history_units(messages: list[dict[str, Any]], keep_first: int) -> list[list[int]]:
+    """Group the message indexes after the first ``keep_first`` into units that
+    must be dropped together: an assistant message with tool calls and the tool
+    results that answer it form one unit; any other message is a unit alone."""
+    units: list[list[int]] = []
+    for i in range(keep_first, len(messages)):
+        if messages[i].get("role") == "tool" and units:
+            units[-1].append(i)
+        else:
+            units.append([i])
+    return units
+
+
+def drop_oldest(messages: list[dict[str, Any]], drop: int,
+                keep_first: int = 2) -> tuple[list[dict[str, Any]], int]:
+    """Return ``messages`` without the ``drop`` oldest history units.
+
+    The first ``keep_first`` messages stay; when anything is dropped a short
+    user note takes its place. Returns ``(messages, number of messages dropped)``.
+    """
+    if drop <= 0:
+        return messages, 0
+    units = history_units(messages, keep_first)
+    kept = [messages[i] for unit in units[drop:] for i in unit]
+    dropped = sum(len(unit) for unit in units[:drop])
+    note = {"role": "user", "content": f"[{dropped} earlier messages were removed "
+                                       f"to fit the model's context window.]"}
+    return messages[:keep_first] + [note] + kept, dropped
+
+
+def fewest_units_to_drop(messages: list[dict[str, Any]], fits: Callable[[list[dict]], bool],
+                         keep_first: int = 2) -> int:
+    """Return the smallest number of oldest history units to drop so that
+    ``fits(drop_oldest(messages, n)[0])`` holds; the latest unit is never dropped.
+
+    Raises:
+        ContextTooLong: it does not fit even with only the kept head and the latest unit.
+    """
+    if fits(messages):
+        return 0
+    lo, hi = 1, len(history_units(messages, keep_first)) - 1
+    best = None
+    while lo <= hi:  # binary search: dropping more never makes the prompt longer
+        mid = (lo + hi) // 2
+        if fits(drop_oldest(messages, mid, keep_first)[0]):
+            best, hi = mid, mid - 1
+        else:
+            lo = mid + 1
+    if best is None:
+        raise ContextTooLong("the prompt does not fit the model's context window even "
+                             "with only the task and the latest turn; raise context_window "
+                             "or shorten the observations")
+    return best
+
+
+def trim_messages(messages: list[dict[str, Any]], fits: Callable[[list[dict]], bool],
+                  keep_first: int = 2) -> tuple[list[dict[str, Any]], int]:
+    """Drop the oldest history until ``fits(messages)`` is true.
+
+    The first ``keep_first`` messages (system prompt and task) and the latest
+    history unit are always kept; a short user note replaces what was dropped.
+
+    Args:
+        messages: chat messages, oldest first.
+        fits: predicate on a candidate message list.
+        keep_first: number of leading messages never dropped.
+
+    Returns:
+        ``(messages, dropped)`` — the trimmed list and how many messages were dropped.
+
+    Raises:
+        ContextTooLong: nothing more can be dropped and it still does not fit.
+    """
+    return drop_oldest(messages, fewest_units_to_drop(messages, fits, keep_first), keep_first)
+
+
+class LLM:
+    """A chat model behind one llm.yaml entry.
+
+    Args:
+        config: the entry, or its name (looked up with :func:`get_llm_config`).
+        config_path: llm.yaml to read when ``config`` is a name.
+        sleep: function used to wait between retries (seconds); tests may
+            replace it.
+    """
+
+    def __init__(self, config: LLMConfig | str, config_path: str | os.PathLike | None = None,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        self.config = get_llm_config(config, config_path) if isinstance(config, str) else config
+        self._sleep = sleep
+        self.api_key = self.config.resolve_api_key()
+
+    @property
+    def tool_calling(self) -> str:
+        """``"native"`` or ``"text"``."""
+        return self.config.tool_calling
+
+    def count_tokens(self, messages: list[dict[str, Any]],
+                     tools: list[dict[str, Any]] | None = None) -> int:
+        """Estimate the prompt's tokens with ``litellm.token_counter`` (tools included)."""
+        litellm = _litellm()
+        try:
+            return int(litellm.token_counter(model=self.config.model, messages=messages,
+                                             tools=tools or None))
+        except Exception:  # unknown tokenizer or message shape: a rough estimate
+            text = json.dumps(messages) + json.dumps(tools or [])
+            return len(text) // 3
+
+    def _fits(self, tools: list[dict[str, Any]] | None) -> Callable[[list[dict]], bool]:
+        window = self.config.context_window
+        if not window:
+            return lambda _messages: True
+        budget = window - (self.config.max_tokens or 0)
+        return lambda messages: self.count_tokens(messages, tools) <= budget
+
+    def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None,
+                 keep_first: int = 2) -> LLMResponse:
+        """Ask the model for the next assistant message.
+
+        The prompt is trimmed first when it exceeds ``context_window`` (oldest
+        history dropped, the first ``keep_first`` messages and the latest turn
+        kept); if the provider still reports a context overflow, half of the
+        remaining history is dropped and the call repeated. Rate limits (429),
+        5xx and connection errors are retried ``config.retries`` times with
+        exponential backoff starting at ``config.retry_base_delay`` seconds.
+
+        Args:
+            messages: OpenAI-format chat messages, oldest first.
+            tools: OpenAI function schemas (native tool calling), or None.
+            keep_first: leading messages never dropped (system prompt, task).
+
+        Returns:
+            An :class:`LLMResponse`.
+
+        Raises:
+            LLMConfigError: authentication failed (the message names the env var).
+            ContextTooLong: the prompt cannot be made to fit.
+            LLMError: any other failure, after retries where they apply.
+        """
+        litellm = _litellm()
+        n_units = len(history_units(messages, keep_first))
+        drop = fewest_units_to_drop(messages, self._fits(tools), keep_first)
+        attempt = 0
+        while True:
+            prompt, trimmed = drop_oldest(messages, drop, keep_first)
+            try:
+                response = self._call(litellm, prompt, tools)
+                break
+            except litellm.ContextWindowExceededError:
+                if drop >= n_units - 1:
+                    raise ContextTooLong("the model reports its context window is exceeded "
+                                         "even with only the task and the latest turn") from None
+                drop += max(1, (n_units - 1 - drop) // 2)  # drop half of what is left
+                log.warning("LLM %s: context window exceeded; dropping %d oldest turns",
+                            self.config.name, drop)
+            except litellm.AuthenticationError as exc:
+                where = (f"check env var {self.config.api_key_env}" if self.config.api_key_env
+                         else "check api_key / api_key_env in llm.yaml")
+                raise LLMConfigError(f"LLM {self.config.name!r} rejected the API key "
+                                     f"({self._short(exc)}); {where}") from None
+            except (litellm.RateLimitError, litellm.InternalServerError,
+                    litellm.ServiceUnavailableError, litellm.APIConnectionError,
+                    litellm.Timeout) as exc:
+                if attempt >= self.config.retries:
+                    raise LLMError(f"LLM {self.config.name!r} failed after {attempt + 1} "
+                                   f"attempts: {self._short(exc)}") from None
+                delay = self.config.retry_base_delay * (2 ** attempt)
+                log.warning("LLM %s: %s; retry %d in %.2fs", self.config.name,
+                            type(exc).__name__, attempt + 1, delay)
+                self._sleep(delay)
+                attempt += 1
+            except Exception as exc:  # bad request, unknown model, ...: not worth retrying
+                raise LLMError(f"LLM {self.config.name!r} call failed: {self._short(exc)}") from exc
+        return self._to_response(litellm, response, trimmed)
+
+    @staticmethod
+    def _short(exc: Exception) -> str:
+        text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        return text[:300]
+
+    def _call(self, litellm, messages: list[dict], tools: list[dict] | None):
+        kwargs: dict[str, Any] = dict(self.config.extra)
+        kwargs.update(model=self.config.model, messages=messages, timeout=self.config.timeout,
+                      max_retries=0)  # retries are ours: bounded and visible
+        if self.config.api_base:
+            kwargs["api_base"] = self.config.api_base
+        if self.api_key:
+            kwargs["api_key"] = self.api_key
+        if self.config.temperature is not None:
+            kwargs["temperature"] = self.config.temperature
+        if self.config.max_tokens:
+            kwargs["max_tokens"] = self.config.max_tokens
+        if tools:
+            kwargs["tools"] = tools
+        return litellm.completion(**kwargs)
+
+    def _to_response(self, litellm, response, trimmed: int) -> LLMResponse:
+        message = response.choices[0].message
+        tool_calls = [{"id": call.id, "type": "function",
+                       "function": {"name": call.function.name,
+                                    "arguments": call.function.arguments}}
+                      for call in (message.tool_calls or [])]
+        content = message.content or ""
+        raw: dict[str, Any] = {"role": "assistant", "content": content}
+        if tool_calls:
+            raw["tool_calls"] = tool_calls
+        usage = getattr(response, "usage", None)
+        return LLMResponse(
+            content=content, tool_calls=tool_calls, message=raw, trimmed=trimmed,
+            usage=Usage(prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
+                        completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+                        cost=self._cost(litellm, response, usage)))
+
+    def _cost(self, litellm, response, usage) -> float:
+        cfg = self.config
+        if cfg.input_cost_per_token is not None or cfg.output_cost_per_token is not None:
+            return ((cfg.input_cost_per_token or 0.0) * (getattr(usage, "prompt_tokens", 0) or 0)
+                    + (cfg.output_cost_per_token or 0.0)
+                    * (getattr(usage, "completion_tokens", 0) or 0))
+        try:
+            return float(litellm.completion_cost(completion_response=response) or 0.0)
+        except Exception:  # model without a known price
+            return 0.0
