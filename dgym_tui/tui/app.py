@@ -1,0 +1,738 @@
+"""The dgym-tui Textual app: watch, step, approve, edit, reject or take over each turn.
+
+Every action, human or agent, goes through :class:`dgym_tui.session.Session`;
+the app never calls ``env.step`` or a tool itself. Session calls block (pdb,
+eval, Docker, LLM), so they run in thread workers; the session's events reach
+the app as messages posted from those threads (``post_message`` is
+thread-safe and never blocks the worker, even while the app shuts down).
+
+Replay mode shows a recorded trajectory step by step (no environment); "fork
+here" rebuilds the task, re-executes the recorded actions up to the step in a
+fresh environment and continues live.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from rich.text import Text
+from textual import on, work
+from textual.app import App, ComposeResult, SystemCommand
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import Footer, TabbedContent, TabPane
+
+from dgym_tui.core.types import StepResult, ToolCall
+from dgym_tui.tui.actions import console_action, pdb_call
+from dgym_tui.tui.locate import first_source_file, locate_failure
+from dgym_tui.tui.screens.modals import ConfirmScreen, EditActionScreen, HelpScreen, RejectScreen
+from dgym_tui.tui.themes import load_themes
+from dgym_tui.tui.widgets.approve_panel import ApprovePanel
+from dgym_tui.tui.widgets.console import PdbConsole
+from dgym_tui.tui.widgets.diff_view import DiffView
+from dgym_tui.tui.widgets.file_tree import FileTree
+from dgym_tui.tui.widgets.source_view import SourceView
+from dgym_tui.tui.widgets.status_bar import StatusBar
+from dgym_tui.tui.widgets.transcript import Transcript, format_action
+
+#: Busy labels per tool name (shown next to the spinner).
+_BUSY = {"eval": "running eval", "pdb": "pdb", "rewrite": "rewriting", "submit": "submitting"}
+
+
+class SessionMessage(Message):
+    """A :class:`dgym_tui.session.SessionEvent` handed over from a worker thread."""
+
+    def __init__(self, event: Any) -> None:
+        self.event = event
+        super().__init__()
+
+
+class DgymApp(App[int]):
+    """The dgym-tui app.
+
+    Args:
+        session: a live :class:`~dgym_tui.session.Session` (not started; the
+            app starts it in a worker). Mutually exclusive with ``replay``.
+        replay: a :class:`~dgym_tui.tui.replay_model.ReplayModel` to browse.
+        fork: ``fork(step) -> Session`` building a live session whose first
+            ``step`` actions were re-executed (replay mode's ``f``); None
+            disables forking.
+        ask_apply: offer to apply the patch to the original repository when
+            the episode ends.
+        theme_name: theme to start with (default ``dgym-dark``).
+
+    The app's return code (``app.return_code``) is 2 when the episode could
+    not start (the message says why), else 0.
+    """
+
+    CSS_PATH = "app.tcss"
+    TITLE = "dgym-tui"
+    ENABLE_COMMAND_PALETTE = True
+
+    BINDINGS = [
+        Binding("q", "quit_app", "Quit"),
+        Binding("ctrl+c", "quit_app", "Quit", show=False, priority=True),
+        Binding("question_mark", "help", "Keys"),
+        Binding("a", "approve", "Approve"),
+        Binding("e", "edit", "Edit"),
+        Binding("r", "reject", "Reject"),
+        Binding("t", "take_over", "Take over"),
+        Binding("g", "go", "Go (auto)"),
+        Binding("space", "pause", "Pause"),
+        Binding("m", "ask_agent", "Ask agent"),
+        Binding("x", "run_eval", "Eval"),
+        Binding("p", "show_diff", "Diff"),
+        Binding("w", "apply_patch", "Apply patch"),
+        Binding("colon,i", "focus_console", "Console", show=False),
+        Binding("o", "focus_source", "Source", show=False),
+        Binding("h", "replay_step(-1)", "Back"),
+        Binding("l", "replay_step(1)", "Forward"),
+        Binding("0", "replay_goto(0)", "First", show=False),
+        Binding("dollar_sign", "replay_goto(-1)", "Last", show=False),
+        Binding("f", "fork", "Fork here"),
+    ]
+
+    #: Descriptions for the help screen and the command palette, per action.
+    ACTION_HELP: dict[str, str] = {
+        "quit_app": "quit: finish the episode, close the environment, keep the trajectory",
+        "help": "show this key help",
+        "approve": "approve the agent's proposed action",
+        "edit": "edit the proposed action's arguments, then run it",
+        "reject": "reject the proposal with a note for the agent",
+        "take_over": "take over: switch to human mode",
+        "go": "go: let the agent run on its own (auto mode)",
+        "pause": "pause an auto run after the current step",
+        "ask_agent": "approve mode: ask the agent for a proposal",
+        "run_eval": "run the entrypoint (eval)",
+        "show_diff": "show the diff of the working copy",
+        "apply_patch": "apply the patch to the original repository (asks first)",
+        "focus_console": "focus the pdb console",
+        "focus_source": "focus the source view",
+        "replay_step(-1)": "replay: one step back",
+        "replay_step(1)": "replay: one step forward",
+        "replay_goto(0)": "replay: first step",
+        "replay_goto(-1)": "replay: last step",
+        "fork": "replay: fork here (re-execute up to this step, then continue live)",
+    }
+
+    SOURCE_KEYS = [("n / s / c / r", "pdb next / step / continue / return"),
+                   ("u / d", "pdb up / down the stack"),
+                   ("b or gutter click", "toggle a breakpoint at the cursor line"),
+                   ("up / down / pgup / pgdn", "move the cursor")]
+
+    def __init__(self, session: Any = None, replay: Any = None,
+                 fork: Callable[[int], Any] | None = None, ask_apply: bool = True,
+                 theme_name: str = "dgym-dark") -> None:
+        super().__init__()
+        if (session is None) == (replay is None):
+            raise ValueError("give exactly one of session= or replay=")
+        self.session = session
+        self.replay = replay
+        self.fork_factory = fork
+        self.ask_apply = ask_apply
+        self._theme_name = theme_name
+        self.step_index = 0  # replay position
+        self.busy = False
+        self.started = False
+        self.start_error: str | None = None
+        self._closed = False
+        self._close_lock = threading.Lock()
+        self._generation_seen: int | None = None
+        self._pause_requested = False
+        self._current_path: str | None = None
+        self._last_result: StepResult | None = None
+        self._asked_apply = False
+        self._apply_done = False
+        for theme in load_themes():
+            self.register_theme(theme)
+
+    # -- layout --------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        with Horizontal(id="body"):
+            yield FileTree(id="tree")
+            with Vertical(id="center"):
+                yield SourceView(id="source")
+                yield ApprovePanel(id="approve")
+                yield PdbConsole(id="console")
+            with TabbedContent(id="side"):
+                with TabPane("Transcript", id="tab-transcript"):
+                    yield Transcript(id="transcript")
+                with TabPane("Diff", id="tab-diff"):
+                    yield DiffView(id="diff")
+        yield StatusBar(id="status")
+        yield Footer()
+
+    @property
+    def source_view(self) -> SourceView:
+        return self.query_one(SourceView)
+
+    @property
+    def pdb_console(self) -> PdbConsole:
+        return self.query_one(PdbConsole)
+
+    @property
+    def status(self) -> StatusBar:
+        return self.query_one(StatusBar)
+
+    @property
+    def transcript(self) -> Transcript:
+        return self.query_one(Transcript)
+
+    @property
+    def env(self) -> Any:
+        return self.session.env if self.session is not None else None
+
+    def on_mount(self) -> None:
+        if self._theme_name in self.available_themes:
+            self.theme = self._theme_name
+        self.source_view.focus()
+        if self.replay is not None:
+            self._mount_replay()
+        else:
+            self._mount_session()
+
+    # -- live session ----------------------------------------------------------
+    def _mount_session(self) -> None:
+        session = self.session
+        self.sub_title = session.task_name or ""
+        self.status.update_status(task=session.task_name, budget=session.max_steps,
+                                  mode=session.mode, agent=session.policy is not None)
+        session.subscribe(self._on_session_event)
+        self._set_busy("starting the episode (copy, terminal, eval)")
+        self._start_session()
+
+    def _on_session_event(self, event: Any) -> None:
+        """Session callback; runs on the loop's (worker) thread."""
+        self.post_message(SessionMessage(event))
+
+    @work(thread=True, group="session", exit_on_error=False)
+    def _start_session(self) -> None:
+        try:
+            self.session.start()
+        except Exception as exc:  # noqa: BLE001  shown as one line, exit code 2
+            message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            self.call_from_thread(self._start_failed, message)
+            return
+        self.call_from_thread(self._after_session_call)
+
+    def _start_failed(self, message: str) -> None:
+        self.start_error = f"dgym-tui: could not start the episode: {message}"
+        self._set_busy(None)
+        self.exit(2, return_code=2, message=self.start_error)
+
+    def _set_busy(self, label: str | None) -> None:
+        self.busy = label is not None
+        self.status.set_busy(label)
+
+    def _session_call(self, label: str, fn: Callable[[], Any]) -> bool:
+        """Run ``fn`` (a blocking Session call) in a thread worker unless one is running.
+
+        Returns:
+            False (and a notification) when another call is still running.
+        """
+        if self.session is None:
+            return False
+        if self.busy:
+            self.notify("busy: wait for the current step to finish", severity="warning")
+            return False
+        if not self.started:
+            self.notify("the episode has not started yet", severity="warning")
+            return False
+        if self.session.done:
+            self.notify("the episode is over", severity="warning")
+            return False
+        self._set_busy(label)
+        self._run_session_call(fn)
+        return True
+
+    @work(thread=True, group="session", exit_on_error=False)
+    def _run_session_call(self, fn: Callable[[], Any]) -> None:
+        try:
+            fn()
+        except Exception as exc:  # noqa: BLE001  the session already emitted "error"
+            text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            self.call_from_thread(self.notify, text, severity="error", title="step failed")
+        finally:
+            self.call_from_thread(self._after_session_call)
+
+    def _after_session_call(self) -> None:
+        self._set_busy(None)
+        session = self.session
+        if session is None or self._closed:
+            return
+        if session.done:
+            self._offer_apply()
+            return
+        if session.mode == "auto" and self._pause_requested:
+            self._pause_requested = False
+            session.mode = "approve"
+        if session.mode == "approve":
+            if session.pending is not None:
+                self._show_proposal(session.pending)
+            else:
+                self._session_call("asking the agent", session.propose)
+
+    def act(self, action: ToolCall) -> bool:
+        """Run a human action through the session (in a worker). Returns False if busy."""
+        self.query_one(ApprovePanel).hide()
+        self.pdb_console.write(f"› {format_action(action)}", style="bold")
+        return self._session_call(_BUSY.get(action.name, action.name),
+                                  lambda: self.session.act(action))
+
+    # -- session events --------------------------------------------------------
+    @on(SessionMessage)
+    def _handle_session_message(self, message: SessionMessage) -> None:
+        kind, data = message.event.kind, message.event.data
+        handler = getattr(self, f"_event_{kind}", None)
+        if handler is not None:
+            handler(data)
+
+    def _event_reset(self, result: StepResult) -> None:
+        self.started = True
+        self._last_result = result
+        self._refresh_tree(result)
+        files = self.env.workspace.files()
+        where = locate_failure(result.eval_output, files)
+        if where is not None:
+            self._open(where[0], where[1])
+        else:
+            first = first_source_file(files)
+            if first is not None:
+                self._open(first, 1)
+        self._refresh_marks(result)
+        self._update_status(result)
+        self.pdb_console.write(result.observation, style="")
+
+    def _event_proposing(self, _data: Any) -> None:
+        self.status.set_busy("asking the agent")
+
+    def _event_proposal(self, proposal: Any) -> None:
+        if self.session.mode == "approve":
+            self._show_proposal(proposal)
+
+    def _event_stepping(self, action: ToolCall) -> None:
+        self.status.set_busy(_BUSY.get(action.name, action.name))
+
+    def _event_turn(self, turn: Any) -> None:
+        self.query_one(ApprovePanel).hide()
+        self.transcript.add_turn(turn)
+        if turn.action is not None and turn.actor == "agent":
+            self.pdb_console.write(f"› {format_action(turn.action)}  ({turn.decision})",
+                               style="bold")
+        if turn.note:
+            self.pdb_console.write(f"note: {turn.note}", style="italic")
+        result = turn.result
+        if result is not None:
+            self.pdb_console.write(result.observation, style="red" if result.error else "")
+            self._last_result = result
+            self._after_step(result)
+        self._update_status(result or self._last_result)
+
+    def _event_mode(self, mode: str) -> None:
+        self.status.update_status(mode=mode)
+        if mode != "approve":
+            self.query_one(ApprovePanel).hide()
+        self.refresh_bindings()
+
+    def _event_done(self, footer: dict) -> None:
+        reason = footer.get("reason") or ""
+        self.status.update_status(extra=f"done: {reason}" if reason else "done")
+        self.refresh_bindings()
+
+    def _event_error(self, text: str) -> None:
+        self.pdb_console.write(f"error: {text}", style="bold red")
+
+    def _show_proposal(self, proposal: Any) -> None:
+        self.query_one(ApprovePanel).show(proposal, len(self.session.turns) + 1)
+        self.refresh_bindings()
+
+    # -- views -----------------------------------------------------------------
+    def _after_step(self, result: StepResult) -> None:
+        env = self.env
+        generation = getattr(env, "generation", None)
+        changed = generation != self._generation_seen
+        self._generation_seen = generation
+        if changed:
+            self._refresh_tree(result)
+            self.query_one(DiffView).set_patch(env.patch())
+        if result.frame is not None:
+            path, line = result.frame
+            if path != self._current_path or changed:
+                self._open(path, line)
+        elif changed and self._current_path is not None:
+            self._open(self._current_path, None)
+        self._refresh_marks(result)
+
+    def _read(self, path: str) -> str | None:
+        if self.replay is not None:
+            return self.replay.source_at(path, self.step_index)
+        try:
+            return self.env.workspace.read_text(path)
+        except Exception:  # noqa: BLE001  deleted / ignored / binary file
+            return None
+
+    def _open(self, path: str, line: int | None) -> None:
+        text = self._read(path)
+        view = self.source_view
+        if text is None:
+            view.placeholder = f"({path}: source not available at this step)"
+            view.load(None, "")
+            self._current_path = None
+            return
+        self._current_path = path
+        view.load(path, text, line)
+        view.border_title = path
+        self.query_one(FileTree).select_path(path)
+        if self._last_result is not None:
+            self._refresh_marks(self._last_result, follow=False)
+
+    def _refresh_marks(self, result: StepResult, follow: bool = True) -> None:
+        path = self._current_path
+        marks: dict[int, str | None] = {}
+        for bp_path, line in result.breakpoints:
+            if bp_path == path:
+                marks[int(line)] = result.conditions.get(f"{bp_path}:{line}")
+        frame = result.frame[1] if result.frame and result.frame[0] == path else None
+        self.source_view.set_marks(marks, frame, follow=follow)
+
+    def _refresh_tree(self, result: StepResult) -> None:
+        tree = self.query_one(FileTree)
+        if self.replay is not None:
+            files = self.replay.files()
+            readonly = {f for f in files if self.replay.is_readonly(f)}
+        else:
+            ws = self.env.workspace
+            files = ws.files()
+            readonly = {f for f in files if ws.is_readonly(f)}
+        tree.set_files(files, readonly, set(result.changed_files))
+
+    def _update_status(self, result: StepResult | None) -> None:
+        changes: dict[str, Any] = {}
+        if result is not None and result.eval is not None:
+            changes.update(evaluated=True, passed=result.eval.passed, total=result.eval.total)
+        if self.session is not None:
+            usage = self.session.usage
+            changes.update(step=len(self.session.turns), mode=self.session.mode,
+                           tokens=usage.prompt_tokens + usage.completion_tokens,
+                           cost=usage.cost)
+        self.status.update_status(**changes)
+
+    # -- widget messages ---------------------------------------------------------
+    @on(SourceView.PdbCommand)
+    def _pdb_key(self, message: SourceView.PdbCommand) -> None:
+        if self.replay is None:
+            self.act(pdb_call(message.command))
+
+    @on(SourceView.BreakpointToggle)
+    def _toggle_breakpoint(self, message: SourceView.BreakpointToggle) -> None:
+        if self.replay is not None:
+            return
+        verb = "cl" if message.present else "b"
+        self.act(pdb_call(f"{verb} {message.path}:{message.line}"))
+
+    @on(PdbConsole.Submitted)
+    def _console_line(self, message: PdbConsole.Submitted) -> None:
+        if self.replay is not None:
+            self.notify("replay: fork (f) to act", severity="warning")
+            return
+        tools = list(self.env.tools) if self.env is not None else []
+        try:
+            action = console_action(message.text, tools)
+        except ValueError as exc:
+            self.pdb_console.write(f"error: {exc}", style="bold red")
+            return
+        self.act(action)
+
+    @on(FileTree.FileChosen)
+    def _file_chosen(self, message: FileTree.FileChosen) -> None:
+        self._open(message.path, 1)
+
+    # -- actions -----------------------------------------------------------------
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Enable only the keys that make sense now (the footer shows those)."""
+        replay_only = {"replay_step", "replay_goto", "fork"}
+        live_only = {"approve", "edit", "reject", "take_over", "go", "pause", "ask_agent",
+                     "run_eval", "apply_patch"}
+        if action in replay_only:
+            return self.replay is not None
+        if action in live_only:
+            if self.session is None:
+                return False
+            pending = self.session.pending is not None and self.session.mode == "approve"
+            agent = self.session.policy is not None
+            if action in ("approve", "edit", "reject"):
+                return pending
+            if action in ("take_over",):
+                return agent and self.session.mode != "human"
+            if action in ("go", "ask_agent"):
+                return agent and self.session.mode != "auto"
+            if action == "pause":
+                return self.session.mode == "auto"
+        return True
+
+    async def action_quit_app(self) -> None:
+        """Finish the episode, close the environment (in a thread), then exit."""
+        self._set_busy("closing")
+        import asyncio
+
+        await asyncio.to_thread(self.close_session, "quit")
+        self.exit(self.return_code or 0)
+
+    def close_session(self, reason: str = "quit", timeout: float = 30.0) -> None:
+        """Write the trajectory footer and close the environment / replay. Idempotent.
+
+        Safe from any thread. Waits up to ``timeout`` seconds for a running
+        step to end before closing the environment anyway.
+        """
+        with self._close_lock:
+            if self._closed:
+                return
+            self._closed = True
+        if self.session is not None:
+            finisher = threading.Thread(target=self.session.finish, args=(reason,), daemon=True)
+            finisher.start()
+            finisher.join(timeout)
+            try:
+                self.session.env.close()
+            except Exception:  # noqa: BLE001  closing must go on
+                pass
+        if self.replay is not None:
+            self.replay.close()
+
+    def action_help(self) -> None:
+        rows = [(self._key_label(b), self.ACTION_HELP.get(b.action, b.description))
+                for b in self.BINDINGS if isinstance(b, Binding)]
+        self.push_screen(HelpScreen([("App", rows), ("Source view (focused)", self.SOURCE_KEYS)]))
+
+    @staticmethod
+    def _key_label(binding: Binding) -> str:
+        names = {"question_mark": "?", "dollar_sign": "$", "colon": ":", "space": "space"}
+        return " / ".join(names.get(k, k) for k in binding.key.split(","))
+
+    def action_approve(self) -> None:
+        proposal = self.session.pending
+        if proposal is not None:
+            self._session_call("approved step", lambda: self.session.approve(proposal))
+
+    def action_edit(self) -> None:
+        proposal = self.session.pending
+        if proposal is None or self.busy:
+            return
+        action = proposal.action or ToolCall(name="pdb", arguments={"command": ""})
+
+        def done(edited: ToolCall | None) -> None:
+            if edited is not None:
+                self._session_call("edited step", lambda: self.session.edit(proposal, edited))
+
+        self.push_screen(EditActionScreen(action), done)
+
+    def action_reject(self) -> None:
+        proposal = self.session.pending
+        if proposal is None or self.busy:
+            return
+
+        def done(note: str | None) -> None:
+            if note is not None:
+                self._session_call("rejecting", lambda: self.session.reject(proposal, note))
+
+        self.push_screen(RejectScreen(), done)
+
+    def action_take_over(self) -> None:
+        if self.session.policy is None:
+            return
+        self.session.take_over()
+        self.query_one(ApprovePanel).hide()
+        self.query_one("#console-input").focus()
+
+    def action_go(self) -> None:
+        session = self.session
+        if session.policy is None or self.busy or session.done:
+            return
+        session.mode = "auto"
+        self._pause_requested = False
+        self._session_call("agent running", lambda: session.run(
+            should_pause=lambda: self._pause_requested))
+
+    def action_pause(self) -> None:
+        if self.session is not None and self.session.mode == "auto":
+            self._pause_requested = True
+            self.session.request_pause()
+            self.notify("pausing after the current step")
+
+    def action_ask_agent(self) -> None:
+        session = self.session
+        if session.policy is None or session.done:
+            return
+        if self.busy:
+            self.notify("busy: wait for the current step to finish", severity="warning")
+            return
+        session.mode = "approve"
+        if session.pending is not None:
+            self._show_proposal(session.pending)
+        else:
+            self._session_call("asking the agent", session.propose)
+
+    def action_run_eval(self) -> None:
+        self.act(ToolCall(name="eval", arguments={}))
+
+    def action_show_diff(self) -> None:
+        if self.session is not None and self.env is not None and self.env.workspace is not None:
+            self.query_one(DiffView).set_patch(self.env.patch())
+        self.query_one(TabbedContent).active = "tab-diff"
+
+    def _offer_apply(self) -> None:
+        if self.ask_apply and not self._asked_apply and self.env is not None:
+            self._asked_apply = True
+            self.action_apply_patch()
+
+    def action_apply_patch(self) -> None:
+        env = self.env
+        if env is None or env.workspace is None:
+            return
+        patch = env.patch()
+        if not patch.strip():
+            self.notify("no changes to apply")
+            return
+        source = str(env.workspace.source)
+
+        def done(yes: bool | None) -> None:
+            if yes:
+                changed = env.workspace.apply_to_source()
+                self._apply_done = True
+                self.notify(f"applied {len(changed)} file(s) to {source}")
+                self.pdb_console.write(f"patch applied to {source}: {', '.join(changed)}")
+
+        self.query_one(DiffView).set_patch(patch)
+        self.push_screen(ConfirmScreen(f"Apply the patch to the original repository {source}?",
+                                       patch), done)
+
+    def action_focus_console(self) -> None:
+        self.query_one("#console-input").focus()
+
+    def action_focus_source(self) -> None:
+        self.source_view.focus()
+
+    # -- replay ------------------------------------------------------------------
+    def _mount_replay(self) -> None:
+        model = self.replay
+        self.sub_title = f"replay · {model.task_name}"
+        self.status.update_status(task=model.task_name, budget=len(model), mode="replay")
+        self._refresh_tree(model.initial)
+        self.show_step(0)
+
+    def show_step(self, step: int) -> None:
+        """Replay: show the state after ``step`` (0 = reset; clamped to the trajectory)."""
+        model = self.replay
+        step = max(0, min(step, len(model)))
+        self.step_index = step
+        result = model.result_at(step)
+        self._last_result = result
+        self.transcript.set_turns(model.turns_until(step))
+        if result.frame is not None:
+            path, line = result.frame
+        else:
+            files = model.files()
+            where = locate_failure(model.initial.eval_output, files)
+            path, line = where if where else (first_source_file(files), 1)
+        if path is None:
+            self.source_view.load(None, "")
+        else:
+            self._open(path, line)
+        self._refresh_marks(result)
+        self._refresh_tree(result)
+        self._update_status(result)
+        extra = f"replay step {step}/{len(model)}"
+        if step == len(model) and model.trajectory.footer:
+            extra += f" · {model.trajectory.footer.get('reason') or 'finished'}"
+        self.status.update_status(step=step, extra=extra)
+        self.pdb_console.log_widget.clear()
+        turn = model.turns[step - 1] if step else None
+        if turn is None:
+            self.pdb_console.write(model.initial.observation)
+        else:
+            if turn.action is not None:
+                self.pdb_console.write(f"› {format_action(turn.action)}  ({turn.decision})",
+                                   style="bold")
+            if turn.note:
+                self.pdb_console.write(f"note: {turn.note}", style="italic")
+            self.pdb_console.write(turn.observation)
+
+    def action_replay_step(self, delta: int) -> None:
+        if self.replay is not None:
+            self.show_step(self.step_index + delta)
+
+    def action_replay_goto(self, step: int) -> None:
+        if self.replay is not None:
+            self.show_step(len(self.replay) if step < 0 else step)
+
+    def action_fork(self) -> None:
+        if self.replay is None:
+            return
+        if self.fork_factory is None:
+            self.notify("fork is not available for this trajectory", severity="warning")
+            return
+        if self.busy:
+            return
+        self._set_busy(f"forking at step {self.step_index}")
+        self._fork(self.step_index)
+
+    @work(thread=True, group="session", exit_on_error=False)
+    def _fork(self, step: int) -> None:
+        try:
+            session = self.fork_factory(step)
+        except Exception as exc:  # noqa: BLE001  shown to the user
+            text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            self.call_from_thread(self._fork_failed, text)
+            return
+        self.call_from_thread(self._go_live, session)
+
+    def _fork_failed(self, text: str) -> None:
+        self._set_busy(None)
+        self.notify(f"fork failed: {text}", severity="error")
+
+    def _go_live(self, session: Any) -> None:
+        """Switch from replay to a live (already started) session."""
+        replay, self.replay = self.replay, None
+        replay.close()
+        self.session = session
+        self.started = True
+        self._set_busy(None)
+        self.sub_title = f"fork · {session.task_name}"
+        session.subscribe(self._on_session_event)
+        self.transcript.set_turns(list(session.turns))
+        last = session.last or session.initial
+        self._last_result = last
+        self._generation_seen = None
+        self._after_step(last)
+        if last.frame is None and self._current_path is None:
+            files = self.env.workspace.files()
+            first = first_source_file(files)
+            if first:
+                self._open(first, 1)
+        self.status.update_status(task=session.task_name, budget=session.max_steps,
+                                  mode=session.mode, agent=session.policy is not None,
+                                  extra=f"forked at step {len(session.turns)}")
+        self._update_status(last)
+        self.pdb_console.write(f"forked: {len(session.turns)} recorded steps re-executed; live now",
+                           style="bold")
+        self.refresh_bindings()
+
+    # -- command palette -----------------------------------------------------------
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        """Built-in commands (themes, quit, ...) plus one per key action of the app."""
+        yield from super().get_system_commands(screen)
+        for binding in self.BINDINGS:
+            if not isinstance(binding, Binding) or binding.action == "quit_app" and \
+                    binding.key == "ctrl+c":
+                continue
+            name, _, arg = binding.action.partition("(")
+            if self.check_action(name, ()) is False:
+                continue
+            help_text = self.ACTION_HELP.get(binding.action, binding.description)
+            title = f"{binding.description} [{self._key_label(binding)}]"
+            yield SystemCommand(title, help_text,
+                                (lambda a=binding.action: self.run_action(a)))

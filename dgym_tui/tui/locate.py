@@ -1,0 +1,125 @@
+"""Find where a failing test's traceback enters the repository's own code.
+
+UI-free helper used by the app to decide which file and line the source view
+shows on start. It reads the eval output (pytest or a plain Python traceback)
+and matches the paths it names against the working copy's files.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Iterable
+
+#: pytest's failure section header: ``____ test_name ____``.
+_SECTION = re.compile(r"^_{3,} (.+?) _{3,}\s*$", re.MULTILINE)
+#: pytest's location lines: ``pkg/mod.py:12: in func`` / ``pkg/mod.py:12: ValueError``.
+_PYTEST_LOC = re.compile(r"^(?P<path>[^\s:][^:\n]*?\.py):(?P<line>\d+):", re.MULTILINE)
+#: CPython traceback lines: ``File "/abs/pkg/mod.py", line 12, in func``.
+_PY_LOC = re.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+)', re.MULTILINE)
+
+
+def is_test_file(path: str) -> bool:
+    """Return True when ``path`` (POSIX, relative) looks like test code.
+
+    Test code: ``test_*.py``, ``*_test.py``, ``conftest.py`` or any file under a
+    ``tests``/``test`` folder.
+    """
+    name = posixpath.basename(path)
+    parts = path.split("/")[:-1]
+    return (name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py"
+            or any(p in ("tests", "test") for p in parts))
+
+
+def match_file(path: str, files: Iterable[str] | set[str]) -> str | None:
+    """Map a path printed in a traceback to a working-copy file.
+
+    Args:
+        path: the path as printed (relative, absolute on the host, or absolute
+            inside a container such as ``/workspace/pkg/mod.py``).
+        files: the working copy's visible files, relative POSIX paths.
+
+    Returns:
+        The longest trailing part of ``path`` that is one of ``files``, or None.
+    """
+    fileset = files if isinstance(files, set) else set(files)
+    parts = path.replace("\\", "/").split("/")
+    for start in range(len(parts)):
+        candidate = "/".join(p for p in parts[start:] if p not in ("", "."))
+        if candidate in fileset:
+            return candidate
+    return None
+
+
+def first_failure_block(eval_output: str) -> str:
+    """Return the text of the first failure section of a pytest report.
+
+    Without section headers (a plain traceback) the whole text is returned.
+    """
+    heads = list(_SECTION.finditer(eval_output))
+    # Skip pytest's "FAILURES"/"ERRORS" banners (those use '=' not '_', so any hit is a test).
+    if not heads:
+        return eval_output
+    end = heads[1].start() if len(heads) > 1 else len(eval_output)
+    return eval_output[heads[0].end():end]
+
+
+def traceback_frames(text: str, files: Iterable[str]) -> list[tuple[str, int]]:
+    """Return the ``(relative path, line)`` frames of ``text`` that are working-copy files.
+
+    Frames come in the order the text names them (outermost first for both
+    pytest and CPython tracebacks); paths outside the working copy are dropped.
+    """
+    fileset = set(files)
+    found: list[tuple[int, str, int]] = []
+    for regex in (_PYTEST_LOC, _PY_LOC):
+        for m in regex.finditer(text):
+            rel = match_file(m.group("path").strip(), fileset)
+            if rel is not None:
+                found.append((m.start(), rel, int(m.group("line"))))
+    found.sort()
+    frames: list[tuple[str, int]] = []
+    for _, rel, line in found:
+        if not frames or frames[-1] != (rel, line):
+            frames.append((rel, line))
+    return frames
+
+
+def locate_failure(eval_output: str, files: Iterable[str]) -> tuple[str, int] | None:
+    """Pick the source location to show first for an eval output.
+
+    The first failing test's traceback is read; the first frame in the
+    repository's own non-test code (where the test enters the code under
+    test) wins, else the deepest frame in a working-copy file (usually the
+    test's failing line).
+
+    Args:
+        eval_output: the entrypoint's output text.
+        files: visible working-copy files (relative POSIX paths).
+
+    Returns:
+        ``(relative path, 1-based line)`` or None when no frame names a
+        working-copy file.
+    """
+    fileset = set(files)
+    frames = traceback_frames(first_failure_block(eval_output), fileset)
+    if not frames:
+        frames = traceback_frames(eval_output, fileset)
+    if not frames:
+        return None
+    for rel, line in frames:
+        if not is_test_file(rel):
+            return rel, line
+    return frames[-1]
+
+
+def first_source_file(files: Iterable[str]) -> str | None:
+    """Return the first non-test Python file (sorted), else the first file, else None."""
+    ordered = sorted(files)
+    for rel in ordered:
+        if rel.endswith(".py") and not is_test_file(rel):
+            return rel
+    for rel in ordered:
+        if rel.endswith(".py"):
+            return rel
+    return ordered[0] if ordered else None

@@ -1,0 +1,1 @@
+"""Screens of the dgym-tui app (modal dialogs)."""

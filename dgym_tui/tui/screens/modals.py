@@ -1,0 +1,174 @@
+"""Modal dialogs: edit an action, reject with a note, confirm, key help."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Button, Input, Static, TextArea
+
+from dgym_tui.core.types import ToolCall
+
+_MODAL_CSS = """
+{name} {{ align: center middle; }}
+{name} > Vertical {{ width: 90; height: auto; max-height: 90%; border: thick $accent;
+                    background: $surface; padding: 1 2; }}
+{name} .modal-title {{ text-style: bold; margin-bottom: 1; }}
+{name} .modal-error {{ color: $error; height: auto; }}
+{name} Horizontal {{ height: auto; align-horizontal: right; margin-top: 1; }}
+{name} Button {{ margin-left: 2; }}
+"""
+
+
+def parse_action_json(text: str, call_id: str | None = None) -> ToolCall:
+    """Parse the edit dialog's JSON into a ToolCall.
+
+    Args:
+        text: ``{"name": str, "arguments": {...}}``.
+        call_id: id to keep (the proposal's), or None for a new one.
+
+    Raises:
+        ValueError: not JSON, not an object, no ``name`` string, or
+            ``arguments`` not an object. The message says what to fix.
+    """
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"not valid JSON (line {exc.lineno}, column {exc.colno}): {exc.msg}")
+    if not isinstance(data, dict) or not isinstance(data.get("name"), str):
+        raise ValueError('write an object like {"name": "pdb", "arguments": {...}}')
+    arguments = data.get("arguments", {})
+    if not isinstance(arguments, dict):
+        raise ValueError('"arguments" must be a JSON object')
+    return ToolCall(name=data["name"], arguments=arguments, id=call_id or data.get("id") or
+                    ToolCall(name="x").id)
+
+
+class EditActionScreen(ModalScreen[ToolCall | None]):
+    """Edit a proposed action as JSON; dismisses with the edited ToolCall or None."""
+
+    DEFAULT_CSS = _MODAL_CSS.format(name="EditActionScreen") + """
+    EditActionScreen TextArea { height: 16; }
+    """
+    BINDINGS = [Binding("escape", "cancel", "Cancel"), Binding("ctrl+s", "save", "Run edited")]
+
+    def __init__(self, action: ToolCall) -> None:
+        super().__init__()
+        self.action = action
+
+    def compose(self) -> ComposeResult:
+        text = json.dumps({"name": self.action.name, "arguments": self.action.arguments},
+                          indent=2, ensure_ascii=False)
+        with Vertical():
+            yield Static("Edit the action (JSON) — ctrl+s runs it, escape cancels",
+                         classes="modal-title")
+            yield TextArea(text, id="edit-json", soft_wrap=True, tab_behavior="indent")
+            yield Static("", classes="modal-error", id="edit-error")
+            with Horizontal():
+                yield Button("Cancel", id="cancel")
+                yield Button("Run edited", id="save", variant="primary")
+
+    def on_mount(self) -> None:
+        self.query_one(TextArea).focus()
+
+    def action_save(self) -> None:
+        try:
+            call = parse_action_json(self.query_one(TextArea).text, self.action.id)
+        except ValueError as exc:
+            self.query_one("#edit-error", Static).update(Text(str(exc)))
+            return
+        self.dismiss(call)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        self.action_save() if event.button.id == "save" else self.action_cancel()
+
+
+class RejectScreen(ModalScreen[str | None]):
+    """Ask for a rejection note; dismisses with the note or None (cancelled)."""
+
+    DEFAULT_CSS = _MODAL_CSS.format(name="RejectScreen")
+    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Static("Reject the proposal — the note goes back to the agent",
+                         classes="modal-title")
+            yield Input(placeholder="why? what should the agent do instead?", id="reject-note")
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.dismiss(event.value.strip())
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class ConfirmScreen(ModalScreen[bool]):
+    """A yes / no question; dismisses with True (y) or False (n / escape)."""
+
+    DEFAULT_CSS = _MODAL_CSS.format(name="ConfirmScreen")
+    BINDINGS = [Binding("y", "answer(True)", "Yes"), Binding("n,escape", "answer(False)", "No")]
+
+    def __init__(self, question: str, detail: str = "") -> None:
+        super().__init__()
+        self.question = question
+        self.detail = detail
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Static(Text(self.question), classes="modal-title")
+            if self.detail:
+                with VerticalScroll(id="confirm-detail"):
+                    yield Static(Text(self.detail))
+            with Horizontal():
+                yield Button("No (n)", id="no")
+                yield Button("Yes (y)", id="yes", variant="warning")
+
+    def action_answer(self, value: bool) -> None:
+        self.dismiss(value)
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(event.button.id == "yes")
+
+
+class HelpScreen(ModalScreen[None]):
+    """Lists every key binding of the app and the source view."""
+
+    DEFAULT_CSS = _MODAL_CSS.format(name="HelpScreen") + """
+    HelpScreen VerticalScroll { height: auto; max-height: 36; }
+    """
+    BINDINGS = [Binding("escape,q,question_mark", "close", "Close")]
+
+    def __init__(self, sections: list[tuple[str, list[tuple[str, str]]]]) -> None:
+        super().__init__()
+        self.sections = sections
+
+    def compose(self) -> ComposeResult:
+        table = Table(box=None, show_header=False, pad_edge=False)
+        table.add_column("key", style="bold", no_wrap=True)
+        table.add_column("action")
+        for title, rows in self.sections:
+            table.add_row(Text(title, style="underline"), "")
+            for key, description in rows:
+                table.add_row(key, description)
+        with Vertical():
+            yield Static("Keys — escape closes", classes="modal-title")
+            with VerticalScroll():
+                yield Static(table)
+
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+
+def describe(value: Any) -> str:
+    """Short one-line text for notifications."""
+    return str(value).splitlines()[0] if str(value) else ""

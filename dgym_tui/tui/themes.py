@@ -1,0 +1,61 @@
+"""Load the app's Textual themes from the ``themes/`` resource folder (YAML files)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+from textual.theme import Theme
+
+#: Theme fields a YAML file may set (everything else is refused).
+_FIELDS = set(Theme.__dataclass_fields__)
+
+
+class ThemeFileError(Exception):
+    """A theme file is malformed; the message names the file and the problem."""
+
+
+def load_theme(path: Path) -> Theme:
+    """Read one theme YAML file.
+
+    Args:
+        path: a ``.yaml`` / ``.yml`` file with at least ``name`` and ``primary``.
+
+    Returns:
+        The Textual :class:`~textual.theme.Theme`.
+
+    Raises:
+        ThemeFileError: not a mapping, missing ``name`` / ``primary``, or unknown keys.
+    """
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise ThemeFileError(f"{path}: cannot read theme: {exc}") from None
+    if not isinstance(data, dict) or "name" not in data or "primary" not in data:
+        raise ThemeFileError(f"{path}: a theme needs at least 'name' and 'primary'")
+    unknown = set(data) - _FIELDS
+    if unknown:
+        raise ThemeFileError(f"{path}: unknown theme keys {sorted(unknown)}; "
+                             f"allowed: {sorted(_FIELDS)}")
+    return Theme(**data)
+
+
+def load_themes(folder: Path | None = None) -> list[Theme]:
+    """Load every ``*.yaml`` / ``*.yml`` theme in ``folder`` (default: the themes resource).
+
+    Returns:
+        Themes sorted by file name; an absent folder gives an empty list.
+
+    Raises:
+        ThemeFileError: a file is malformed.
+    """
+    if folder is None:
+        from dgym_tui.resources import resource_dir
+        try:
+            folder = resource_dir("themes")
+        except FileNotFoundError:
+            return []
+    if not folder.is_dir():
+        return []
+    files = sorted(p for p in folder.iterdir() if p.suffix in (".yaml", ".yml"))
+    return [load_theme(p) for p in files]

@@ -1,0 +1,57 @@
+"""The approve panel: the agent's proposed action with its arguments and the decision keys."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import VerticalScroll
+from textual.widgets import Static
+
+KEYS_HINT = "[a] approve  [e] edit  [r] reject with note  [t] take over  [g] go (auto)"
+
+
+class ApprovePanel(VerticalScroll):
+    """Shows a pending :class:`~dgym_tui.policy.Proposal`; hidden when there is none."""
+
+    DEFAULT_CSS = """
+    ApprovePanel { height: auto; max-height: 14; border: round $accent; display: none;
+                   padding: 0 1; }
+    ApprovePanel.-shown { display: block; }
+    ApprovePanel > #approve-keys { color: $accent; text-style: bold; }
+    ApprovePanel > #approve-reasoning { color: $text-muted; }
+    """
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.proposal: Any = None
+
+    def compose(self) -> ComposeResult:
+        yield Static("", id="approve-title")
+        yield Static("", id="approve-reasoning")
+        yield Static("", id="approve-action")
+        yield Static(KEYS_HINT, id="approve-keys", markup=False)
+
+    def show(self, proposal: Any, step: int) -> None:
+        """Show ``proposal`` (a Proposal) as the candidate for 1-based ``step``."""
+        self.proposal = proposal
+        self.border_title = f"agent proposes step {step}"
+        self.query_one("#approve-title", Static).update("")
+        self.query_one("#approve-reasoning", Static).update(Text(proposal.reasoning.strip()))
+        if proposal.action is None:
+            body = Text(f"no valid action: {proposal.error}", style="red")
+        else:
+            args = proposal.action.arguments
+            pretty = args if isinstance(args, str) else json.dumps(args, indent=2,
+                                                                   ensure_ascii=False)
+            body = Text(proposal.action.name, style="bold")
+            body.append("\n" + pretty)
+        self.query_one("#approve-action", Static).update(body)
+        self.add_class("-shown")
+
+    def hide(self) -> None:
+        """Hide the panel and forget the proposal."""
+        self.proposal = None
+        self.remove_class("-shown")

@@ -1,0 +1,103 @@
+"""The pdb console: an input line with history and completion, and a scroll-back log."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.message import Message
+from textual.suggester import SuggestFromList
+from textual.widgets import Input, RichLog
+
+#: What the console completes: pdb commands, then tool calls in human syntax.
+COMPLETIONS = [
+    "break ", "b ", "tbreak ", "clear ", "cl ", "condition ", "continue", "c", "next", "n",
+    "step", "s", "return", "r", "until", "where", "w", "up", "u", "down", "d", "list", "l",
+    "longlist", "ll", "args", "a", "p ", "pp ", "display ", "undisplay ", "whatis ",
+    "retval", "jump ", "enable ", "disable ", "restart",
+    "eval", "view path=", "listdir path=", "grep pattern=", "submit",
+    "rewrite path= start= end= new_code=",
+]
+
+
+class HistoryInput(Input):
+    """An Input that remembers submitted lines (Up / Down) and accepts completions with Tab."""
+
+    BINDINGS = [
+        Binding("up", "history(-1)", "Previous", show=False),
+        Binding("down", "history(1)", "Next", show=False),
+        Binding("tab", "complete", "Complete", show=False),
+    ]
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(suggester=SuggestFromList(COMPLETIONS, case_sensitive=False), **kwargs)
+        self.history: list[str] = []
+        self._pos = 0
+        self._draft = ""
+
+    def remember(self, line: str) -> None:
+        """Add ``line`` to the history (consecutive duplicates are kept once)."""
+        if line and (not self.history or self.history[-1] != line):
+            self.history.append(line)
+        self._pos = len(self.history)
+        self._draft = ""
+
+    def action_history(self, delta: int) -> None:
+        if not self.history:
+            return
+        if self._pos == len(self.history):
+            self._draft = self.value
+        self._pos = max(0, min(len(self.history), self._pos + delta))
+        self.value = self.history[self._pos] if self._pos < len(self.history) else self._draft
+        self.cursor_position = len(self.value)
+
+    def action_complete(self) -> None:
+        if self._suggestion and self._suggestion != self.value:
+            self.value = self._suggestion
+            self.cursor_position = len(self.value)
+        else:
+            self.screen.focus_next()
+
+
+class PdbConsole(Vertical):
+    """pdb console. Posts :class:`PdbConsole.Submitted` with the typed line."""
+
+    DEFAULT_CSS = """
+    PdbConsole { height: 14; border-top: solid $panel-lighten-2; }
+    PdbConsole RichLog { height: 1fr; background: $surface; }
+    PdbConsole HistoryInput { height: 3; }
+    """
+
+    class Submitted(Message):
+        """A console line: a pdb command or a tool call in human syntax."""
+
+        def __init__(self, text: str) -> None:
+            self.text = text
+            super().__init__()
+
+    def compose(self) -> ComposeResult:
+        yield RichLog(id="console-log", wrap=True, max_lines=5000, markup=False)
+        yield HistoryInput(placeholder="pdb command (p x, n, b file.py:12) or tool call "
+                                       "(rewrite path=... start=.. end=.. new_code=...)",
+                           id="console-input")
+
+    @property
+    def log_widget(self) -> RichLog:
+        return self.query_one(RichLog)
+
+    @property
+    def input(self) -> HistoryInput:
+        return self.query_one(HistoryInput)
+
+    def write(self, text: str | Text, style: str = "") -> None:
+        """Append ``text`` to the scroll-back (plain text is never read as markup)."""
+        self.log_widget.write(Text(text, style=style) if isinstance(text, str) else text)
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        text = event.value.strip()
+        self.input.remember(text)
+        self.input.value = ""
+        if text:
+            self.post_message(self.Submitted(text))

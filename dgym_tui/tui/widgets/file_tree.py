@@ -1,0 +1,104 @@
+"""The working copy's file tree: ignored files hidden, read-only and changed marked."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.message import Message
+from textual.widgets import Tree
+from textual.widgets.tree import TreeNode
+
+
+class FileTree(Tree[str]):
+    """A tree of the visible working-copy files.
+
+    Leaves carry the relative path as ``node.data``; directories carry None.
+    Changed files are marked ``M`` (yellow), read-only files ``ro`` (dim).
+
+    Messages:
+        FileTree.FileChosen: a file leaf was selected (Enter or click).
+    """
+
+    DEFAULT_CSS = """
+    FileTree { width: 30; border-right: solid $panel-lighten-2; }
+    """
+
+    class FileChosen(Message):
+        """The user picked ``path`` (relative) in the tree."""
+
+        def __init__(self, path: str) -> None:
+            self.path = path
+            super().__init__()
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__("working copy", id=id)
+        self.show_root = False
+        self.guide_depth = 2
+        self._files: list[str] = []
+        self._leaves: dict[str, TreeNode[str]] = {}
+        self._readonly: set[str] = set()
+        self._changed: set[str] = set()
+
+    @staticmethod
+    def _label(name: str, readonly: bool, changed: bool) -> Text:
+        text = Text(name)
+        if changed:
+            text.append(" M", style="bold yellow")
+        if readonly:
+            text.append(" ro", style="dim")
+        return text
+
+    def set_files(self, files: list[str], readonly: set[str] | None = None,
+                  changed: set[str] | None = None) -> None:
+        """Show ``files`` (relative POSIX paths); rebuild only when the set of files changed.
+
+        Args:
+            files: visible working-copy files.
+            readonly: the read-only subset.
+            changed: files that differ from the original repository.
+        """
+        self._readonly = set(readonly or ())
+        self._changed = set(changed or ())
+        files = sorted(files)
+        if files != self._files:
+            self._files = files
+            self._rebuild()
+        else:
+            for path, node in self._leaves.items():
+                node.set_label(self._label(path.rsplit("/", 1)[-1], path in self._readonly,
+                                           path in self._changed))
+
+    def _rebuild(self) -> None:
+        self.clear()
+        self._leaves.clear()
+        dirs: dict[str, TreeNode[str]] = {"": self.root}
+        # Directories first, then files, like most editors.
+        def sort_key(p: str) -> tuple:
+            parts = p.split("/")
+            return tuple((0, x) for x in parts[:-1]) + ((1, parts[-1]),)
+        for path in sorted(self._files, key=sort_key):
+            parts = path.split("/")
+            parent = self.root
+            for depth in range(1, len(parts)):
+                key = "/".join(parts[:depth])
+                if key not in dirs:
+                    dirs[key] = parent.add(parts[depth - 1] + "/", expand=depth == 1)
+                parent = dirs[key]
+            self._leaves[path] = parent.add_leaf(
+                self._label(parts[-1], path in self._readonly, path in self._changed), data=path)
+        self.root.expand()
+
+    def select_path(self, path: str) -> None:
+        """Expand the folders above ``path`` and move the tree's cursor to it."""
+        node = self._leaves.get(path)
+        if node is None:
+            return
+        parent = node.parent
+        while parent is not None:
+            parent.expand()
+            parent = parent.parent
+        self.call_after_refresh(self.move_cursor, node)
+
+    def on_tree_node_selected(self, event: Tree.NodeSelected[str]) -> None:
+        event.stop()
+        if event.node.data:
+            self.post_message(self.FileChosen(event.node.data))

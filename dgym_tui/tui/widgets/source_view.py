@@ -1,0 +1,312 @@
+"""A line-virtualised source view with a breakpoint / frame gutter.
+
+Only the lines on screen are turned into segments (Textual's Line API), so a
+10,000-line file scrolls as smoothly as a 10-line one. The file is lexed once
+with pygments when it is loaded; segments are built lazily per line and cached.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pygments.lexers import TextLexer, get_lexer_for_filename
+from pygments.util import ClassNotFound
+from rich.segment import Segment
+from rich.style import Style
+from rich.syntax import PygmentsSyntaxTheme
+from textual.binding import Binding
+from textual.geometry import Size
+from textual.message import Message
+from textual.reactive import reactive
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+from textual import events
+
+#: Files larger than this (characters) are shown without highlighting.
+MAX_HIGHLIGHT_CHARS = 2_000_000
+
+
+def lex_lines(path: str, text: str) -> list[list[tuple[object, str]]]:
+    """Lex ``text`` once and split the tokens per line.
+
+    Args:
+        path: file name used to pick the pygments lexer (plain text if unknown).
+        text: the whole file, tabs already expanded.
+
+    Returns:
+        One list of ``(pygments token type, text)`` per line, newlines removed.
+    """
+    try:
+        lexer = get_lexer_for_filename(path, stripnl=False, ensurenl=False)
+    except ClassNotFound:
+        lexer = TextLexer(stripnl=False, ensurenl=False)
+    if len(text) > MAX_HIGHLIGHT_CHARS:
+        lexer = TextLexer(stripnl=False, ensurenl=False)
+    lines: list[list[tuple[object, str]]] = [[]]
+    for ttype, value in lexer.get_tokens(text):
+        if "\n" not in value:
+            if value:
+                lines[-1].append((ttype, value))
+            continue
+        pieces = value.split("\n")
+        for i, piece in enumerate(pieces):
+            if i:
+                lines.append([])
+            if piece:
+                lines[-1].append((ttype, piece))
+    return lines
+
+
+@dataclass
+class _Marks:
+    breakpoints: dict[int, str | None]  # line -> condition
+    frame: int | None
+
+
+class SourceView(ScrollView, can_focus=True):
+    """Shows one working-copy file with line numbers, breakpoints and the frame.
+
+    Messages:
+        SourceView.PdbCommand: a pdb key (n, s, c, r, u, d) was pressed.
+        SourceView.BreakpointToggle: the gutter was clicked or ``b`` pressed.
+    """
+
+    COMPONENT_CLASSES = {
+        "source-view--gutter",
+        "source-view--breakpoint",
+        "source-view--condition",
+        "source-view--frame",
+        "source-view--frame-arrow",
+        "source-view--cursor",
+    }
+
+    DEFAULT_CSS = """
+    SourceView { background: $surface; }
+    SourceView > .source-view--gutter { color: $text-muted; }
+    SourceView > .source-view--breakpoint { color: $error; text-style: bold; }
+    SourceView > .source-view--condition { color: $warning; text-style: bold; }
+    SourceView > .source-view--frame { background: $warning 25%; }
+    SourceView > .source-view--frame-arrow { color: $warning; text-style: bold; }
+    SourceView > .source-view--cursor { background: $accent 20%; }
+    """
+
+    BINDINGS = [
+        Binding("up,k", "cursor(-1)", "Up", show=False),
+        Binding("down,j", "cursor(1)", "Down", show=False),
+        Binding("pageup", "page(-1)", "Page up", show=False),
+        Binding("pagedown", "page(1)", "Page down", show=False),
+        Binding("home", "goto_top", "Top", show=False),
+        Binding("end", "goto_bottom", "Bottom", show=False),
+        Binding("b", "toggle_breakpoint", "Breakpoint"),
+        Binding("n", "pdb('n')", "next"),
+        Binding("s", "pdb('s')", "step"),
+        Binding("c", "pdb('c')", "continue"),
+        Binding("r", "pdb('r')", "return"),
+        Binding("u", "pdb('u')", "up"),
+        Binding("d", "pdb('d')", "down"),
+    ]
+
+    class PdbCommand(Message):
+        """A pdb command chosen with a key while the source view is focused."""
+
+        def __init__(self, command: str) -> None:
+            self.command = command
+            super().__init__()
+
+    class BreakpointToggle(Message):
+        """Toggle the breakpoint at ``path:line`` (1-based)."""
+
+        def __init__(self, path: str, line: int, present: bool) -> None:
+            self.path = path
+            self.line = line
+            self.present = present  # True: a breakpoint is there now (so remove it)
+            super().__init__()
+
+    cursor_line: reactive[int] = reactive(1, init=False)
+
+    def __init__(self, *, name: str | None = None, id: str | None = None,
+                 classes: str | None = None) -> None:
+        super().__init__(name=name, id=id, classes=classes)
+        self.path: str | None = None
+        self.lines: list[str] = []
+        self._tokens: list[list[tuple[object, str]]] = []
+        self._cache: dict[int, list[Segment]] = {}
+        self._marks = _Marks({}, None)
+        self._dark = True
+        self._theme = PygmentsSyntaxTheme("monokai")
+        self._token_styles: dict[object, Style] = {}
+        self.placeholder = "(no file)"
+
+    # -- content -----------------------------------------------------------------
+    def load(self, path: str | None, text: str, line: int | None = None) -> None:
+        """Show ``text`` as the content of ``path`` and move the cursor to ``line``.
+
+        Args:
+            path: relative path of the file (used for the lexer and messages);
+                None shows the placeholder.
+            text: file content.
+            line: 1-based line to put the cursor on and scroll to (None keeps
+                the cursor when the same file is reloaded, else line 1).
+        """
+        same = path == self.path
+        self.path = path
+        text = text.expandtabs(4)
+        self.lines = text.split("\n") if path is not None else []
+        if self.lines and self.lines[-1] == "" and len(self.lines) > 1:
+            self.lines.pop()
+        self._tokens = lex_lines(path, text) if path is not None else []
+        self._cache.clear()
+        width = max((len(s) for s in self.lines), default=0) + self.gutter_width + 1
+        self.virtual_size = Size(width, max(len(self.lines), 1))
+        if line is None:
+            line = self.cursor_line if same else 1
+        self.go_to(line)
+        self.refresh()
+
+    def set_marks(self, breakpoints: dict[int, str | None], frame: int | None,
+                  follow: bool = True) -> None:
+        """Set the gutter marks for the current file.
+
+        Args:
+            breakpoints: line -> condition (None for a plain breakpoint).
+            frame: the current frame's line in this file, or None.
+            follow: scroll so the frame line is visible when it is set.
+        """
+        changed_frame = frame != self._marks.frame
+        self._marks = _Marks(dict(breakpoints), frame)
+        if follow and frame is not None and changed_frame:
+            self.go_to(frame)
+        self.refresh()
+
+    @property
+    def breakpoints(self) -> dict[int, str | None]:
+        """Lines of the current file with a breakpoint -> condition or None."""
+        return dict(self._marks.breakpoints)
+
+    @property
+    def frame_line(self) -> int | None:
+        """The current frame's line in this file, or None."""
+        return self._marks.frame
+
+    @property
+    def gutter_width(self) -> int:
+        """Cells used by the gutter: mark, arrow, line number, separator."""
+        return len(str(max(len(self.lines), 1))) + 4
+
+    def go_to(self, line: int) -> None:
+        """Move the cursor to ``line`` (1-based, clamped) and centre it if off screen."""
+        line = max(1, min(line, max(len(self.lines), 1)))
+        self.set_reactive(SourceView.cursor_line, line)
+        height = self.scrollable_content_region.height or self.size.height or 20
+        top = int(self.scroll_offset.y)
+        if not (top <= line - 1 < top + height):
+            self.scroll_to(y=max(0, line - 1 - height // 2), animate=False, immediate=True)
+        self.refresh()
+
+    # -- rendering ---------------------------------------------------------------
+    def _style_for(self, ttype: object) -> Style:
+        style = self._token_styles.get(ttype)
+        if style is None:
+            style = self._theme.get_style_for_token(ttype)  # type: ignore[arg-type]
+            style = Style(color=style.color, bold=style.bold, italic=style.italic)
+            self._token_styles[ttype] = style
+        return style
+
+    def _check_theme(self) -> None:
+        dark = self.app.current_theme.dark if self.is_attached else True
+        if dark != self._dark:
+            self._dark = dark
+            self._theme = PygmentsSyntaxTheme("monokai" if dark else "default")
+            self._token_styles.clear()
+            self._cache.clear()
+
+    def _code_segments(self, index: int) -> list[Segment]:
+        segments = self._cache.get(index)
+        if segments is None:
+            tokens = self._tokens[index] if index < len(self._tokens) else [(None, self.lines[index])]
+            segments = [Segment(text, self._style_for(ttype) if ttype else Style())
+                        for ttype, text in tokens]
+            self._cache[index] = segments
+        return segments
+
+    def render_line(self, y: int) -> Strip:
+        """Render screen row ``y`` (Line API)."""
+        self._check_theme()
+        scroll_x, scroll_y = self.scroll_offset
+        index = scroll_y + y
+        width = self.scrollable_content_region.width
+        base = self.rich_style
+        if not self.lines:
+            if y == 0:
+                return Strip([Segment(self.placeholder, base)]).adjust_cell_length(width, base)
+            return Strip.blank(width, base)
+        if index >= len(self.lines):
+            return Strip.blank(width, base)
+        lineno = index + 1
+        marks = self._marks
+        gutter_style = self.get_component_rich_style("source-view--gutter")
+        if lineno in marks.breakpoints:
+            cond = marks.breakpoints[lineno]
+            mark = Segment("◆" if cond else "●", self.get_component_rich_style(
+                "source-view--condition" if cond else "source-view--breakpoint"))
+        else:
+            mark = Segment(" ", gutter_style)
+        arrow = (Segment("▶", self.get_component_rich_style("source-view--frame-arrow"))
+                 if marks.frame == lineno else Segment(" ", gutter_style))
+        digits = self.gutter_width - 4
+        gutter = Strip([mark, arrow, Segment(f"{lineno:>{digits}} │", gutter_style)])
+        code_width = max(width - gutter.cell_length, 0)
+        code = Strip(self._code_segments(index)).crop_extend(scroll_x, scroll_x + code_width,
+                                                             None)
+        strip = Strip.join([gutter, code])
+        if marks.frame == lineno:
+            strip = strip.apply_style(self.get_component_rich_style("source-view--frame"))
+        elif lineno == self.cursor_line and self.has_focus:
+            strip = strip.apply_style(self.get_component_rich_style("source-view--cursor"))
+        return strip.apply_style(base)
+
+    # -- input -------------------------------------------------------------------
+    def watch_cursor_line(self) -> None:
+        self.refresh()
+
+    def on_focus(self) -> None:
+        self.refresh()
+
+    def on_blur(self) -> None:
+        self.refresh()
+
+    def on_click(self, event: events.Click) -> None:
+        offset = event.get_content_offset(self)
+        if offset is None or not self.lines:
+            return
+        line = int(self.scroll_offset.y) + offset.y + 1
+        if line > len(self.lines):
+            return
+        self.go_to(line)
+        if offset.x < self.gutter_width - 1:
+            self._toggle(line)
+
+    def _toggle(self, line: int) -> None:
+        if self.path is None:
+            return
+        self.post_message(self.BreakpointToggle(self.path, line, line in self._marks.breakpoints))
+
+    def action_cursor(self, delta: int) -> None:
+        self.go_to(self.cursor_line + delta)
+
+    def action_page(self, direction: int) -> None:
+        height = max(self.scrollable_content_region.height - 1, 1)
+        self.scroll_to(y=self.scroll_offset.y + direction * height, animate=False, immediate=True)
+        self.go_to(self.cursor_line + direction * height)
+
+    def action_goto_top(self) -> None:
+        self.go_to(1)
+
+    def action_goto_bottom(self) -> None:
+        self.go_to(len(self.lines))
+
+    def action_toggle_breakpoint(self) -> None:
+        self._toggle(self.cursor_line)
+
+    def action_pdb(self, command: str) -> None:
+        self.post_message(self.PdbCommand(command))
