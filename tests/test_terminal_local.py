@@ -1,0 +1,149 @@
+"""LocalTerminal: real subprocesses, timeouts, bounded output, pexpect sessions, cleanup."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+import tracemalloc
+
+import pexpect
+import pytest
+
+from dgym_tui.core.terminals import TerminalError, cleanup
+from dgym_tui.core.terminals.local import LocalTerminal
+
+
+def _alive(pid: int) -> bool:
+    """True if ``pid`` runs and is not a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ", 1)[1][0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def _wait_dead(pid: int, seconds: float = 5.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return not _alive(pid)
+
+
+@pytest.fixture
+def term(tmp_path):
+    (tmp_path / "app.py").write_text("def add(a, b):\n    return a - b\n")
+    t = LocalTerminal()
+    t.start(str(tmp_path))
+    yield t
+    t.close()
+
+
+def test_run_output_exit_code_cwd_env(term, tmp_path):
+    res = term.run("pwd; echo out; echo err >&2; echo $GREETING; exit 3", env={"GREETING": "hi"})
+    assert res.exit_code == 3 and not res.timed_out
+    assert res.output.splitlines() == [os.path.realpath(tmp_path), "out", "err", "hi"]
+    assert term.to_relative(os.path.join(term.workdir, "app.py")) == "app.py"
+    assert term.to_relative("/elsewhere/app.py") is None
+
+
+def test_not_started_and_missing_folder(tmp_path):
+    t = LocalTerminal()
+    with pytest.raises(TerminalError, match="not started"):
+        t.run("true")
+    with pytest.raises(TerminalError, match="does not exist"):
+        t.start(str(tmp_path / "missing"))
+
+
+def test_timeout_kills_children_too(term, tmp_path):
+    pidfile = tmp_path / "bg.pid"
+    start = time.monotonic()
+    res = term.run(f"sleep 300 & echo $! > {pidfile}; sleep 301", timeout=0.5)
+    assert res.timed_out and res.exit_code is None
+    assert time.monotonic() - start < 5
+    assert _wait_dead(int(pidfile.read_text()))
+
+
+def test_large_output_is_truncated_with_bounded_memory(term):
+    tracemalloc.start()
+    try:
+        res = term.run("head -c 10000000 /dev/zero | tr '\\0' x; echo; echo THE-END",
+                       max_output=65536)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert res.exit_code == 0
+    assert res.truncated_bytes == 10_000_000 + len("\nTHE-END\n") - 65536
+    assert res.output.rstrip().endswith("THE-END") and "output truncated" in res.output
+    assert peak < 4 * 1024 * 1024
+
+
+def test_spawn_pdb_round_trip_and_close(term):
+    child = term.spawn(f"{sys.executable} -m pdb app.py")
+    child.expect(r"\(Pdb\) ", timeout=20)
+    child.sendline("b add")
+    child.expect(r"\(Pdb\) ")
+    assert "Breakpoint 1 at" in child.before and "app.py:1" in child.before
+    child.sendline("p 6 * 7")
+    child.expect(r"\(Pdb\) ")
+    assert child.before.strip() == "42"
+    pid = child.pid
+    child.close(force=True)
+    assert not child.isalive()
+    assert _wait_dead(pid)
+
+
+def test_close_kills_spawned_and_unregisters(term):
+    assert term in cleanup.live()
+    child = term.spawn("sleep 300")
+    pid = child.pid
+    assert child.isalive()
+    term.close()
+    assert _wait_dead(pid)
+    assert term not in cleanup.live()
+
+
+def _owner_script(tmp_path, extra: str = "") -> str:
+    return textwrap.dedent(f"""
+        import time
+        from dgym_tui.core.terminals.local import LocalTerminal
+        t = LocalTerminal()
+        t.start({str(tmp_path)!r})
+        child = t.spawn("trap '' HUP; sleep 300")  # would outlive the pty's hangup
+        {extra}
+        print(child.pid, flush=True)
+        time.sleep(120)
+    """)
+
+
+def _sigterm_owner(script: str) -> tuple[int, int]:
+    """Start an owner process, SIGTERM it; return (its exit status, its child's pid)."""
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        pid = int(proc.stdout.readline())
+        assert _alive(pid)
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=20)
+    finally:
+        proc.kill()
+    return proc.returncode, pid
+
+
+def test_sigterm_to_owner_kills_its_processes(tmp_path):
+    code, pid = _sigterm_owner(_owner_script(tmp_path))
+    assert code == -signal.SIGTERM
+    assert _wait_dead(pid)
+
+
+def test_without_registration_the_process_would_leak(tmp_path):
+    """Control for the test above: the same child survives when nothing cleans up."""
+    code, pid = _sigterm_owner(_owner_script(
+        tmp_path, "from dgym_tui.core.terminals import cleanup; cleanup.unregister(t)"))
+    try:
+        assert code == -signal.SIGTERM
+        assert not _wait_dead(pid, seconds=1.0)
+    finally:
+        os.killpg(pid, signal.SIGKILL)
