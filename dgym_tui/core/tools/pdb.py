@@ -1,0 +1,409 @@
+"""pdb: run one pdb command in a persistent debugging session of the debug entrypoint.
+
+The session (a :class:`~dgym_tui.core.pdb_session.PdbSession`) starts lazily on
+the first command and is restarted, with every stored breakpoint re-issued,
+when the program ends, when a command times out, when pdb exits, and before
+the next command after any file of the working copy changed
+(``env.generation``). Breakpoint commands (``b``/``break``/``tbreak``,
+``cl``/``clear``, ``disable``/``enable``, ``condition``) update the episode's
+:class:`~dgym_tui.core.breakpoints.BreakpointStore` from pdb's own replies, so
+the store holds exactly what pdb resolved.
+
+Observation format: pdb's output with the working copy's absolute path
+prefix removed (paths relative to the repository root), followed or preceded
+by notes in square brackets about what the tool did, e.g.
+``[pdb session restarted: the files changed since it started; 2 breakpoints
+re-issued]`` or ``[timeout: `c` did not return to the (Pdb) prompt within
+10 s ...]``.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from typing import Any, ClassVar
+
+from dgym_tui.core.pdb_session import (
+    BREAK_RE,
+    DELETED_RE,
+    ENDED_MARKERS,
+    POST_MORTEM_MARKER,
+    PROMPT,
+    TOGGLED_RE,
+    PdbReply,
+    PdbSession,
+    PdbStartError,
+    last_frame,
+    program_ended,
+)
+from dgym_tui.core.tools.base import Tool, ToolError, ToolOutput, register
+
+#: pdb command aliases the tool treats specially, by canonical name.
+ALIASES = {
+    "b": "break", "break": "break", "tbreak": "tbreak",
+    "cl": "clear", "clear": "clear",
+    "disable": "disable", "enable": "enable", "condition": "condition",
+    "restart": "restart", "run": "restart",
+    "q": "quit", "quit": "quit", "exit": "quit",
+    "commands": "refused", "interact": "refused", "debug": "refused",
+}
+_REFUSED_WHY = {
+    "commands": "it reads several lines; use a conditional breakpoint "
+                "(b file.py:LINE, CONDITION) instead",
+    "interact": "it opens a Python prompt; evaluate expressions with p EXPR or !STATEMENT",
+    "debug": "it opens a nested debugger; step into the call with s instead",
+}
+END_LINES = tuple(marker for marker, _ in ENDED_MARKERS)
+#: Seconds to wait for pdb to show where it was after Ctrl-C on a timeout.
+INTERRUPT_GRACE = 1.0
+_PY_RE = re.compile(r"^python(\d+(\.\d+)?)?$")
+_PY_OPTS_WITH_VALUE = {"-W", "-X", "--check-hash-based-pycs"}
+
+
+def debug_command(entrypoint: str) -> str:
+    """Derive the debug entrypoint (a pdb command line) from the entrypoint.
+
+    Rules: ``python -m pytest ARGS`` (or ``pytest ARGS``) becomes
+    ``python -m pdb -m pytest -s -p no:cacheprovider ARGS`` (``-s``: pytest
+    must not capture the debugger's terminal; no cache files written into the
+    working copy); ``python -m MOD ARGS`` becomes ``python -m pdb -m MOD ARGS``;
+    ``python X.py ARGS`` becomes ``python -m pdb X.py ARGS``. Leading
+    ``VAR=value`` assignments and interpreter options are kept.
+
+    Args:
+        entrypoint: the shell command that runs the tests or program.
+
+    Returns:
+        The command line that starts it under pdb.
+
+    Raises:
+        ToolError: the entrypoint is not one of the forms above (set
+            ``debug_entrypoint`` explicitly).
+    """
+    try:
+        words = shlex.split(entrypoint)
+    except ValueError as exc:
+        raise ToolError(f"cannot parse the entrypoint {entrypoint!r} ({exc}); "
+                        "set debug_entrypoint explicitly") from None
+    i = 0
+    while i < len(words) and re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", words[i]):
+        i += 1
+    prefix = words[:i]
+    rest = words[i:]
+    if rest and rest[0] == "pytest":
+        rest = ["python", "-m", "pytest", *rest[1:]]
+    if not rest or not _PY_RE.match(rest[0].rsplit("/", 1)[-1]):
+        raise ToolError(f"cannot derive a pdb command from the entrypoint {entrypoint!r}; "
+                        "set debug_entrypoint, e.g. 'python -m pdb -m pytest -s'")
+    j = 1
+    while j < len(rest) and rest[j].startswith("-") and rest[j] != "-m":
+        j += 2 if rest[j] in _PY_OPTS_WITH_VALUE else 1
+    if j >= len(rest) or rest[j] == "-c" or (rest[j] == "-m" and j + 1 >= len(rest)):
+        raise ToolError(f"cannot derive a pdb command from the entrypoint {entrypoint!r}; "
+                        "set debug_entrypoint, e.g. 'python -m pdb script.py'")
+    target = rest[j:]
+    if target[0] == "-m" and target[1] == "pytest":
+        target = ["-m", "pytest", "-s", "-p", "no:cacheprovider", *target[2:]]
+    out = [*prefix, *rest[:j], "-m", "pdb", *target]
+    return " ".join(shlex.quote(w) for w in out)
+
+
+@register
+class PdbTool(Tool):
+    """Runs one pdb command per call in a session that persists across steps."""
+
+    name = "pdb"
+    instructions = (
+        "Run ONE pdb command in a persistent debugging session of the program (started on "
+        "the first call, stopped at its first line). Examples: 'b src/app.py:12' (breakpoint; "
+        "add ', CONDITION' for a conditional one), 'c' (continue), 'n' (next line), "
+        "'s' (step into), 'p EXPR' (print), 'l' / 'll' (list code), 'w' (stack), 'up' / "
+        "'down', 'cl 3' or 'cl src/app.py:12' (clear), 'b' (list breakpoints), "
+        "'disable 2', 'restart'. Breakpoints persist across restarts and follow the code "
+        "when files change. The session restarts when the program ends, when a command "
+        "runs too long, or after any file changed.")
+    parameters: ClassVar[dict[str, Any]] = {
+        "type": "object",
+        "properties": {
+            "command": {"type": "string",
+                        "description": "one pdb command, e.g. 'b src/app.py:12', 'c', 'p x'"},
+        },
+        "required": ["command"],
+        "additionalProperties": False,
+    }
+
+    def __init__(self, env: Any) -> None:
+        super().__init__(env)
+        self.session: PdbSession | None = None
+        self._generation: int | None = None
+        self._numbers: dict[int, tuple[str, int]] = {}
+
+    # -- hooks -----------------------------------------------------------
+    def on_reset(self) -> None:
+        self._stop()
+
+    def close(self) -> None:
+        self._stop()
+
+    def _stop(self) -> None:
+        if self.session is not None:
+            self.session.close()
+        self.session = None
+        self._generation = None
+        self._numbers.clear()
+        self.env.frame = None
+
+    # -- paths -----------------------------------------------------------
+    @property
+    def command(self) -> str:
+        """The debug entrypoint this tool starts."""
+        return self.env.debug_entrypoint or debug_command(self.env.entrypoint)
+
+    def _prefix(self) -> str:
+        return self.env.to_abs(".").rstrip("/") + "/"
+
+    def _relativize(self, text: str) -> str:
+        return text.replace(self._prefix(), "")
+
+    def _rel(self, path: str) -> str | None:
+        """Workspace-relative path of a path pdb printed; None if outside or ignored."""
+        rel = self.env.to_relative(path)
+        if rel is None or rel == "." or self.env.workspace.is_ignored(rel):
+            return None
+        return rel
+
+    def _workspace_file(self, name: str) -> str:
+        """Resolve a file named in a command to a relative path; ToolError if refused."""
+        ws = self.env.workspace
+        if name.startswith("/"):
+            rel = self.env.to_relative(name)
+            if rel is None:
+                raise ToolError(f"{name} is outside the repository; breakpoints can only be "
+                                "set in repository files (give a path relative to its root)")
+            name = rel
+        resolved = ws.resolve(name, must_exist=True)  # WorkspaceError: hidden / escapes
+        rel = ws.relative(resolved) or name
+        if resolved.is_dir():
+            raise ToolError(f"{rel} is a folder; give a file, e.g. b {rel}/module.py:12")
+        return rel
+
+    # -- the session -----------------------------------------------------
+    def _start(self, notes: list[str], why: str) -> PdbReply | None:
+        """(Re)start the session and re-issue breakpoints; None if pdb could not start."""
+        if self.session is not None:
+            self.session.close()
+        self._numbers.clear()
+        self.env.frame = None
+        self._generation = self.env.generation
+        self.session = PdbSession(self.env.terminal, self.command,
+                                  max_output=self.env.max_output)
+        try:
+            first = self.session.start(self.env.pdb_timeout)
+        except PdbStartError as exc:
+            self.session = None
+            self._generation = None
+            out = self._relativize(exc.output).rstrip()
+            notes.append(f"[pdb could not start `{self.command}`: {exc}. The next pdb command "
+                         f"tries again.]" + (f"\n{out}" if out else ""))
+            return None
+        count = self._reissue(notes)
+        bps = f"; {count} breakpoint{'s' if count != 1 else ''} re-issued" if count else ""
+        notes.append(f"[pdb session {why}{bps}]")
+        self._set_frame(first.output)
+        return first
+
+    def _reissue(self, notes: list[str]) -> int:
+        """Send every stored breakpoint in one batch; return how many pdb accepted."""
+        store = self.env.breakpoints
+        entries = store.entries()
+        if not entries:
+            return 0
+        replies = self.session.send_many(store.pdb_commands(self.env.to_abs),
+                                         self.env.pdb_timeout)
+        accepted, disable = 0, []
+        for bp, reply in zip(entries, replies, strict=False):
+            match = BREAK_RE.search(reply.output)
+            if match:
+                self._numbers[int(match["num"])] = (bp.path, bp.line)
+                accepted += 1
+                if not bp.enabled:
+                    disable.append(match["num"])
+            else:
+                store.remove(bp.path, bp.line)
+                why = self._relativize(reply.output).strip() or reply.status
+                notes.append(f"[breakpoint {bp.key} could not be re-created and was removed: "
+                             f"{why}]")
+        if disable:
+            self.session.send(f"disable {' '.join(disable)}", self.env.pdb_timeout)
+        return accepted
+
+    def _set_frame(self, output: str) -> None:
+        frame = last_frame(output)
+        if frame is not None:
+            rel = self._rel(frame.path)
+            self.env.frame = (rel, frame.line) if rel else None
+
+    # -- the tool --------------------------------------------------------
+    def run(self, command: str = "", **_: Any) -> ToolOutput:
+        """Run one pdb command; see the module docstring for the observation format.
+
+        Args:
+            command: one pdb command line.
+
+        Returns:
+            ToolOutput with the observation; ``data`` holds ``frame``
+            (``[path, line]`` or None) and ``restarted`` (bool).
+
+        Raises:
+            ToolError: empty or multi-line command, a command that needs several
+                lines, or a breakpoint outside the repository / in a hidden file.
+        """
+        command = command.strip()
+        if not command:
+            raise ToolError("empty pdb command; give one command, e.g. 'b file.py:12', 'c', "
+                            "'n', 's', 'p x', 'l', 'w'")
+        if "\n" in command or "\r" in command:
+            raise ToolError("one pdb command per call; send the lines one at a time")
+        verb, _, arg = command.partition(" ")
+        arg = arg.strip()
+        kind = ALIASES.get(verb)
+        if kind == "refused":
+            raise ToolError(f"the pdb command '{verb}' is not supported here: "
+                            f"{_REFUSED_WHY[verb]}")
+        notes: list[str] = []
+        restarted = False
+
+        # file edits made outside any step (another process, the user's editor)
+        if self.env.breakpoints.remap_changed(self.env.workspace) and self.session is not None:
+            self._generation = None  # pdb's breakpoints are at the old lines: restart
+        alive = self.session is not None and self.session.alive
+        if kind == "quit":
+            self._stop()
+            return ToolOutput("[pdb session ended; the next pdb command starts a new one]",
+                              data={"frame": None, "restarted": False})
+        if kind == "restart" or not alive or self._generation != self.env.generation:
+            why = ("restarted" if kind == "restart" else
+                   "started" if self.session is None else
+                   "restarted: pdb had exited" if not alive else
+                   "restarted: the files changed since it started")
+            first = self._start(notes, why)
+            restarted = True
+            if first is None:
+                return self._output(notes, "", [], restarted)
+            if kind == "restart":
+                return self._output(notes, first.output, [], restarted)
+            head = self._relativize(first.output).rstrip()
+            if head:
+                notes.append(head)
+
+        sent = self._translate(kind, arg, command)
+        reply = self.session.send(sent, self.env.pdb_timeout)
+        after: list[str] = []
+        body = reply.output
+        if reply.status == "timeout":
+            body, restarted = self._on_timeout(command, reply, after), True
+        elif reply.status == "exited":
+            self._start(after, "restarted: pdb exited")
+            restarted = True
+        else:
+            self._track(kind, arg, reply.output, after)
+            self._set_frame(reply.output)
+            ended = program_ended(reply.output)
+            if ended:
+                body = _cut_after_end(body)
+                first = self._start(after, f"restarted: {ended}")
+                restarted = True
+                if first is not None:
+                    after.append(self._relativize(first.output).rstrip())
+            elif POST_MORTEM_MARKER in reply.output:
+                after.append("[post-mortem: pdb stopped where the uncaught exception was "
+                             "raised; inspect with p / w / up / down; c restarts the program]")
+        return self._output(notes, body, after, restarted)
+
+    def _output(self, before: list[str], body: str, after: list[str],
+                restarted: bool) -> ToolOutput:
+        parts = [*before, self._relativize(body).rstrip("\n"), *after]
+        text = "\n".join(p for p in parts if p)
+        if not text:
+            text = "[pdb printed nothing]"
+        frame = list(self.env.frame) if self.env.frame else None
+        return ToolOutput(text, data={"frame": frame, "restarted": restarted})
+
+    def _on_timeout(self, command: str, reply: PdbReply, after: list[str]) -> str:
+        """Interrupt the runaway command, say where it was, restart the session."""
+        stopped = self.session.interrupt(INTERRUPT_GRACE)
+        where = ""
+        frame = last_frame(stopped.output)
+        if frame is not None:
+            rel = self._rel(frame.path) or frame.path
+            where = f" It was at {rel}:{frame.line} in {frame.func}()."
+        after.append(f"[timeout: `{command}` did not return to the (Pdb) prompt within "
+                     f"{self.env.pdb_timeout:g} s (an endless loop, or waiting for input?)."
+                     f"{where} The pdb session was killed.]")
+        self._start(after, "restarted")
+        return reply.output
+
+    # -- breakpoint commands ---------------------------------------------
+    def _translate(self, kind: str | None, arg: str, command: str) -> str:
+        """Rewrite file locations in breakpoint commands to the paths pdb sees; refuse others."""
+        if kind in ("break", "tbreak") and arg:
+            loc, comma, cond = arg.partition(",")
+            loc = loc.strip()
+            if ":" in loc:
+                name, _, line = loc.rpartition(":")
+                rel = self._workspace_file(name.strip())
+                loc = f"{self.env.to_abs(rel)}:{line.strip()}"
+            elif loc.isdigit() and self.env.frame is None:
+                raise ToolError("pdb is not stopped in a repository file, so a bare line number "
+                                "has no file; give one: b path/to/file.py:LINE")
+            return f"{kind} {loc}{', ' + cond.strip() if comma else ''}"
+        if kind == "clear" and ":" in arg:
+            name, _, line = arg.rpartition(":")
+            rel = self._workspace_file(name.strip())
+            return f"clear {self.env.to_abs(rel)}:{line.strip()}"
+        return command
+
+    def _track(self, kind: str | None, arg: str, output: str, after: list[str]) -> None:
+        """Update the breakpoint store from pdb's reply to any command."""
+        store = self.env.breakpoints
+        if kind in ("break", "tbreak") and arg:
+            match = BREAK_RE.search(output)
+            if match:
+                num, line = int(match["num"]), int(match["line"])
+                rel = self._rel(match["path"])
+                if rel is None:  # e.g. `b json.dumps`: resolved outside the repository
+                    self.session.send(f"clear {num}", self.env.pdb_timeout)
+                    after.append(f"[breakpoint {num} at {match['path']}:{line} removed: only "
+                                 "files of the repository can have breakpoints]")
+                else:
+                    _, comma, cond = arg.partition(",")
+                    store.add(rel, line, cond.strip() if comma else None,
+                              temporary=kind == "tbreak")
+                    self._numbers[num] = (rel, line)
+        for match in DELETED_RE.finditer(output):
+            loc = self._numbers.pop(int(match["num"]), None)
+            if loc is not None and loc not in self._numbers.values():
+                store.remove(*loc)
+        for match in TOGGLED_RE.finditer(output):
+            loc = self._numbers.get(int(match["num"]))
+            if loc is not None:
+                store.set_enabled(*loc, match["what"] == "Enabled")
+        if kind == "condition":
+            num, _, cond = arg.partition(" ")
+            loc = self._numbers.get(int(num)) if num.isdigit() else None
+            bp = store.get(*loc) if loc else None
+            if bp is not None and ("New condition set" in output or "now unconditional" in output):
+                store.add(bp.path, bp.line, cond.strip() or None, enabled=bp.enabled,
+                          temporary=bp.temporary)
+
+
+def _cut_after_end(output: str) -> str:
+    """Drop what pdb printed after its end-of-program line (its own in-process restart)."""
+    cut = len(output)
+    for marker in (m for m in END_LINES if m in output):
+        eol = output.find("\n", output.find(marker))
+        cut = min(cut, len(output) if eol < 0 else eol + 1)
+    return output[:cut]
+
+
+__all__ = ["PROMPT", "PdbTool", "debug_command"]
