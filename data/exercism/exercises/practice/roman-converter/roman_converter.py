@@ -1,0 +1,6 @@
+def to_roman(number):
+    pass
+
+
+def from_roman(numeral):
+    pass

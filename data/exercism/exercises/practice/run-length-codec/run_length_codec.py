@@ -1,0 +1,6 @@
+def encode(text):
+    pass
+
+
+def decode(code):
+    pass
