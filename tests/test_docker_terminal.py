@@ -196,6 +196,21 @@ def test_readonly_paths_must_stay_inside(image, repo):
 
 
 @pytest.mark.docker
+def test_readonly_symlinks_never_expose_host_files(image, repo, tmp_path):
+    secret = tmp_path / "secret.txt"
+    secret.write_text("host secret\n")
+    (repo / "escape.txt").symlink_to(secret)
+    (repo / "inner.txt").symlink_to(repo / "app.py")
+    with DockerTerminal(image, readonly=["escape.txt", "inner.txt", "missing.txt"]) as t:
+        t.start(str(repo))
+        mounts = {m["Destination"]: m for m in t.container.attrs["Mounts"]}
+        assert set(mounts) == {"/workspace", "/workspace/app.py"}  # link replaced by its target
+        assert mounts["/workspace/app.py"]["RW"] is False
+        assert "host secret" not in t.run("cat escape.txt").output
+        assert t.run("echo x >> app.py").exit_code != 0
+
+
+@pytest.mark.docker
 def test_network_is_off_by_default(term, image, repo):
     assert term.run("ls /sys/class/net").output.split() == ["lo"]
     with DockerTerminal(image, network=True) as t:

@@ -51,6 +51,7 @@ _PID_DIR = "/tmp/.dgym-pids"
 _counter = itertools.count(1)
 _clients: dict[str, object] = {}
 _clients_lock = threading.Lock()
+_stale_checked = False
 
 
 def docker_base_url() -> str:
@@ -207,37 +208,71 @@ class DockerTerminal(Terminal):
         for rel in self._readonly_paths(host_root):
             mounts.append(Mount(posixpath.join(self.workdir, rel), os.path.join(host_root, rel),
                                 type="bind", read_only=True))
+        global _stale_checked
+        if not _stale_checked:  # once per process: containers of killed owners
+            _stale_checked = True
+            try:
+                remove_stale_containers(client)
+            except Exception:
+                pass
         cpus = min(float(self.cpus), float(os.cpu_count() or 1))
+        options = dict(
+            command=["sleep", "infinity"], init=True,  # docker-init reaps orphans
+            mounts=mounts, working_dir=self.workdir, environment=BASE_ENV,
+            network_mode=None if self.network else "none",
+            mem_limit=self.mem_limit, memswap_limit=self.mem_limit,
+            pids_limit=self.pids_limit, nano_cpus=int(cpus * 1e9),
+            security_opt=["no-new-privileges"],
+            labels={LABEL: "1", LABEL_PID: str(os.getpid()), LABEL_HOST: socket.gethostname()})
         try:
-            container = client.containers.run(
-                self.image, command=["sleep", "infinity"], detach=True, init=True,
-                mounts=mounts, working_dir=self.workdir, environment=BASE_ENV,
-                network_mode=None if self.network else "none",
-                mem_limit=self.mem_limit, memswap_limit=self.mem_limit,
-                pids_limit=self.pids_limit, nano_cpus=int(cpus * 1e9),
-                security_opt=["no-new-privileges"],
-                labels={LABEL: "1", LABEL_PID: str(os.getpid()),
-                        LABEL_HOST: socket.gethostname()})
-        except ImageNotFound:
-            raise TerminalError(f"image {self.image} not found: build it with "
-                                "scripts/setup_docker.sh or pull it") from None
+            container = self._create_and_start(client, options)
         except APIError as exc:
-            raise TerminalError(f"cannot start a container from {self.image}: "
-                                f"{_short(exc)}") from None
+            if "docker-init" not in str(exc):
+                raise TerminalError(f"cannot start a container from {self.image}: "
+                                    f"{_short(exc)}") from None
+            options["init"] = False  # this daemon has no init binary
+            try:
+                container = self._create_and_start(client, options)
+            except APIError as exc2:
+                raise TerminalError(f"cannot start a container from {self.image}: "
+                                    f"{_short(exc2)}") from None
         self._client = client
         self.container = container
         self.host_root = host_root
         cleanup.register(self)
 
+    def _create_and_start(self, client, options: dict):
+        """Create and start a container; remove it again if it does not start."""
+        container = client.containers.create(self.image, detach=True, **options)
+        try:
+            container.start()
+        except Exception:
+            try:
+                container.remove(force=True)
+            except Exception:
+                pass
+            raise
+        return container
+
     def _readonly_paths(self, host_root: str) -> list[str]:
-        """Normalise the read-only paths; refuse ones escaping the working copy."""
-        out = []
+        """Normalise the read-only paths (POSIX, relative); refuse ones escaping the working copy.
+
+        Missing paths are skipped. A symbolic link is replaced by its target when
+        the target lies inside the working copy, and skipped otherwise (Docker
+        would follow it on the host and expose what it points to).
+        """
+        out: set[str] = set()
         for rel in self.readonly:
             norm = posixpath.normpath(rel.replace(os.sep, "/"))
-            if norm in (".", "") or posixpath.isabs(norm) or norm.startswith("../") or norm == "..":
+            if norm in (".", "..") or posixpath.isabs(norm) or norm.startswith("../"):
                 raise TerminalError(f"read-only path {rel!r} must be relative to the working copy")
-            if os.path.lexists(os.path.join(host_root, norm)) and norm not in out:
-                out.append(norm)
+            path = os.path.join(host_root, norm)
+            if not os.path.exists(path):
+                continue
+            real = os.path.realpath(path)
+            if os.path.commonpath([real, host_root]) != host_root or real == host_root:
+                continue
+            out.add(os.path.relpath(real, host_root).replace(os.sep, "/"))
         return sorted(out)
 
     def close(self) -> None:
