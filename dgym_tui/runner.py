@@ -135,15 +135,13 @@ def make_policy(kind: str, agent: str = "debug_agent", llm: str | None = None,
     if kind == "agent":
         if not llm:
             raise ConfigError("policy 'agent' needs an LLM entry: give llm (-p llm=NAME / --llm)")
-        from dgym_tui.agent import LLMAgent, load_agent_spec
-        from dgym_tui.llm import LLMConfigError, get_llm_config
+        from dgym_tui.agent import AgentSpecError, LLMAgent
+        from dgym_tui.llm import LLMConfigError
 
         try:
-            spec = load_agent_spec(agent)
-            entry = get_llm_config(llm, llm_config)
-        except (LLMConfigError, FileNotFoundError, KeyError, ValueError) as exc:
-            raise ConfigError(str(exc.args[0]) if exc.args else str(exc)) from None
-        return LLMAgent(spec, entry)
+            return LLMAgent(agent, llm, config_path=llm_config)
+        except (AgentSpecError, LLMConfigError) as exc:
+            raise ConfigError(str(exc)) from None
     if kind == "human":
         from dgym_tui.human import HumanTextPolicy
 
