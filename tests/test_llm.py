@@ -1,0 +1,234 @@
+"""llm.yaml loading and the real litellm client path against the HTTP stub."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from dgym_tui.llm import (LLM, ContextTooLong, LLMConfig, LLMConfigError, LLMError,
+                          default_config_path, get_llm_config, load_llm_configs,
+                          trim_messages, write_llm_config_template)
+from llm_stub import llm_server  # noqa: F401  (pytest fixture)
+
+
+def stub_config(server, **overrides) -> LLMConfig:
+    values = dict(name="stub", model="openai/stub", api_base=server.url, api_key="x",
+                  retry_base_delay=0.001, retries=3)
+    values.update(overrides)
+    return LLMConfig(**values)
+
+
+SYSTEM = {"role": "system", "content": "You are a test."}
+TASK = {"role": "user", "content": "Fix the bug."}
+
+
+# -- llm.yaml -----------------------------------------------------------------
+
+def write_yaml(path, data):
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def test_config_lookup_order(tmp_path, monkeypatch):
+    monkeypatch.delenv("DGYM_LLM_CONFIG", raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    assert default_config_path() == tmp_path / "xdg" / "dgym-tui" / "llm.yaml"
+    (tmp_path / "xdg" / "dgym-tui").mkdir(parents=True)
+    write_yaml(tmp_path / "xdg" / "dgym-tui" / "llm.yaml", {"a": {"model": "openai/a"}})
+    assert list(load_llm_configs()) == ["a"]
+    env_file = write_yaml(tmp_path / "env.yaml", {"b": {"model": "openai/b"}})
+    monkeypatch.setenv("DGYM_LLM_CONFIG", str(env_file))
+    assert list(load_llm_configs()) == ["b"]
+    explicit = write_yaml(tmp_path / "explicit.yaml", {"c": {"model": "openai/c",
+                                                              "tool_calling": "text"}})
+    config = get_llm_config("c", explicit)
+    assert (config.model, config.tool_calling, config.temperature) == ("openai/c", "text", 0.0)
+
+
+def test_missing_config_says_how_to_create(tmp_path):
+    with pytest.raises(LLMConfigError, match="dgym init-llm-config"):
+        load_llm_configs(tmp_path / "nope.yaml")
+
+
+def test_unknown_entry_lists_known(tmp_path):
+    path = write_yaml(tmp_path / "llm.yaml", {"gpt": {"model": "openai/gpt"},
+                                              "local": {"model": "openai/x"}})
+    with pytest.raises(LLMConfigError) as info:
+        get_llm_config("claude", path)
+    assert "known entries: gpt, local" in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_invalid_entries(tmp_path):
+    with pytest.raises(LLMConfigError, match="needs a 'model'"):
+        load_llm_configs(write_yaml(tmp_path / "a.yaml", {"x": {"api_base": "http://h"}}))
+    with pytest.raises(LLMConfigError, match="unknown key.*modle"):
+        load_llm_configs(write_yaml(tmp_path / "b.yaml", {"x": {"model": "m", "modle": 1}}))
+    with pytest.raises(LLMConfigError, match="tool_calling"):
+        load_llm_configs(write_yaml(tmp_path / "c.yaml", {"x": {"model": "m",
+                                                                "tool_calling": "xml"}}))
+    bad = tmp_path / "d.yaml"
+    bad.write_text("x: [unclosed\n")
+    with pytest.raises(LLMConfigError, match="not valid YAML"):
+        load_llm_configs(bad)
+
+
+def test_missing_api_key_env_names_the_variable(monkeypatch):
+    monkeypatch.delenv("DGYM_TEST_KEY", raising=False)
+    config = LLMConfig(name="k", model="openai/k", api_key_env="DGYM_TEST_KEY")
+    with pytest.raises(LLMConfigError, match="DGYM_TEST_KEY"):
+        LLM(config)
+    monkeypatch.setenv("DGYM_TEST_KEY", "secret")
+    assert LLM(config).api_key == "secret"
+
+
+def test_template_is_valid_and_never_overwritten(tmp_path):
+    path = write_llm_config_template(tmp_path / "cfg")
+    assert path == tmp_path / "cfg" / "llm.yaml"
+    text = path.read_text()
+    assert text.lstrip().startswith("#")
+    configs = load_llm_configs(path)
+    assert {"native", "text"} == {c.tool_calling for c in configs.values()}
+    assert all(c.model for c in configs.values())
+    with pytest.raises(LLMConfigError, match="already exists"):
+        write_llm_config_template(tmp_path / "cfg")
+
+
+# -- the client path against the stub ---------------------------------------------
+
+def test_tool_call_reply_and_request(llm_server):
+    llm_server.script([{"content": "Looking.", "usage": {"prompt_tokens": 42,
+                                                         "completion_tokens": 7},
+                        "tool_calls": [{"id": "call_1", "name": "view",
+                                        "arguments": {"path": "a.py"}}]}])
+    tools = [{"type": "function", "function": {"name": "view", "description": "show a file",
+                                               "parameters": {"type": "object", "properties": {
+                                                   "path": {"type": "string"}}}}}]
+    response = LLM(stub_config(llm_server, max_tokens=100)).complete([SYSTEM, TASK], tools=tools)
+    assert response.content == "Looking."
+    assert response.tool_calls == [{"id": "call_1", "type": "function", "function": {
+        "name": "view", "arguments": '{"path": "a.py"}'}}]
+    assert (response.usage.prompt_tokens, response.usage.completion_tokens) == (42, 7)
+    assert response.usage.cost == 0.0  # the stub model has no known price
+    (request,) = llm_server.requests
+    assert request["model"] == "stub"
+    assert request["messages"] == [SYSTEM, TASK]
+    assert request["tools"][0]["function"]["name"] == "view"
+    assert request["max_tokens"] == 100 and request["temperature"] == 0.0
+
+
+def test_cost_from_configured_prices(llm_server):
+    llm_server.script([{"content": "hi", "usage": {"prompt_tokens": 1000,
+                                                   "completion_tokens": 100}}])
+    llm = LLM(stub_config(llm_server, input_cost_per_token=1e-6, output_cost_per_token=1e-5))
+    assert llm.complete([SYSTEM, TASK]).usage.cost == pytest.approx(0.002)
+
+
+def test_rate_limit_and_server_error_are_retried(llm_server):
+    llm_server.script([{"status": 429, "message": "slow down"}, {"status": 500},
+                       {"status": 503}, {"content": "done"}])
+    delays = []
+    llm = LLM(stub_config(llm_server, retry_base_delay=0.01), sleep=delays.append)
+    assert llm.complete([SYSTEM, TASK]).content == "done"
+    assert len(llm_server.requests) == 4
+    assert delays == pytest.approx([0.01, 0.02, 0.04])  # exponential backoff
+
+
+def test_retries_are_bounded(llm_server):
+    llm_server.script([{"status": 500}] * 5)
+    llm = LLM(stub_config(llm_server, retries=2))
+    with pytest.raises(LLMError, match="after 3 attempts"):
+        llm.complete([SYSTEM, TASK])
+    assert len(llm_server.requests) == 3
+
+
+def test_auth_failure_names_env_var(llm_server, monkeypatch):
+    monkeypatch.setenv("DGYM_STUB_KEY", "wrong")
+    llm_server.script([{"status": 401, "message": "Incorrect API key"}])
+    llm = LLM(stub_config(llm_server, api_key=None, api_key_env="DGYM_STUB_KEY"))
+    with pytest.raises(LLMConfigError, match="DGYM_STUB_KEY"):
+        llm.complete([SYSTEM, TASK])
+    assert len(llm_server.requests) == 1  # not retried
+    assert llm_server.requests[0]["model"] == "stub"
+
+
+def test_bad_request_is_not_retried(llm_server):
+    llm_server.script([{"status": 400, "message": "bad things"}])
+    with pytest.raises(LLMError, match="bad things"):
+        LLM(stub_config(llm_server)).complete([SYSTEM, TASK])
+    assert len(llm_server.requests) == 1
+
+
+def history(n: int, size: int = 400) -> list[dict]:
+    """n executed tool-call turns, each an assistant call + its tool result."""
+    out = []
+    for i in range(n):
+        out.append({"role": "assistant", "content": None, "tool_calls": [{
+            "id": f"call_{i}", "type": "function",
+            "function": {"name": "eval", "arguments": "{}"}}]})
+        out.append({"role": "tool", "tool_call_id": f"call_{i}",
+                    "content": f"observation {i} " + "word " * size})
+    return out
+
+
+def test_trim_messages_keeps_head_and_latest():
+    messages = [SYSTEM, TASK, *history(10)]
+    trimmed, dropped = trim_messages(messages, lambda m: len(m) <= 7)
+    assert trimmed[:2] == [SYSTEM, TASK]
+    assert trimmed[-2:] == messages[-2:]
+    assert "removed" in trimmed[2]["content"] and trimmed[2]["role"] == "user"
+    assert len(trimmed) == 7 and dropped == 16
+    # assistant calls and their results are dropped together
+    assert trimmed[3]["role"] == "assistant"
+    with pytest.raises(ContextTooLong):
+        trim_messages(messages, lambda m: len(m) <= 3)
+    assert trim_messages(messages, lambda m: True) == (messages, 0)
+
+
+def test_long_prompt_is_trimmed_before_sending(llm_server):
+    llm_server.script([{"content": "ok"}])
+    llm = LLM(stub_config(llm_server, context_window=3000, max_tokens=500))
+    messages = [SYSTEM, TASK, *history(20)]
+    assert llm.count_tokens(messages) > 2500
+    response = llm.complete(messages)
+    sent = llm_server.requests[0]["messages"]
+    assert sent[:2] == [SYSTEM, TASK]
+    assert sent[-1]["content"] == messages[-1]["content"]  # latest observation kept
+    assert "observation 0 " not in str(sent)                 # oldest dropped
+    assert 3 < len(sent) < len(messages)
+    assert llm.count_tokens(sent) <= 2500
+    assert response.trimmed == len(messages) - len(sent) + 1  # +1: the note
+
+
+def test_provider_context_overflow_trims_and_retries(llm_server):
+    overflow = {"status": 400, "code": "context_length_exceeded",
+                "message": "This model's maximum context length is 8192 tokens. However, "
+                           "your messages resulted in 9100 tokens."}
+    llm_server.script([overflow, overflow, {"content": "fits now"}])
+    messages = [SYSTEM, TASK, *history(8, size=5)]
+    assert LLM(stub_config(llm_server)).complete(messages).content == "fits now"
+    sizes = [len(r["messages"]) for r in llm_server.requests]
+    assert sizes[0] == len(messages) and sizes[0] > sizes[1] > sizes[2]
+    for request in llm_server.requests[1:]:
+        assert request["messages"][:2] == [SYSTEM, TASK]
+        assert request["messages"][-1] == messages[-1]
+
+
+def test_provider_overflow_with_nothing_left_to_drop(llm_server):
+    llm_server.script([{"status": 400, "code": "context_length_exceeded",
+                        "message": "This model's maximum context length is 10 tokens."}])
+    with pytest.raises(ContextTooLong):
+        LLM(stub_config(llm_server)).complete([SYSTEM, TASK])
+
+
+def test_light_modules_do_not_import_litellm():
+    code = ("import sys, dgym_tui.llm, dgym_tui.policy, dgym_tui.agent, dgym_tui.human\n"
+            "from dgym_tui.agent import load_agent_spec\n"
+            "load_agent_spec('debug_agent')\n"
+            "print('litellm' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=60, check=True).stdout.strip()
+    assert out == "False"
