@@ -254,6 +254,23 @@ def test_spawn_pdb_close_and_respawn(term):
 
 
 @pytest.mark.docker
+def test_spawn_sendintr_interrupts_running_code(term):
+    child = term.spawn("python -q -i")
+    child.expect(">>> ", timeout=20)
+    child.sendline("import time; time.sleep(60)")
+    time.sleep(0.3)
+    start = time.monotonic()
+    child.sendintr()
+    child.expect(">>> ", timeout=10)
+    assert "KeyboardInterrupt" in child.before
+    assert time.monotonic() - start < 5
+    child.sendline("print('still here')")
+    child.expect(">>> ")
+    assert "still here" in child.before
+    child.close(force=True)
+
+
+@pytest.mark.docker
 def test_spawn_natural_exit_sets_exitstatus(term):
     child = term.spawn("echo bye; exit 4")
     child.expect(pexpect.EOF, timeout=20)

@@ -224,35 +224,37 @@ class DockerTerminal(Terminal):
             pids_limit=self.pids_limit, nano_cpus=int(cpus * 1e9),
             security_opt=["no-new-privileges"],
             labels={LABEL: "1", LABEL_PID: str(os.getpid()), LABEL_HOST: socket.gethostname()})
-        try:
-            container = self._create_and_start(client, options)
-        except APIError as exc:
-            if "docker-init" not in str(exc):
-                raise TerminalError(f"cannot start a container from {self.image}: "
-                                    f"{_short(exc)}") from None
-            options["init"] = False  # this daemon has no init binary
-            try:
-                container = self._create_and_start(client, options)
-            except APIError as exc2:
-                raise TerminalError(f"cannot start a container from {self.image}: "
-                                    f"{_short(exc2)}") from None
         self._client = client
-        self.container = container
         self.host_root = host_root
-        cleanup.register(self)
-
-    def _create_and_start(self, client, options: dict):
-        """Create and start a container; remove it again if it does not start."""
-        container = client.containers.create(self.image, detach=True, **options)
+        cleanup.register(self)  # before creating: a signal now still removes the container
         try:
-            container.start()
-        except Exception:
+            try:
+                self._create_and_start(options)
+            except APIError as exc:
+                if "docker-init" not in str(exc):
+                    raise
+                options["init"] = False  # this daemon has no init binary
+                self._create_and_start(options)
+        except APIError as exc:
+            self.close()
+            raise TerminalError(f"cannot start a container from {self.image}: "
+                                f"{_short(exc)}") from None
+        except BaseException:
+            self.close()
+            raise
+
+    def _create_and_start(self, options: dict) -> None:
+        """Create and start the container (``self.container``); remove it if it does not start."""
+        self.container = self._client.containers.create(self.image, detach=True, **options)
+        try:
+            self.container.start()
+        except BaseException:
+            container, self.container = self.container, None
             try:
                 container.remove(force=True)
             except Exception:
                 pass
             raise
-        return container
 
     def _readonly_paths(self, host_root: str) -> list[str]:
         """Normalise the read-only paths (POSIX, relative); refuse ones escaping the working copy.
