@@ -1,0 +1,178 @@
+"""The headless runner: two tiny tasks, result folders, skip/force, errors, workers."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+from scripted import BUGGY, ENTRYPOINT, FIX, TOOLS, ScriptedPolicy, write_repo
+
+from dgym_tui.benchmarks import REGISTRY, Benchmark, Task
+from dgym_tui.config import ConfigError, load_config
+from dgym_tui.core.types import ToolCall
+from dgym_tui.runner import read_status, run_tasks
+from dgym_tui.trajectory import read_trajectory
+
+MUL_BUG = "def add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return a + b\n"
+MUL_FIX = ToolCall("rewrite", {"path": "calc.py", "start": 6, "end": 6,
+                               "new_code": "    return a * b"})
+
+
+class TinyBenchmark(Benchmark):
+    """Two one-bug repositories written under ``root``; meta holds the fix."""
+
+    name = "tiny"
+
+    def __init__(self, root: str) -> None:
+        self.root = Path(root)
+
+    def tasks(self) -> list[str]:
+        return ["add", "mul"]
+
+    def _load(self, task_name: str) -> Task:
+        source = BUGGY if task_name == "add" else MUL_BUG
+        fixed = source.replace("return a - b", "return a + b") if task_name == "add" else \
+            MUL_BUG.replace("return a + b\n", "return a * b\n", 2).replace(
+                "def add(a, b):\n    return a * b", "def add(a, b):\n    return a + b")
+        folder = write_repo(self.root / task_name, source)
+        return Task(name=task_name, benchmark=self.name, path=folder, entrypoint=ENTRYPOINT,
+                    meta={"solution_files": {"calc.py": fixed}})
+
+
+@pytest.fixture
+def tiny(monkeypatch, tmp_path):
+    monkeypatch.setitem(REGISTRY, "tiny", f"{__name__}:TinyBenchmark")
+    return tmp_path / "tasks"
+
+
+def _config(tmp_path, tiny, *extra):
+    path = tmp_path / "run.yaml"
+    path.write_text(f"benchmark: {{name: tiny, root: {tiny}}}\npolicy: solution\n"
+                    f"max_steps: 5\noutput_dir: {tmp_path / 'out'}\n")
+    return load_config(path, list(extra))
+
+
+def _policy_factory(task, env):
+    env_tools = list(env.tools)
+    assert env_tools == list(TOOLS)
+    fix = FIX if task.name == "add" else MUL_FIX
+    return ScriptedPolicy([ToolCall("view", {"path": "calc.py"}), fix, ToolCall("submit", {})])
+
+
+def _tools_override(monkeypatch):
+    # the scripted runs use the small tool set (no pdb) to stay fast
+    orig = Task.make_env
+
+    def make_env(self, **overrides):
+        overrides.setdefault("tools", TOOLS)
+        return orig(self, **overrides)
+
+    monkeypatch.setattr(Task, "make_env", make_env)
+
+
+def test_run_two_tasks_writes_folders_and_summary(tmp_path, tiny, monkeypatch):
+    _tools_override(monkeypatch)
+    config = _config(tmp_path, tiny)
+    buf = io.StringIO()
+    summary = run_tasks(config, workers=2, policy_factory=_policy_factory,
+                        console=Console(file=buf, width=160), progress=False)
+    out = tmp_path / "out"
+    assert [s.task for s in summary.statuses] == ["add", "mul"]
+    assert summary.resolved == 2 and summary.errors == 0
+    for name in ("add", "mul"):
+        folder = out / name
+        status = json.loads((folder / "status.json").read_text())
+        assert status["state"] == "done" and status["resolved"] is True
+        assert status["steps"] == 3 and status["reason"] == "submitted"
+        assert status["prompt_tokens"] == 300 and status["cost"] == pytest.approx(0.003)
+        traj = read_trajectory(folder / "trajectory.jsonl")
+        assert traj.finished and traj.header["task"]["benchmark"] == "tiny"
+        assert traj.header["task"]["task_name"] == name
+        assert "return a" in (folder / "patch.diff").read_text()
+    saved = json.loads((out / "summary.json").read_text())
+    assert [s["task"] for s in saved] == ["add", "mul"]
+    table = buf.getvalue()
+    assert "add" in table and "mul" in table and "2/2" in table and "total" in table
+
+    # done tasks are skipped on the next run...
+    def must_not_run(task, env):
+        raise AssertionError("a done task ran again")
+
+    again = run_tasks(config, policy_factory=must_not_run, console=Console(file=io.StringIO()),
+                      progress=False)
+    assert [s.state for s in again.statuses] == ["skipped", "skipped"]
+    assert again.resolved == 2
+
+    # ...unless forced; a crashing policy gives state "error" and does not stop the run
+    def crashing(task, env):
+        if task.name == "mul":
+            raise RuntimeError("policy exploded")
+        return _policy_factory(task, env)
+
+    forced = run_tasks(config, force=True, policy_factory=crashing,
+                       console=Console(file=io.StringIO()), progress=False)
+    assert [s.state for s in forced.statuses] == ["done", "error"]
+    assert "policy exploded" in read_status(out / "mul").error
+
+
+def test_solution_policy_resolves_both_tasks(tmp_path, tiny, monkeypatch):
+    _tools_override(monkeypatch)
+    config = _config(tmp_path, tiny, "tasks=[mul]")
+    summary = run_tasks(config, console=Console(file=io.StringIO()), progress=False)
+    assert [(s.task, s.resolved, s.steps) for s in summary.statuses] == [("mul", True, 2)]
+    traj = read_trajectory(tmp_path / "out" / "mul" / "trajectory.jsonl")
+    assert [s["action"]["name"] for s in traj.steps] == ["rewrite", "submit"]
+    assert traj.header["config"]["policy"] == "solution"
+
+
+def test_run_config_errors_are_one_line(tmp_path, tiny):
+    with pytest.raises(ConfigError, match="config key 'tasks': unknown tiny task 'nope'"):
+        run_tasks(_config(tmp_path, tiny, "tasks=[nope]"), progress=False,
+                  console=Console(file=io.StringIO()))
+    with pytest.raises(ConfigError, match="config key 'benchmark'"):
+        run_tasks(load_config(None, ["benchmark=no_such_bench", "policy=solution"]),
+                  progress=False, console=Console(file=io.StringIO()))
+    with pytest.raises(ConfigError, match="one worker"):
+        run_tasks(_config(tmp_path, tiny, "policy=human"), workers=2, progress=False,
+                  console=Console(file=io.StringIO()))
+    with pytest.raises(ConfigError, match="'mode'"):
+        run_tasks(_config(tmp_path, tiny, "mode=approve"), progress=False,
+                  console=Console(file=io.StringIO()))
+
+
+@pytest.mark.parametrize("override, message", [
+    ("max_step=3", "unknown config key 'max_step'; did you mean max_steps?"),
+    ("env.eval_timout=3", "unknown config key 'env.eval_timout'"),
+    ("max_steps=zero", "config key 'max_steps' must be an integer >= 1, got 'zero'"),
+    ("terminal=k8s", "config key 'terminal' must be one of local, docker, got 'k8s'"),
+    ("policy=agent", "config key 'llm' is missing"),
+    ("tasks={a: 1}", "config key 'tasks' must be"),
+    ("novalue", "bad override 'novalue'"),
+    ("policy.sub=1", "unknown config key 'policy.sub'"),
+])
+def test_override_errors_name_the_key(tmp_path, tiny, override, message):
+    with pytest.raises(ConfigError) as info:
+        _config(tmp_path, tiny, override)
+    assert message in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_overrides_apply_in_order(tmp_path, tiny):
+    config = _config(tmp_path, tiny, "max_steps=7", "env.eval_timeout=30",
+                     "benchmark.root=/elsewhere", "tasks=add", "stop_on_resolved=true")
+    assert config.max_steps == 7 and config.env == {"eval_timeout": 30}
+    assert config.benchmark == "tiny" and config.benchmark_options == {"root": "/elsewhere"}
+    assert config.tasks == ["add"] and config.stop_on_resolved is True
+    assert config.env_overrides() == {"terminal": "local", "eval_timeout": 30}
+
+
+def test_example_configs_are_valid():
+    folder = Path(__file__).resolve().parent.parent / "data" / "configs"
+    files = sorted(folder.glob("*.yaml"))
+    assert files, "data/configs holds example run configs"
+    for file in files:
+        config = load_config(file, ["llm=any"])  # agent configs need an llm entry name
+        assert config.benchmark and config.max_steps >= 1
