@@ -41,6 +41,9 @@ class RewriteTool(Tool):
     def run(self, path: str, new_code: str, start: int | None = None,
             end: int | None = None, **_: Any) -> ToolOutput:
         ws = self.env.workspace
+        if ws.is_ignored(path):
+            raise ToolError(f"{path!r} is hidden by .debugignore and cannot be written; "
+                            "choose another path")
         target = ws.resolve(path)
         rel = ws.relative(target) or path
         if target.is_dir():

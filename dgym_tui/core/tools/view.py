@@ -91,7 +91,7 @@ class ViewTool(Tool):
             code = lines[number - 1]
             if len(code) > MAX_LINE_CHARS:
                 code = code[:MAX_LINE_CHARS] + " [line cut]"
-            body.append(f"{number:>{width}} {gutter(number, marks, frame_line)} {code}")
+            body.append(f"{number:>{width}} {gutter(number, marks, frame_line)} {code}".rstrip())
         shown = [n for n in range(first, last + 1) if n in marks or n == frame_line]
         legend = " (B breakpoint, C conditional, -> current frame)" if shown else ""
         header = f"{rel}, lines {first}-{last} of {total}{legend}:"

@@ -1,0 +1,111 @@
+"""Shared fixtures: terminal kinds, the sandbox image, small repositories on disk.
+
+- ``terminal_kind``: parametrized over ``"local"`` and ``"docker"``. The docker
+  variant carries ``pytest.mark.docker``; it skips when the daemon or the
+  sandbox image is not reachable, except under ``CI=true`` where it fails.
+- ``sandbox_image``: the image tag (env ``DGYM_TEST_IMAGE``, default
+  ``dgym-tui/sandbox:test``).
+- ``make_repo(files) -> Path``: writes ``{relative path: text}`` into a fresh
+  folder under ``tmp_path``.
+- ``make_env(path, **kwargs) -> RepoEnv``: a ``RepoEnv`` on ``terminal_kind``,
+  closed at the end of the test.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+#: A pytest command that starts fast: no third-party plugins, no cache folder.
+FAST_PYTEST = "PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 python -m pytest -q -p no:cacheprovider"
+
+
+def _docker_problem(image: str) -> str | None:
+    """Return why Docker tests cannot run (one line), or None when they can."""
+    try:
+        from dgym_tui.core.terminals import docker as dockermod
+        from dgym_tui.core.terminals.base import TerminalError
+    except ImportError as exc:
+        return f"DockerTerminal not importable: {exc}"
+    try:
+        dockermod.get_client().images.get(image)
+    except TerminalError as exc:
+        return str(exc)
+    except Exception as exc:  # noqa: BLE001  image missing, API error, ...
+        return f"image {image} not usable: {exc}"
+    return None
+
+
+@pytest.fixture(scope="session")
+def sandbox_image() -> str:
+    """Tag of the sandbox image the Docker tests use."""
+    return os.environ.get("DGYM_TEST_IMAGE", "dgym-tui/sandbox:test")
+
+
+@pytest.fixture(scope="session")
+def docker_ready(sandbox_image) -> str:
+    """Skip (fail under CI=true) unless the Docker daemon and the sandbox image are usable."""
+    problem = _docker_problem(sandbox_image)
+    if problem:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"Docker tests cannot run under CI: {problem}")
+        pytest.skip(problem)
+    return sandbox_image
+
+
+@pytest.fixture(params=["local", pytest.param("docker", marks=pytest.mark.docker)])
+def terminal_kind(request) -> str:
+    """``"local"`` or ``"docker"``; the docker variant needs a daemon and the image."""
+    if request.param == "docker":
+        request.getfixturevalue("docker_ready")
+    return request.param
+
+
+@pytest.fixture
+def fast_pytest() -> str:
+    """The entrypoint prefix tests use to run pytest quickly (append test files)."""
+    return FAST_PYTEST
+
+
+@pytest.fixture
+def make_repo(tmp_path):
+    """Return ``make(files: dict[str, str], name="repo") -> Path`` writing a small repo."""
+
+    def make(files: dict[str, str], name: str = "repo") -> Path:
+        root = tmp_path / name
+        root.mkdir(parents=True, exist_ok=True)
+        for rel, text in files.items():
+            path = root / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+        return root
+
+    return make
+
+
+@pytest.fixture
+def make_env(request, sandbox_image):
+    """Return ``make(path, **kwargs) -> RepoEnv`` on the test's ``terminal_kind``.
+
+    Without a ``terminal_kind`` parameter the local terminal is used. Every
+    environment made is closed when the test ends.
+    """
+    from dgym_tui.core.env import RepoEnv
+
+    kind = (request.getfixturevalue("terminal_kind")
+            if "terminal_kind" in request.fixturenames else "local")
+    made: list[RepoEnv] = []
+
+    def make(path, **kwargs) -> RepoEnv:
+        kwargs.setdefault("terminal", kind)
+        if kwargs["terminal"] == "docker":
+            kwargs.setdefault("image", sandbox_image)
+        env = RepoEnv(path, **kwargs)
+        made.append(env)
+        return env
+
+    yield make
+    for env in made:
+        env.close()
