@@ -290,6 +290,7 @@ class PdbSession:
             for question, answer in CONFIRMATIONS.items():
                 if buf.endswith(question):
                     self.child.send(answer + "\n")
+                    buf += answer + "\n"  # show the answer, as a terminal would
             if len(buf) > _KEEP:  # keep a tail in case the prompt is split across reads
                 out.feed(buf[:-_KEEP].encode("utf-8", "replace"))
                 buf = buf[-_KEEP:]

@@ -96,7 +96,7 @@ def debug_command(entrypoint: str) -> str:
         raise ToolError(f"cannot derive a pdb command from the entrypoint {entrypoint!r}; "
                         "set debug_entrypoint, e.g. 'python -m pdb -m pytest -s'")
     j = 1
-    while j < len(rest) and rest[j].startswith("-") and rest[j] != "-m":
+    while j < len(rest) and rest[j].startswith("-") and rest[j] not in ("-m", "-c"):
         j += 2 if rest[j] in _PY_OPTS_WITH_VALUE else 1
     if j >= len(rest) or rest[j] == "-c" or (rest[j] == "-m" and j + 1 >= len(rest)):
         raise ToolError(f"cannot derive a pdb command from the entrypoint {entrypoint!r}; "
