@@ -17,13 +17,17 @@ name is used (one module may define several, e.g. "swebench" and
 
 from __future__ import annotations
 
+import atexit
 import difflib
 import importlib
 import inspect
+import shutil
+import tempfile
+import threading
 from dataclasses import asdict, dataclass, field
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, ClassVar
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterable
 
 if TYPE_CHECKING:
     from dgym_tui.core.env import RepoEnv
@@ -174,6 +178,56 @@ class Benchmark:
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r}>"
+
+
+_stage_lock = threading.Lock()
+_stage_root: Path | None = None
+
+
+def stage_copy(folder: str | Path, exclude: Iterable[str] = ()) -> Path:
+    """Copy ``folder`` without the ``exclude`` entries into a private staging area.
+
+    Use it when a task folder holds files the agent must never reach (answers,
+    gold patches): ``.debugignore`` hides files from the tools, but the working
+    copy is bind-mounted whole into the sandbox, where pdb or test code could
+    still open them. Caches (``__pycache__``, ``.pytest_cache``) are left out too.
+
+    Args:
+        folder: the original task folder (host path).
+        exclude: glob patterns of file / folder *names* to leave out at any
+            depth (``shutil.ignore_patterns`` semantics), e.g. ``["task.yaml"]``.
+
+    Returns:
+        the path of the copy (named like ``folder``), inside one temporary
+        folder per process that is removed when the process exits.
+
+    Raises:
+        FileNotFoundError: ``folder`` does not exist.
+    """
+    global _stage_root
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise FileNotFoundError(f"task folder {str(folder)!r} does not exist")
+    with _stage_lock:
+        if _stage_root is None:
+            _stage_root = Path(tempfile.mkdtemp(prefix="dgym-tasks-"))
+            atexit.register(shutil.rmtree, _stage_root, True)
+        target = Path(tempfile.mkdtemp(prefix=f"{folder.name}-", dir=_stage_root)) / folder.name
+    shutil.copytree(folder, target, ignore=shutil.ignore_patterns(
+        *exclude, "__pycache__", ".pytest_cache", "*.pyc"))
+    return target
+
+
+def read_patterns(path: str | Path) -> list[str]:
+    """Return the patterns of a gitignore-syntax file (no blanks, no ``#`` comments).
+
+    A missing file gives ``[]``.
+    """
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        return []
+    return [line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#")]
 
 
 def _unknown_message(kind: str, name: str, known: list[str]) -> str:
