@@ -1,0 +1,253 @@
+"""LLMAgent against the HTTP stub through the real litellm client."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from dgym_tui.agent import AgentSpecError, LLMAgent, load_agent_spec
+from dgym_tui.core.types import StepResult, ToolCall
+from dgym_tui.llm import LLM, LLMConfig
+from dgym_tui.policy import EpisodeInfo, Policy
+from dgym_tui.session import Turn
+from llm_stub import llm_server  # noqa: F401  (pytest fixture)
+
+
+def schema(name: str, **properties: str) -> dict:
+    return {"type": "function", "function": {
+        "name": name, "description": f"The {name} tool.",
+        "parameters": {"type": "object", "additionalProperties": False,
+                       "properties": {k: {"type": t} for k, t in properties.items()},
+                       "required": list(properties)}}}
+
+
+SCHEMAS = [schema("listdir"), schema("view", path="string"), schema("eval"),
+           schema("pdb", command="string"), schema("submit"),
+           schema("rewrite", path="string", new_code="string"),
+           schema("grep", pattern="string")]
+INFO = EpisodeInfo(task="Make test_cart.py pass.", instructions="(tool instructions)",
+                   tool_schemas=SCHEMAS, initial_observation="1 failed, 2 passed")
+
+
+def make_agent(server, agent="debug_agent", tool_calling=None, **config) -> LLMAgent:
+    values = dict(name="stub", model="openai/stub", api_base=server.url, api_key="x",
+                  retry_base_delay=0.001)
+    values.update(config)
+    llm = LLM(LLMConfig(**values))
+    policy = LLMAgent(agent, llm, tool_calling=tool_calling)
+    policy.reset(INFO)
+    return policy
+
+
+def executed(index: int, call: ToolCall, observation: str, reasoning: str = "",
+             error: bool = False) -> Turn:
+    return Turn(index=index, actor="agent", decision="auto", proposed=call, action=call,
+                reasoning=reasoning, result=StepResult(observation=observation, action=call,
+                                                       error=error))
+
+
+def offered(request: dict) -> list[str]:
+    return [t["function"]["name"] for t in request.get("tools", [])]
+
+
+def test_tool_call_becomes_proposal(llm_server):
+    agent = make_agent(llm_server)
+    assert isinstance(agent, Policy) and agent.name == "debug_agent"
+    llm_server.script([{"content": "Let me read the code.",
+                        "usage": {"prompt_tokens": 321, "completion_tokens": 12},
+                        "tool_calls": [{"id": "call_7", "name": "view",
+                                        "arguments": {"path": "cart.py"}}]}])
+    proposal = agent.propose([])
+    assert proposal.error is None
+    assert proposal.action == ToolCall(name="view", arguments={"path": "cart.py"}, id="call_7")
+    assert proposal.reasoning == "Let me read the code."
+    assert (proposal.usage.prompt_tokens, proposal.usage.completion_tokens) == (321, 12)
+    assert proposal.raw["tool_calls"][0]["function"]["name"] == "view"
+    (request,) = llm_server.requests
+    # the spec's tools, in the spec's order, all present in the env
+    assert offered(request) == ["listdir", "view", "grep", "eval", "pdb", "rewrite", "submit"]
+    system, task = request["messages"]
+    assert system["role"] == "system" and "debug_agent" in system["content"]
+    assert "pdb" in system["content"] and "tool_call" not in system["content"]
+    assert task["role"] == "user"
+    assert "Make test_cart.py pass." in task["content"] and "1 failed" in task["content"]
+
+
+@pytest.mark.parametrize("reply, message", [
+    ({"tool_calls": [{"name": "view", "arguments": '{"path": "cart.py"'}]}, "not valid JSON"),
+    ({"tool_calls": [{"name": "view", "arguments": "[1, 2]"}]}, "must be a JSON object"),
+    ({"tool_calls": [{"name": "view", "arguments": {"path": "a.py"}},
+                     {"name": "eval", "arguments": {}}]}, "2 tool calls (view, eval)"),
+    ({"content": "I think the bug is in cart.py."}, "no tool call"),
+    ({"tool_calls": [{"name": "bash", "arguments": {"cmd": "ls"}}]}, "unknown tool 'bash'"),
+])
+def test_invalid_replies_become_error_proposals(llm_server, reply, message):
+    agent = make_agent(llm_server)
+    llm_server.script([reply])
+    proposal = agent.propose([])
+    assert proposal.action is None
+    assert message in proposal.error
+
+
+def test_history_messages(llm_server):
+    agent = make_agent(llm_server)
+    view = ToolCall("view", {"path": "cart.py"}, id="call_a")
+    pdb_call = ToolCall("pdb", {"command": "b cart.py:3"}, id="call_b")
+    edited_from = ToolCall("pdb", {"command": "c"}, id="call_c")
+    edited_to = ToolCall("pdb", {"command": "n"}, id="call_d")
+    manual = ToolCall("eval", {}, id="call_e")
+    turns = [
+        executed(1, view, "1 def total(items):", reasoning="Read it."),
+        Turn(index=2, actor="agent", decision="rejected", proposed=pdb_call, action=None,
+             note="set it on line 5 instead"),
+        Turn(index=3, actor="agent", decision="rejected", proposed=None, action=None,
+             note="invalid proposal: the reply contained no tool call", reasoning="Hmm."),
+        Turn(index=4, actor="human", decision="edited", proposed=edited_from, action=edited_to,
+             result=StepResult(observation="> cart.py(4)total()", action=edited_to)),
+        Turn(index=5, actor="human", decision="manual", proposed=None, action=manual,
+             result=StepResult(observation="3 passed", action=manual)),
+    ]
+    llm_server.script([{"tool_calls": [{"name": "submit", "arguments": {}}]}])
+    assert agent.propose(turns).action.name == "submit"
+    messages = llm_server.requests[0]["messages"][2:]
+    roles = [m["role"] for m in messages]
+    assert roles == ["assistant", "tool", "assistant", "tool", "assistant", "user",
+                     "assistant", "tool", "user"]
+    assert messages[0]["content"] == "Read it."
+    assert messages[0]["tool_calls"][0]["id"] == "call_a"
+    assert json.loads(messages[0]["tool_calls"][0]["function"]["arguments"]) == {"path": "cart.py"}
+    assert messages[1] == {"role": "tool", "tool_call_id": "call_a",
+                           "content": "1 def total(items):"}
+    assert messages[3]["tool_call_id"] == "call_b"
+    assert messages[3]["content"] == ("The user rejected this action. "
+                                      "Note: set it on line 5 instead")
+    assert messages[4]["content"] == "Hmm."
+    assert "could not be run: the reply contained no tool call" in messages[5]["content"]
+    assert "invalid proposal" not in messages[5]["content"]
+    assert messages[7]["tool_call_id"] == "call_c"
+    assert "edited" in messages[7]["content"] and '"n"' in messages[7]["content"]
+    assert messages[7]["content"].endswith("> cart.py(4)total()")
+    assert "eval" in messages[8]["content"] and "3 passed" in messages[8]["content"]
+
+
+def test_text_tool_calling(llm_server):
+    agent = make_agent(llm_server, tool_calling="text")
+    view = ToolCall("view", {"path": "cart.py"}, id="call_a")
+    turns = [executed(1, view, "1 def total(items):", reasoning="Read it.")]
+    llm_server.script([
+        {"content": 'The loop is off by one.\n```tool_call\n'
+                    '{"name": "pdb", "arguments": {"command": "b cart.py:3"}}\n```'},
+        {"content": '```tool_call\n{"name": "eval", "arguments": {}}\n```\n'
+                    '```tool_call\n{"name": "submit", "arguments": {}}\n```'},
+        {"content": '```tool_call\n{"name": "eval", "arguments": {]}\n```'},
+        {"content": "no block at all"},
+    ])
+    proposal = agent.propose(turns)
+    assert proposal.error is None
+    assert (proposal.action.name, proposal.action.arguments) == ("pdb", {"command": "b cart.py:3"})
+    assert proposal.reasoning == "The loop is off by one."
+    request = llm_server.requests[0]
+    assert "tools" not in request
+    system = request["messages"][0]["content"]
+    assert "```tool_call" in system and '"command"' in system  # format + schemas documented
+    history = request["messages"][2:]
+    assert [m["role"] for m in history] == ["assistant", "user"]
+    assert '```tool_call\n{"name": "view", "arguments": {"path": "cart.py"}}\n```' in \
+        history[0]["content"]
+    assert "1 def total(items):" in history[1]["content"]
+    assert "2 tool calls" in agent.propose(turns).error
+    assert "not valid JSON" in agent.propose(turns).error
+    assert "no tool call" in agent.propose(turns).error
+
+
+def test_context_trimming_keeps_system_task_and_latest(llm_server):
+    agent = make_agent(llm_server, context_window=4000, max_tokens=500)
+    turns = [executed(i, ToolCall("eval", {}, id=f"call_{i}"),
+                      f"run {i}: " + "FAILED test_cart.py::test_total " * 40)
+             for i in range(1, 31)]
+    llm_server.script([{"tool_calls": [{"name": "view", "arguments": {"path": "cart.py"}}]}])
+    assert agent.propose(turns).action.name == "view"
+    sent = llm_server.requests[0]["messages"]
+    assert sent[0]["role"] == "system" and "Make test_cart.py pass." in sent[1]["content"]
+    assert sent[-1]["content"].startswith("run 30: ")
+    assert "run 1: " not in json.dumps(sent)
+    assert "removed to fit" in sent[2]["content"]
+    for i, message in enumerate(sent):  # every tool result still follows its call
+        if message["role"] == "tool":
+            assert sent[i - 1]["tool_calls"][0]["id"] == message["tool_call_id"]
+
+
+def test_debug_5_agent_unlocks_pdb_after_five_rewrites(llm_server):
+    agent = make_agent(llm_server, agent="debug_5_agent")
+    turns = []
+    for i in range(1, 5):
+        call = ToolCall("rewrite", {"path": "cart.py", "new_code": f"x = {i}\n"}, id=f"call_{i}")
+        turns.append(executed(i, call, "rewrote cart.py"))
+    # a refused rewrite does not count
+    bad = ToolCall("rewrite", {"path": "../x", "new_code": ""}, id="call_bad")
+    turns.append(executed(5, bad, "path escapes the repository", error=True))
+    llm_server.script([{"tool_calls": [{"name": "pdb", "arguments": {"command": "l"}}]}])
+    proposal = agent.propose(turns)
+    assert proposal.action is None
+    assert "not available yet" in proposal.error and "4 so far" in proposal.error
+    request = llm_server.requests[-1]
+    assert "pdb" not in offered(request)
+    assert "`pdb` tool is locked for now" in request["messages"][0]["content"]
+
+    fifth = ToolCall("rewrite", {"path": "cart.py", "new_code": "x = 5\n"}, id="call_5")
+    turns.append(executed(6, fifth, "rewrote cart.py"))
+    llm_server.script([{"tool_calls": [{"name": "pdb", "arguments": {"command": "l"}}]}])
+    assert agent.propose(turns).action == ToolCall("pdb", {"command": "l"}, id="call_stub0")
+    request = llm_server.requests[-1]
+    assert "pdb" in offered(request)
+    assert "is locked for now" not in request["messages"][0]["content"]
+    assert request["messages"][-1] == {"role": "user",
+                                       "content": "The `pdb` tool is now unlocked; you may use it."}
+
+
+def test_rewrite_agent_has_no_pdb_and_skips_missing_tools(llm_server):
+    agent = make_agent(llm_server, agent="rewrite_agent")
+    agent.reset(EpisodeInfo(task="t", instructions="", initial_observation="o",
+                            tool_schemas=[s for s in SCHEMAS if s["function"]["name"] != "grep"]))
+    llm_server.script([{"tool_calls": [{"name": "pdb", "arguments": {"command": "l"}}]}])
+    assert "unknown tool 'pdb'" in agent.propose([]).error
+    assert offered(llm_server.requests[0]) == ["listdir", "view", "eval", "rewrite", "submit"]
+
+
+def test_agent_retries_through_rate_limits(llm_server):
+    agent = make_agent(llm_server)
+    llm_server.script([{"status": 429}, {"status": 500},
+                       {"tool_calls": [{"name": "eval", "arguments": {}}]}])
+    assert agent.propose([]).action.name == "eval"
+    assert len(llm_server.requests) == 3
+
+
+def test_load_agent_spec_errors_and_user_agents(tmp_path):
+    with pytest.raises(AgentSpecError, match="known agents: debug_5_agent, debug_agent"):
+        load_agent_spec("no_such_agent")
+    spec_file = tmp_path / "mine.yaml"
+    spec_file.write_text("name: mine\ntools: [view, submit]\n"
+                         "system_prompt: 'I am {{ agent.name }} with "
+                         "{{ tools | map(attribute=\"name\") | join(\",\") }}'\n")
+    spec = load_agent_spec(spec_file)
+    assert (spec.name, spec.tools, spec.path) == ("mine", ["view", "submit"], spec_file)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: bad\ntools: [view]\nsystem_prompt: x\nunlock: {pdb: {after: 1}}\n")
+    with pytest.raises(AgentSpecError, match="unlock names 'pdb'"):
+        load_agent_spec(bad)
+    missing = tmp_path / "missing.yaml"
+    missing.write_text("name: m\ntools: [view]\nsystem_prompt: prompts/nope.jinja\n")
+    with pytest.raises(AgentSpecError, match="not found"):
+        load_agent_spec(missing)
+
+
+def test_user_agent_renders_inline_template(llm_server, tmp_path):
+    spec_file = tmp_path / "mine.yaml"
+    spec_file.write_text("name: mine\ntools: [view, submit]\n"
+                         "system_prompt: 'I am {{ agent.name }} with "
+                         "{{ tools | map(attribute=\"name\") | join(\",\") }}'\n")
+    agent = make_agent(llm_server, agent=str(spec_file))
+    llm_server.script([{"tool_calls": [{"name": "submit", "arguments": {}}]}])
+    agent.propose([])
+    assert llm_server.requests[0]["messages"][0]["content"] == "I am mine with view,submit"
