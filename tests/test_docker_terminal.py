@@ -1,7 +1,8 @@
 """DockerTerminal against a real Docker daemon and the sandbox image.
 
 Needs the daemon and the image built by scripts/setup_docker.sh. Without
-them the tests skip, except under CI=true, where they fail.
+them the tests skip, except under CI=true, where they fail (conftest's
+``docker_ready``).
 """
 
 from __future__ import annotations
@@ -24,26 +25,10 @@ from dgym_tui.core.terminals.docker import DockerTerminal
 IMAGE = os.environ.get("DGYM_TEST_IMAGE", "dgym-tui/sandbox:test")
 
 
-def _docker_problem() -> str | None:
-    try:
-        client = dockermod.get_client()
-        client.images.get(IMAGE)
-    except TerminalError as exc:
-        return str(exc)
-    except Exception as exc:
-        return f"image {IMAGE} not usable: {exc}"
-    return None
-
-
-@pytest.fixture(scope="module")
-def image() -> str:
-    """The sandbox image tag; skip (fail under CI=true) when Docker or the image is missing."""
-    problem = _docker_problem()
-    if problem:
-        if os.environ.get("CI") == "true":
-            pytest.fail(problem)
-        pytest.skip(problem)
-    return IMAGE
+@pytest.fixture
+def image(docker_ready) -> str:
+    """The sandbox image tag (conftest's ``docker_ready`` skips, or fails under CI=true)."""
+    return docker_ready
 
 
 @pytest.fixture
@@ -295,9 +280,7 @@ def test_spawned_processes_die_with_the_container(image, repo):
 
 
 @pytest.mark.docker
-def test_missing_image_error_is_one_clear_line(repo):
-    if _docker_problem() and "not reachable" in _docker_problem():
-        pytest.skip("no Docker daemon")
+def test_missing_image_error_is_one_clear_line(image, repo):
     t = DockerTerminal("dgym-tui/no-such-image:never")
     with pytest.raises(TerminalError) as info:
         t.start(str(repo))

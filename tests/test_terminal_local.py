@@ -112,7 +112,8 @@ def _owner_script(tmp_path, extra: str = "") -> str:
         from dgym_tui.core.terminals.local import LocalTerminal
         t = LocalTerminal()
         t.start({str(tmp_path)!r})
-        child = t.spawn("trap '' HUP; sleep 300")  # would outlive the pty's hangup
+        child = t.spawn("trap '' HUP; echo armed; sleep 300")  # outlives the pty's hangup
+        child.expect("armed", timeout=20)
         {extra}
         print(child.pid, flush=True)
         time.sleep(120)
