@@ -5,7 +5,7 @@ Line syntax (:func:`parse_action`):
 - ``TOOL key=value ...`` — a tool call. Values are decoded as JSON when they
   can be (``start=3`` is the number 3, ``'new_code="x = 1\\n"'`` a string
   with a newline), otherwise taken as text; quote with shell rules to keep
-  spaces (``grep pattern="def main"``). A bare value fills the tool's next
+  spaces (``grep pattern="def main"``). One bare value fills the tool's first
   required parameter (``view src/app.py``). ``TOOL {json object}`` passes
   the arguments as one JSON object.
 - anything else — a pdb command, sent as it is: ``b app.py:12``, ``p x``,
@@ -48,14 +48,16 @@ def parse_action(line: str, tool_names: Iterable[str],
         line: what the person typed.
         tool_names: names of the tools the environment offers.
         schemas: optional ``{tool name: JSON-schema "parameters"}``; enables
-            bare positional values and keeps string parameters as text.
+            one bare value for the first required parameter and the
+            required-argument check, and keeps string parameters as text.
 
     Returns:
         A :class:`ToolCall`.
 
     Raises:
         ValueError: empty line, unbalanced quotes, a token that is not
-            ``key=value``, a repeated key, too many bare values, invalid JSON
+            ``key=value``, a repeated key, too many bare values, a missing
+            required argument (when ``schemas`` are given), invalid JSON
             after ``TOOL {``, or a pdb command when no pdb tool exists. The
             message says what to type instead.
     """
@@ -85,7 +87,8 @@ def parse_action(line: str, tool_names: Iterable[str],
     except ValueError as exc:
         raise ValueError(f"{first}: {exc} (check your quotes)") from None
     arguments: dict[str, Any] = {}
-    positional = [p for p in params.get("required", []) if p in properties] if schemas else []
+    # one bare value may fill the first required parameter (`view app.py`)
+    positional = [p for p in params.get("required", []) if p in properties][:1]
     for token in tokens:
         key, sep, value = token.partition("=")
         if sep and key.isidentifier():
@@ -99,6 +102,10 @@ def parse_action(line: str, tool_names: Iterable[str],
             raise ValueError(f"{first}: expected key=value, got {token!r} "
                              f"(arguments: {expected})")
         arguments[remaining[0]] = _decode(token, properties.get(remaining[0]))
+    missing = [p for p in params.get("required", []) if p not in arguments]
+    if missing:
+        raise ValueError(f"{first}: missing {', '.join(missing)} "
+                         f"(e.g. `{first} {' '.join(f'{p}=...' for p in missing)}`)")
     return ToolCall(name=first, arguments=arguments)
 
 
