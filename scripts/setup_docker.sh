@@ -49,19 +49,25 @@ if [ "${#missing[@]}" -gt 0 ]; then
     say "installing ${missing[*]}"
     export DEBIAN_FRONTEND=noninteractive
     as_root apt-get update -q
-    as_root apt-get install -y -q --no-install-recommends "${missing[@]}" ca-certificates iptables
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}"
 else
     say "docker and debootstrap already installed"
 fi
 
 # 2. The daemon: start it in the background when `docker info` fails.
-if docker info >/dev/null 2>&1; then
+if info_err="$(docker info 2>&1 >/dev/null)"; then
     say "docker daemon already running"
+elif [[ "$info_err" == *"permission denied"* ]]; then
+    die "no permission to use the Docker daemon: run as root or add your user to the docker group"
 else
     say "starting dockerd (log: $DOCKERD_LOG)"
-    as_root sh -c "nohup dockerd >'$DOCKERD_LOG' 2>&1 &"
+    dockerd_pid="$(as_root sh -c "nohup dockerd >'$DOCKERD_LOG' 2>&1 & echo \$!")"
     waited=0
     until docker info >/dev/null 2>&1; do
+        if ! as_root kill -0 "$dockerd_pid" 2>/dev/null; then
+            tail -n 20 "$DOCKERD_LOG" >&2 || true
+            die "dockerd exited at start; see $DOCKERD_LOG"
+        fi
         if [ "$waited" -ge "$WAIT" ]; then
             tail -n 20 "$DOCKERD_LOG" >&2 || true
             die "dockerd did not answer within ${WAIT}s; see $DOCKERD_LOG"
