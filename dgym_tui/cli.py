@@ -191,6 +191,8 @@ def _cmd_config_keys(args: argparse.Namespace) -> int:
 
 def _drive_human(session: Any) -> None:
     """Run a human-policy session until it ends or stdin closes."""
+    if session.done:
+        return
     session.mode = "auto"
     try:
         session.run()

@@ -1,0 +1,176 @@
+"""The `dgym` command line: replay (no divergence / divergence / fork), export,
+play on stdin, run, and one-line errors with exit status 2."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from scripted import ENTRYPOINT, FIX, TOOLS, ScriptedPolicy, write_repo
+
+from dgym_tui.cli import main
+from dgym_tui.core.env import RepoEnv
+from dgym_tui.core.types import ToolCall
+from dgym_tui.session import Session
+from dgym_tui.trajectory import read_trajectory
+
+DGYM = [sys.executable, "-c", "import sys; from dgym_tui.cli import main; sys.exit(main())"]
+
+
+@pytest.fixture
+def recorded(tmp_path):
+    """A finished approve-mode episode on the calc repo: view, edited fix, rejected, eval, submit."""
+    repo = write_repo(tmp_path / "repo")
+    env = RepoEnv(repo, entrypoint=ENTRYPOINT, tools=TOOLS)
+    path = tmp_path / "episode.jsonl"
+    policy = ScriptedPolicy([ToolCall("view", {"path": "calc.py"}),
+                             ToolCall("rewrite", {"path": "calc.py", "start": 2, "end": 2,
+                                                  "new_code": "    return b + a + 0"}),
+                             ToolCall("view", {"path": "test_calc.py"})])
+    try:
+        session = Session(env, policy, mode="approve", trajectory_path=path, task_name="calc")
+        session.start()
+        session.approve(session.propose())
+        session.edit(session.propose(), FIX)
+        session.reject(session.propose(), "enough reading")
+        session.act(ToolCall("eval", {}))
+        session.act(ToolCall("submit", {}))
+    finally:
+        env.close()
+    return path
+
+
+def test_replay_reports_no_divergence(recorded, capsys):
+    assert main(["replay", str(recorded)]) == 0
+    out = capsys.readouterr().out
+    assert "replayed 5 step(s)" in out and "no divergence" in out
+
+
+def test_replay_reports_a_divergent_step(recorded, capsys):
+    lines = recorded.read_text().splitlines()
+    step = json.loads(lines[1])
+    step["observation"] = step["observation"].replace("return a - b", "return a / b")
+    lines[1] = json.dumps(step)
+    recorded.write_text("\n".join(lines) + "\n")
+    assert main(["replay", str(recorded)]) == 1
+    out = capsys.readouterr().out
+    assert "step 1: DIVERGED" in out and "diverged at step(s) 1" in out
+    assert "-" in out and "return a / b" in out
+
+
+def test_replay_show_and_until(recorded, capsys):
+    assert main(["replay", str(recorded), "--show", "--until", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "step 1 [agent/approved] view" in out and "step 2 [human/edited] rewrite" in out
+    assert "step 3" not in out
+    assert main(["replay", str(recorded), "--until", "2"]) == 0
+    assert "replayed 2 step(s)" in capsys.readouterr().out
+
+
+def test_fork_continues_with_a_person_typing(recorded, tmp_path, monkeypatch, capsys):
+    # fork after step 1 (the view): the person fixes the bug and submits on stdin
+    monkeypatch.setattr("sys.stdin", __import__("io").StringIO(
+        'rewrite calc.py start=2 end=2 "new_code=    return a + b"\nsubmit\n'))
+    out_path = tmp_path / "fork.jsonl"
+    assert main(["replay", str(recorded), "--until", "1", "--human", "-o", str(out_path)]) == 0
+    assert "forked at step 1" in capsys.readouterr().out
+    fork = read_trajectory(out_path)
+    assert fork.header["config"]["forked_from"]["step"] == 1
+    assert [s["decision"] for s in fork.steps] == ["approved", "manual", "manual"]
+    assert fork.footer["resolved"] is True
+
+
+def test_export_debug_gym_and_sft(recorded, tmp_path, capsys):
+    out = tmp_path / "dg.json"
+    assert main(["export", str(recorded), "--format", "debug-gym", "-o", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert set(doc) >= {"problem", "config", "tools", "uuid", "success", "log"}
+    assert doc["problem"] == "calc" and doc["success"] is True
+    assert [e["step_id"] for e in doc["log"]] == [0, 1, 2, 3, 4, 5]
+    assert doc["log"][0]["action"] is None
+    assert doc["log"][2]["action"]["arguments"]["new_code"] == "    return a + b"
+    assert doc["log"][3]["action"] is None and "enough reading" in doc["log"][3]["obs"]
+    assert doc["log"][1]["token_usage"] == {"prompt": 100, "response": 20}
+
+    assert main(["export", str(tmp_path), "--format", "sft"]) == 0  # a folder: finds *.jsonl
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == 1
+    conv = json.loads(lines[0])
+    roles = [m["role"] for m in conv["messages"]]
+    # system, task, then 4 executed actions (the rejected one is left out)
+    assert roles == ["system", "user"] + ["assistant", "tool"] * 4
+    calls = [m["tool_calls"][0] for m in conv["messages"] if m["role"] == "assistant"]
+    assert [c["function"]["name"] for c in calls] == ["view", "rewrite", "eval", "submit"]
+    assert json.loads(calls[1]["function"]["arguments"])["new_code"] == "    return a + b"
+    tool_msgs = [m for m in conv["messages"] if m["role"] == "tool"]
+    assert [m["tool_call_id"] for m in tool_msgs] == [c["id"] for c in calls]
+    assert conv["meta"]["resolved"] is True and conv["meta"]["actors"] == ["agent", "human"]
+
+
+def test_play_reads_actions_from_stdin(tmp_path):
+    repo = write_repo(tmp_path / "repo")
+    traj = tmp_path / "play.jsonl"
+    stdin = ('view calc.py\nview path=calc.py path=x\nrewrite calc.py start=2 end=2 "new_code=    return a + b"\n'
+             "eval\nsubmit\n")
+    proc = subprocess.run(DGYM + ["play", str(repo), "--entrypoint", ENTRYPOINT,
+                                  "-o", str(traj)], input=stdin, text=True,
+                          capture_output=True, timeout=240, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert "error:" in proc.stdout  # the bad line was explained, not recorded
+    assert "episode over (submitted): resolved=True" in proc.stdout
+    recorded = read_trajectory(traj)
+    assert [s["action"]["name"] for s in recorded.steps] == ["view", "rewrite", "eval", "submit"]
+    assert {s["actor"] for s in recorded.steps} == {"human"}
+
+
+def test_play_ends_cleanly_at_end_of_input(tmp_path):
+    repo = write_repo(tmp_path / "repo")
+    traj = tmp_path / "p.jsonl"
+    proc = subprocess.run(DGYM + ["play", str(repo), "--entrypoint", ENTRYPOINT,
+                                  "-o", str(traj)], input="view calc.py\n", text=True,
+                          capture_output=True, timeout=240)
+    assert proc.returncode == 0, proc.stderr
+    recorded = read_trajectory(traj)
+    assert len(recorded) == 1 and recorded.footer["reason"] == "quit"
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["run", "{config}", "-p", "max_stepz=3"], "unknown config key 'max_stepz'"),
+    (["run", "{config}", "-p", "env.pdb_timeout=-1"], "'env.pdb_timeout' must be a positive"),
+    (["run", "/no/such.yaml"], "config file /no/such.yaml not found"),
+    (["replay", "/no/such.jsonl"], "no such trajectory file"),
+    (["export", "/no/such.jsonl", "--format", "sft"], "no such trajectory file"),
+    (["list-tasks", "nobench"], "unknown benchmark 'nobench'"),
+    (["play"], "give a repository PATH or --task"),
+])
+def test_user_errors_are_one_line_exit_2(tmp_path, argv, message):
+    config = tmp_path / "c.yaml"
+    config.write_text("benchmark: mini\npolicy: solution\n")
+    argv = [a.replace("{config}", str(config)) for a in argv]
+    proc = subprocess.run(DGYM + argv, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("dgym: error: ") and message in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
+
+
+def test_init_llm_config_and_list_tasks(tmp_path, capsys):
+    assert main(["init-llm-config", str(tmp_path)]) == 0
+    assert (tmp_path / "llm.yaml").is_file()
+    assert main(["init-llm-config", str(tmp_path)]) == 2  # never overwritten
+    assert "already exists" in capsys.readouterr().err
+    assert main(["list-tasks"]) == 0
+    assert "mini" in capsys.readouterr().out.split()
+    assert main(["list-tasks", "local", "-p", f"path={write_repo(tmp_path / 'r')}",
+                 "-p", "entrypoint=python -m pytest"]) == 0
+    assert capsys.readouterr().out.strip()
+
+
+def test_cli_does_not_import_heavy_libraries():
+    code = ("import sys; import dgym_tui.cli; "
+            "print('litellm' in sys.modules, 'textual' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=60).stdout
+    assert out.split() == ["False", "False"]
