@@ -215,13 +215,14 @@ class RepoEnv:
             output = ToolOutput(f"internal error in tool {action.name}: "
                                 f"{type(exc).__name__}: {exc}")
             error = True
-        if self.workspace.stat_snapshot() != before:
+        after = self.workspace.stat_snapshot()
+        if after != before:
             self.generation += 1
             self.breakpoints.remap_changed(self.workspace)
         if output.done:
             self.done = True
         self.last = self._result(output.observation, action, started, error=error,
-                                 done=output.done)
+                                 done=output.done, snapshot=after)
         return self.last
 
     def _check(self, action: ToolCall) -> tuple[dict[str, Any], str | None]:
@@ -258,7 +259,8 @@ class RepoEnv:
         return self.last
 
     def _result(self, observation: str, action: ToolCall | None, started: float,
-                error: bool = False, done: bool = False) -> StepResult:
+                error: bool = False, done: bool = False,
+                snapshot: dict[str, tuple[int, int]] | None = None) -> StepResult:
         summary = self.last_eval
         score = summary.passed if summary else 0
         max_score = summary.total if summary else 0
@@ -268,7 +270,7 @@ class RepoEnv:
             breakpoints=list(self.breakpoints.list()),
             conditions=dict(self.breakpoints.conditions()),
             frame=self.frame, eval=summary, eval_output=self.last_eval_output,
-            changed_files=self.workspace.changed_files() if self.workspace else [],
+            changed_files=self.workspace.changed_files(snapshot) if self.workspace else [],
             error=error, elapsed=time.monotonic() - started)
 
     # ------------------------------------------------------------------ eval

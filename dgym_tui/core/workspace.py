@@ -248,23 +248,50 @@ class Workspace:
                                  "view to read it")
         return self._children(folder)
 
-    def _children(self, folder: Path) -> list[tuple[str, bool]]:
+    def _entries(self, folder: str) -> list[tuple[str, os.DirEntry]]:
+        """Visible ``(relative path, DirEntry)`` pairs directly inside host folder ``folder``."""
         base = self.relative(folder)
+        prefix = "" if base == "." else base + "/"
+        match = self._ignore.match_file
         out = []
         with os.scandir(folder) as entries:
             for entry in entries:
-                child = entry.name if base == "." else f"{base}/{entry.name}"
+                child = prefix + entry.name
                 is_dir = entry.is_dir()
                 # The folder itself was checked already: only the entry's own name matters.
-                if self._ignore.match_file(child) or (
-                        is_dir and self._ignore.match_file(child + "/")):
+                if match(child) or (is_dir and match(child + "/")):
                     continue
                 if entry.is_symlink():
                     target = self.relative(entry.path)
                     if target is None or self._match(self._ignore, target):
                         continue
-                out.append((child, is_dir))
-        return sorted(out)
+                out.append((child, entry))
+        return out
+
+    def _children(self, folder: Path | str) -> list[tuple[str, bool]]:
+        return sorted((child, entry.is_dir()) for child, entry in self._entries(str(folder)))
+
+    def _walk_files(self, start: str):
+        """Yield ``(relative path, DirEntry)`` of every visible file below host folder ``start``.
+
+        Symlinked folders inside the working copy are followed once.
+        """
+        stack, seen = [start], {start}
+        while stack:
+            for child, entry in self._entries(stack.pop()):
+                if not entry.is_dir():
+                    yield child, entry
+                    continue
+                real = os.path.realpath(entry.path) if entry.is_symlink() else entry.path
+                if real not in seen:
+                    seen.add(real)
+                    stack.append(real)
+
+    def _start_folder(self, rel: str) -> str:
+        start = self.resolve(rel, must_exist=True)
+        if not start.is_dir():
+            raise WorkspaceError(f"{self._normalize(rel)!r} is a file, not a folder")
+        return str(start)
 
     def files(self, rel: str = ".") -> list[str]:
         """Return the visible files below folder ``rel``: sorted relative POSIX paths.
@@ -274,20 +301,7 @@ class Workspace:
         Raises:
             WorkspaceError: ``rel`` is refused by :meth:`resolve` or is a file.
         """
-        start = self.resolve(rel, must_exist=True)
-        if not start.is_dir():
-            raise WorkspaceError(f"{self._normalize(rel)!r} is a file, not a folder")
-        out, stack, seen = [], [start], {str(start)}
-        while stack:
-            for child, is_dir in self._children(stack.pop()):
-                if not is_dir:
-                    out.append(child)
-                    continue
-                real = os.path.realpath(self.root / child)
-                if real not in seen:
-                    seen.add(real)
-                    stack.append(Path(real))
-        return sorted(out)
+        return sorted(child for child, _ in self._walk_files(self._start_folder(rel)))
 
     def stat_snapshot(self) -> dict[str, tuple[int, int]]:
         """Return ``{relative path: (mtime_ns, size)}`` of every visible file.
@@ -296,22 +310,25 @@ class Workspace:
         created or deleted in between.
         """
         snap = {}
-        for path in self.files():
+        for child, entry in self._walk_files(str(self.root)):
             try:
-                st = os.stat(self.root / path)
+                st = entry.stat()
             except OSError:
                 continue
-            snap[path] = (st.st_mtime_ns, st.st_size)
+            snap[child] = (st.st_mtime_ns, st.st_size)
         return snap
 
     # ----------------------------------------------------------------- changes
-    def changed_files(self) -> list[str]:
+    def changed_files(self, snapshot: dict[str, tuple[int, int]] | None = None) -> list[str]:
         """Return visible files that differ from the original: sorted relative paths.
 
         Added, deleted and modified files count. Files hidden by
         ``.debugignore`` (and Python / pytest caches) never count.
+
+        Args:
+            snapshot: a fresh :meth:`stat_snapshot` to reuse (saves a walk).
         """
-        now = self.stat_snapshot()
+        now = self.stat_snapshot() if snapshot is None else snapshot
         candidates = set(self._initial) ^ set(now)
         candidates.update(p for p, st in now.items() if self._initial.get(p, st) != st)
         return sorted(p for p in candidates if self._differs(p))
