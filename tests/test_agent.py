@@ -251,3 +251,48 @@ def test_user_agent_renders_inline_template(llm_server, tmp_path):
     llm_server.script([{"tool_calls": [{"name": "submit", "arguments": {}}]}])
     agent.propose([])
     assert llm_server.requests[0]["messages"][0]["content"] == "I am mine with view,submit"
+
+
+def test_agent_runs_a_real_episode(llm_server, make_repo, make_env, fast_pytest, tmp_path):
+    from dgym_tui.session import Session
+
+    repo = make_repo({
+        "cart.py": "def total(items):\n    return sum(items) - 1\n",
+        "test_cart.py": "from cart import total\n\ndef test_total():\n"
+                        "    assert total([1, 2]) == 3\n",
+    })
+    env = make_env(repo, entrypoint=f"{fast_pytest} test_cart.py",
+                   tools=("listdir", "view", "rewrite", "eval", "submit"))
+    llm = LLM(LLMConfig(name="stub", model="openai/stub", api_base=llm_server.url,
+                        api_key="x", retry_base_delay=0.001))
+    agent = LLMAgent("debug_agent", llm)
+    llm_server.script([
+        {"content": "Read the code.", "tool_calls": [
+            {"id": "call_v", "name": "view", "arguments": {"path": "cart.py"}}]},
+        {"content": "The bug is the - 1."},  # no tool call: told back, episode goes on
+        {"tool_calls": [{"id": "call_r", "name": "rewrite", "arguments": {
+            "path": "cart.py", "start": 2, "end": 2, "new_code": "    return sum(items)\n"}}]},
+        {"tool_calls": [{"id": "call_e", "name": "eval", "arguments": {}}]},
+        {"tool_calls": [{"id": "call_s", "name": "submit", "arguments": {}}]},
+    ])
+    session = Session(env, policy=agent, mode="auto", max_steps=10,
+                      trajectory_path=tmp_path / "agent.jsonl")
+    session.start()
+    session.run()
+    assert session.done and llm_server.remaining == 0
+    assert [(t.decision, t.action.name if t.action else None) for t in session.turns] == [
+        ("auto", "view"), ("rejected", None), ("auto", "rewrite"), ("auto", "eval"),
+        ("auto", "submit")]
+    assert session.turns[3].result.resolved
+    assert session.usage.prompt_tokens == 5 * 10  # the stub's default usage per reply
+    requests = llm_server.requests
+    assert offered(requests[0]) == ["listdir", "view", "eval", "rewrite", "submit"]
+    assert "test_cart.py" in requests[0]["messages"][1]["content"]  # initial eval output
+    view_result = requests[1]["messages"][-1]
+    assert view_result["role"] == "tool" and view_result["tool_call_id"] == "call_v"
+    assert "return sum(items) - 1" in view_result["content"]
+    error_note = requests[2]["messages"][-1]
+    assert error_note["role"] == "user" and "no tool call" in error_note["content"]
+    assert requests[2]["messages"][-2] == {"role": "assistant", "content": "The bug is the - 1."}
+    assert (repo / "cart.py").read_text().endswith("- 1\n")
+    assert "+    return sum(items)" in env.patch()
