@@ -137,6 +137,7 @@ def test_breakpoints_follow_a_rewrite_and_an_outside_write(prog_env):
     path.write_text("# a comment\n" + path.read_text())
     r = pdb(env, "b")
     assert r.breakpoints == [("prog.py", 5)] and r.conditions == {"prog.py:5": "x == 3"}
+    assert "breakpoints moved: prog.py:4 -> 5" in r.observation
     assert "restarted" in r.observation and "prog.py:5" in r.observation
 
 
@@ -242,6 +243,10 @@ def test_clear_disable_enable_and_tbreak_update_the_store(prog_env):
     assert r.breakpoints == [("prog.py", 3)]
     pdb(env, "enable 2")
     assert env.breakpoints.disabled() == []
+    r = pdb(env, "condition 2 x > 2")
+    assert r.conditions == {"prog.py:3": "x > 2"}
+    r = pdb(env, "condition 2")
+    assert r.conditions == {} and "unconditional" in r.observation
     r = pdb(env, "cl")  # asks "Clear all breaks?"; the tool answers yes
     assert "Clear all breaks? y\nDeleted breakpoint 2 at prog.py:3" in r.observation
     assert r.breakpoints == []
@@ -262,3 +267,16 @@ def test_quit_close_and_generation_restart(prog_env):
     session = env.tools["pdb"].session
     env.tools["pdb"].close()
     assert not session.alive and env.tools["pdb"].session is None
+
+
+def test_uncaught_exception_enters_post_mortem_then_restarts(make_repo, make_env):
+    root = make_repo({"boom.py": "def g(d):\n    return d['missing']\n\ng({})\n"})
+    env = make_env(root, entrypoint="python boom.py", tools=TOOLS, pdb_timeout=5)
+    env.reset()
+    r = pdb(env, "c")
+    assert "KeyError" in r.observation and "[post-mortem:" in r.observation
+    assert r.frame == ("boom.py", 2)
+    assert pdb(env, "p d").observation.strip() == "{}"
+    r = pdb(env, "c")
+    assert "restarted: the post-mortem session ended" in r.observation
+    assert r.frame == ("boom.py", 1)

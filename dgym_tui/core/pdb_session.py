@@ -40,6 +40,8 @@ _KEEP = max(len(PROMPT), *(len(q) for q in CONFIRMATIONS)) - 1
 _ML = re.MULTILINE
 #: "> /abs/file.py(12)func()" (pdb's current-frame line; "->value" may follow on return).
 FRAME_RE = re.compile(r"^> (?P<path>.+?)\((?P<line>\d+)\)(?P<func>[^\s(]*)\(\)", _ML)
+#: a frame line or a stack entry of ``where``: "> /abs/f.py(12)func()" or "  /abs/f.py(12)func()"
+STACK_RE = re.compile(r"^[> ] (?P<path>.+?)\((?P<line>\d+)\)(?P<func>[^\s(]*)\(\)", _ML)
 #: "Breakpoint 3 at /abs/file.py:12"
 BREAK_RE = re.compile(r"^Breakpoint (?P<num>\d+) at (?P<path>.+):(?P<line>\d+)\s*$", _ML)
 #: "Deleted breakpoint 3 at /abs/file.py:12" (clear, or a tbreak that was hit)
@@ -126,6 +128,11 @@ def last_frame(text: str) -> Frame | None:
     if match is None:
         return None
     return Frame(match["path"], int(match["line"]), match["func"])
+
+
+def stack_frames(text: str) -> list[Frame]:
+    """Every frame named in ``text`` (frame lines and ``where`` entries), outermost first."""
+    return [Frame(m["path"], int(m["line"]), m["func"]) for m in STACK_RE.finditer(text)]
 
 
 def program_ended(text: str) -> str | None:

@@ -35,6 +35,7 @@ from dgym_tui.core.pdb_session import (
     PdbStartError,
     last_frame,
     program_ended,
+    stack_frames,
 )
 from dgym_tui.core.tools.base import Tool, ToolError, ToolOutput, register
 
@@ -274,8 +275,13 @@ class PdbTool(Tool):
         restarted = False
 
         # file edits made outside any step (another process, the user's editor)
-        if self.env.breakpoints.remap_changed(self.env.workspace) and self.session is not None:
-            self._generation = None  # pdb's breakpoints are at the old lines: restart
+        moves = self.env.breakpoints.remap_changed(self.env.workspace)
+        if moves:
+            notes.append("[files changed outside the tools; breakpoints moved: " + ", ".join(
+                f"{m.path}:{m.old_line} -> " + (str(m.new_line) if m.new_line else "removed")
+                for m in moves) + "]")
+            if self.session is not None:
+                self._generation = None  # pdb's breakpoints are at the old lines: restart
         alive = self.session is not None and self.session.alive
         if kind == "quit":
             self._stop()
@@ -332,9 +338,14 @@ class PdbTool(Tool):
     def _on_timeout(self, command: str, reply: PdbReply, after: list[str]) -> str:
         """Interrupt the runaway command, say where it was, restart the session."""
         stopped = self.session.interrupt(INTERRUPT_GRACE)
+        text = stopped.output
+        if stopped.ok:  # pdb stopped inside its own signal handler: ask for the stack once
+            text += self.session.send("where", INTERRUPT_GRACE).output
+        frames = stack_frames(text)
+        ours = [f for f in frames if self._rel(f.path)]
         where = ""
-        frame = last_frame(stopped.output)
-        if frame is not None:
+        if ours or frames:
+            frame = (ours or frames)[-1]
             rel = self._rel(frame.path) or frame.path
             where = f" It was at {rel}:{frame.line} in {frame.func}()."
         after.append(f"[timeout: `{command}` did not return to the (Pdb) prompt within "
