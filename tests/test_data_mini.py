@@ -159,7 +159,7 @@ def test_bank_race_fails_every_time():
         account = bank.Account("eve", 100)
         barrier = threading.Barrier(2)
 
-        def withdraw():
+        def withdraw(account=account, barrier=barrier):
             barrier.wait()
             try:
                 account.withdraw(70)

@@ -24,10 +24,11 @@ import inspect
 import shutil
 import tempfile
 import threading
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterable
+from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
     from dgym_tui.core.env import RepoEnv
@@ -109,7 +110,7 @@ class Task:
         kwargs.update(overrides)
         return kwargs
 
-    def make_env(self, **overrides: Any) -> "RepoEnv":
+    def make_env(self, **overrides: Any) -> RepoEnv:
         """Build a (not yet reset) ``RepoEnv`` for this task.
 
         Args:

@@ -6,9 +6,9 @@ the repository's own ``.debugignore`` / ``.debugreadonly`` apply.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
-from typing import Iterable
 
 from dgym_tui.benchmarks.base import Benchmark, Task
 

@@ -51,9 +51,9 @@ def read_task_file(folder: Path) -> dict[str, Any]:
     except yaml.YAMLError as exc:
         raise ValueError(f"{path}: not valid YAML ({exc}); fix the file") from None
     if not isinstance(data, dict):
-        raise ValueError(f"{path}: must be a mapping with description, bug, entrypoint")
+        raise ValueError(f"{path}: must be a mapping with description, bug, entrypoint")  # noqa: TRY004
     description = data.get("description")
-    if not isinstance(description, str) or not description.strip() or "\n" in description.strip():
+    if not isinstance(description, str) or len(description.strip().splitlines()) != 1:
         raise ValueError(f"{path}: 'description' must be one non-empty line (the symptom)")
     data.setdefault("entrypoint", f"python -m pytest -q test_{folder.name}.py")
     data.setdefault("fix", DEFAULT_FIX_FILE)
