@@ -352,6 +352,9 @@ def run_tasks(config: RunConfig, workers: int | None = None, force: bool = False
     summary = RunSummary(output_dir, [results[name] for name in names])
     _write_json(output_dir / "summary.json", [s.to_dict() for s in summary.statuses])
     out.print(summary_table(summary))
+    for status in summary.statuses:
+        if status.error:
+            out.print(f"{status.task}: {status.error}", markup=False, highlight=False)
     return summary
 
 
@@ -361,15 +364,17 @@ def summary_table(summary: RunSummary) -> Any:
     from rich.table import Table
 
     table = Table(title=f"dgym run: {summary.output_dir}", show_footer=False)
-    for column, justify in (("task", "left"), ("resolved", "center"), ("score", "right"),
+    table.add_column("task", justify="left", no_wrap=True)
+    for column, justify in ( ("resolved", "center"), ("score", "right"),
                             ("steps", "right"), ("tokens", "right"), ("cost $", "right"),
                             ("wall s", "right"), ("state", "left")):
-        table.add_column(column, justify=justify)
+        table.add_column(column, justify=justify, no_wrap=True,
+                         min_width=10 if column == "state" else None)
     tokens = cost = wall = steps = 0
     for s in summary.statuses:
         used = s.prompt_tokens + s.completion_tokens
         tokens, cost, wall, steps = tokens + used, cost + s.cost, wall + s.wall_time, steps + s.steps
-        state = s.state if not s.error else f"{s.state}: {s.error[:60]}"
+        state = s.state
         table.add_row(s.task, "yes" if s.resolved else "no", f"{s.score}/{s.max_score}",
                       str(s.steps), str(used), f"{s.cost:.4f}", f"{s.wall_time:.1f}", state)
     total = len(summary.statuses)

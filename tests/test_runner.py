@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from rich.console import Console
+from llm_stub import llm_server  # noqa: F401  (pytest fixture)
 from scripted import BUGGY, ENTRYPOINT, FIX, TOOLS, ScriptedPolicy, write_repo
 
 from dgym_tui.benchmarks import REGISTRY, Benchmark, Task
@@ -176,3 +177,40 @@ def test_example_configs_are_valid():
     for file in files:
         config = load_config(file, ["llm=any"])  # agent configs need an llm entry name
         assert config.benchmark and config.max_steps >= 1
+
+
+def test_dgym_run_with_the_llm_agent_over_the_stub(tmp_path, tiny, llm_server, monkeypatch):
+    """`dgym run` end to end: config file + llm.yaml entry -> LLMAgent -> HTTP stub."""
+    from dgym_tui.cli import main
+
+    llm_server.script([
+        {"tool_calls": [{"name": "view", "arguments": {"path": "calc.py"}}],
+         "usage": {"prompt_tokens": 40, "completion_tokens": 4}},
+        {"tool_calls": [{"name": "rewrite", "arguments": FIX.arguments}],
+         "usage": {"prompt_tokens": 60, "completion_tokens": 9}},
+        {"tool_calls": [{"name": "submit", "arguments": {}}],
+         "usage": {"prompt_tokens": 80, "completion_tokens": 2}},
+    ])
+    llm_yaml = tmp_path / "llm.yaml"
+    llm_yaml.write_text(f"stub:\n  model: openai/stub\n  api_base: {llm_server.url}\n"
+                        "  api_key: x\n  tool_calling: native\n  retries: 0\n")
+    agent = tmp_path / "small_agent.yaml"  # the shipped prompts, the fast tool set (no pdb)
+    prompts = Path(__file__).resolve().parent.parent / "agents" / "prompts"
+    agent.write_text("name: small_agent\ntools: [listdir, view, eval, rewrite, submit]\n"
+                     f"system_prompt: {prompts / 'system.jinja'}\n"
+                     f"instance_prompt: {prompts / 'instance.jinja'}\n")
+    config = tmp_path / "agent.yaml"
+    config.write_text(f"benchmark: {{name: tiny, root: {tiny}}}\ntasks: [add]\npolicy: agent\n"
+                      f"agent: {agent}\nllm: stub\nllm_config: {llm_yaml}\nmax_steps: 6\n")
+    out = tmp_path / "agent-out"
+    assert main(["run", str(config), "--output", str(out), "--no-progress"]) == 0
+    status = json.loads((out / "add" / "status.json").read_text())
+    assert status["state"] == "done" and status["resolved"] is True, status
+    assert status["steps"] == 3
+    assert (status["prompt_tokens"], status["completion_tokens"]) == (180, 15)
+    traj = read_trajectory(out / "add" / "trajectory.jsonl")
+    assert traj.header["config"]["llm"] == "stub"
+    assert [t["function"]["name"] for t in traj.header["tools"]] == list(TOOLS)
+    # the agent really offered the env's tools to the model
+    offered = [t["function"]["name"] for t in llm_server.requests[0]["tools"]]
+    assert offered == list(TOOLS)
