@@ -235,7 +235,7 @@ class LLMAgent:
 
     actor = "agent"
 
-    def __init__(self, spec: AgentSpec | str | os.PathLike, llm: "LLM | LLMConfig | str",
+    def __init__(self, spec: AgentSpec | str | os.PathLike, llm: LLM | LLMConfig | str,
                  config_path: str | os.PathLike | None = None,
                  tool_calling: str | None = None) -> None:
         from dgym_tui.llm import LLM
@@ -261,12 +261,12 @@ class LLMAgent:
         self._schemas = {name: by_name[name] for name in self.spec.tools if name in by_name}
 
     @staticmethod
-    def _counts(turns: list["Turn"]) -> dict[str, int]:
+    def _counts(turns: list[Turn]) -> dict[str, int]:
         rewrites = sum(1 for t in turns if t.action is not None and t.action.name == "rewrite"
                        and t.result is not None and not t.result.error)
         return {"after_rewrites": rewrites, "after_steps": len(turns)}
 
-    def locked_tools(self, turns: list["Turn"]) -> dict[str, str]:
+    def locked_tools(self, turns: list[Turn]) -> dict[str, str]:
         """Return ``{tool: condition text}`` for tools still locked after ``turns``."""
         counts = self._counts(turns)
         locked = {}
@@ -277,14 +277,14 @@ class LLMAgent:
                                             for k, n in missing)
         return locked
 
-    def available_tools(self, turns: list["Turn"]) -> list[str]:
+    def available_tools(self, turns: list[Turn]) -> list[str]:
         """Return the tool names offered after ``turns`` (allowed, present, unlocked)."""
         locked = self.locked_tools(turns)
         return [name for name in self._schemas if name not in locked]
 
     # -- prompt --------------------------------------------------------------
 
-    def build_messages(self, turns: list["Turn"]) -> list[dict[str, Any]]:
+    def build_messages(self, turns: list[Turn]) -> list[dict[str, Any]]:
         """Return the chat messages for the next proposal.
 
         ``[system, user(task + initial observation), *history]``; each turn
@@ -331,11 +331,11 @@ class LLMAgent:
             return {"role": "user", "content": f"Output of {call.name}:\n{text}"}
         return {"role": "tool", "tool_call_id": call.id, "content": text}
 
-    def _turn_messages(self, turn: "Turn") -> list[dict[str, Any]]:
+    def _turn_messages(self, turn: Turn) -> list[dict[str, Any]]:
         observation = turn.result.observation if turn.result is not None else ""
         note = (turn.note or "").strip()
         if turn.proposed is None and turn.action is None:  # invalid proposal
-            error = note[len(INVALID_PREFIX):] if note.startswith(INVALID_PREFIX) else note
+            error = note.removeprefix(INVALID_PREFIX)
             out = []
             if turn.reasoning.strip():
                 out.append({"role": "assistant", "content": turn.reasoning.strip()})
@@ -364,7 +364,7 @@ class LLMAgent:
 
     # -- proposal ------------------------------------------------------------
 
-    def propose(self, turns: list["Turn"]) -> Proposal:
+    def propose(self, turns: list[Turn]) -> Proposal:
         """Ask the LLM for the next action.
 
         Returns:
@@ -413,7 +413,7 @@ class LLMAgent:
         return calls, reasoning, None
 
     def _validate(self, calls: list[tuple], available: list[str],
-                  turns: list["Turn"]) -> tuple[ToolCall | None, str | None]:
+                  turns: list[Turn]) -> tuple[ToolCall | None, str | None]:
         how = ("a ```tool_call block" if self.tool_calling == "text" else "a tool call")
         if not calls:
             return None, (f"the reply contained no tool call; reply with exactly one "

@@ -140,7 +140,7 @@ class HumanTextPolicy:
                         for s in info.tool_schemas}
         self.tool_names = list(self.schemas)
 
-    def propose(self, turns: list["Turn"]) -> Proposal:
+    def propose(self, turns: list[Turn]) -> Proposal:
         """Read lines until one parses; return it as the proposal.
 
         Blank lines are skipped; a line that does not parse is explained

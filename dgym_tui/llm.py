@@ -26,9 +26,10 @@ import json
 import logging
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from dgym_tui.policy import Usage
 
@@ -92,7 +93,7 @@ class LLMConfig:
     extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def from_dict(cls, name: str, data: dict[str, Any], source: str = "llm.yaml") -> "LLMConfig":
+    def from_dict(cls, name: str, data: dict[str, Any], source: str = "llm.yaml") -> LLMConfig:
         """Build an entry from its YAML mapping.
 
         Raises:
@@ -387,7 +388,7 @@ class LLM:
         try:
             return int(litellm.token_counter(model=self.config.model, messages=messages,
                                              tools=tools or None))
-        except Exception:  # unknown tokenizer or message shape: a rough estimate
+        except Exception:  # noqa: BLE001  unknown tokenizer or message shape: estimate
             text = json.dumps(messages) + json.dumps(tools or [])
             return len(text) // 3
 
@@ -504,5 +505,5 @@ class LLM:
                     * (getattr(usage, "completion_tokens", 0) or 0))
         try:
             return float(litellm.completion_cost(completion_response=response) or 0.0)
-        except Exception:  # model without a known price
+        except Exception:  # noqa: BLE001  model without a known price
             return 0.0

@@ -33,7 +33,7 @@ class Usage:
     completion_tokens: int = 0
     cost: float = 0.0
 
-    def __add__(self, other: "Usage") -> "Usage":
+    def __add__(self, other: Usage) -> Usage:
         return Usage(self.prompt_tokens + other.prompt_tokens,
                      self.completion_tokens + other.completion_tokens,
                      self.cost + other.cost)
@@ -43,7 +43,7 @@ class Usage:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any] | None) -> "Usage":
+    def from_dict(cls, data: dict[str, Any] | None) -> Usage:
         """Inverse of :meth:`to_dict`; None or missing keys give zeros."""
         data = data or {}
         return cls(int(data.get("prompt_tokens", 0)), int(data.get("completion_tokens", 0)),
@@ -103,6 +103,6 @@ class Policy(Protocol):
         """Start a new episode: remember the task, tool schemas and instructions."""
         ...
 
-    def propose(self, turns: list["Turn"]) -> Proposal:
+    def propose(self, turns: list[Turn]) -> Proposal:
         """Return the next action given every turn of the episode so far (oldest first)."""
         ...

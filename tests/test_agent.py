@@ -1,17 +1,18 @@
 """LLMAgent against the HTTP stub through the real litellm client."""
 
+# ruff: noqa: F811  (the llm_server fixture is imported, then requested by name)
 from __future__ import annotations
 
 import json
 
 import pytest
+from llm_stub import llm_server  # noqa: F401  (pytest fixture)
 
 from dgym_tui.agent import AgentSpecError, LLMAgent, load_agent_spec
 from dgym_tui.core.types import StepResult, ToolCall
 from dgym_tui.llm import LLM, LLMConfig
 from dgym_tui.policy import EpisodeInfo, Policy
 from dgym_tui.session import Turn
-from llm_stub import llm_server  # noqa: F401  (pytest fixture)
 
 
 def schema(name: str, **properties: str) -> dict:
@@ -31,8 +32,8 @@ INFO = EpisodeInfo(task="Make test_cart.py pass.", instructions="(tool instructi
 
 
 def make_agent(server, agent="debug_agent", tool_calling=None, **config) -> LLMAgent:
-    values = dict(name="stub", model="openai/stub", api_base=server.url, api_key="x",
-                  retry_base_delay=0.001)
+    values = {"name": "stub", "model": "openai/stub", "api_base": server.url, "api_key": "x",
+              "retry_base_delay": 0.001}
     values.update(config)
     llm = LLM(LLMConfig(**values))
     policy = LLMAgent(agent, llm, tool_calling=tool_calling)

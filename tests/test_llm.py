@@ -1,5 +1,6 @@
 """llm.yaml loading and the real litellm client path against the HTTP stub."""
 
+# ruff: noqa: F811  (the llm_server fixture is imported, then requested by name)
 from __future__ import annotations
 
 import subprocess
@@ -7,16 +8,25 @@ import sys
 
 import pytest
 import yaml
-
-from dgym_tui.llm import (LLM, ContextTooLong, LLMConfig, LLMConfigError, LLMError,
-                          default_config_path, get_llm_config, load_llm_configs,
-                          trim_messages, write_llm_config_template)
 from llm_stub import llm_server  # noqa: F401  (pytest fixture)
+
+from dgym_tui.llm import (
+    LLM,
+    ContextTooLong,
+    LLMConfig,
+    LLMConfigError,
+    LLMError,
+    default_config_path,
+    get_llm_config,
+    load_llm_configs,
+    trim_messages,
+    write_llm_config_template,
+)
 
 
 def stub_config(server, **overrides) -> LLMConfig:
-    values = dict(name="stub", model="openai/stub", api_base=server.url, api_key="x",
-                  retry_base_delay=0.001, retries=3)
+    values = {"name": "stub", "model": "openai/stub", "api_base": server.url, "api_key": "x",
+              "retry_base_delay": 0.001, "retries": 3}
     values.update(overrides)
     return LLMConfig(**values)
 
