@@ -141,8 +141,8 @@ def test_non_pytest_entrypoint_scores_by_exit_code(repo, make_env):
 # ----------------------------------------------------------- invalid actions
 @pytest.mark.parametrize("action,message", [
     (ToolCall("telepathy", {}), "unknown tool 'telepathy'; available tools: listdir, view"),
-    (ToolCall("view", {}), "invalid arguments for view: 'path' is a required property. "
-                           "Parameters: path (string, required)"),
+    (ToolCall("view", {}), ("invalid arguments for view: 'path' is a required property. "
+                            "Parameters: path (string, required)")),
     (ToolCall("view", {"path": "code.py", "colour": "red"}),
      "Additional properties are not allowed ('colour' was unexpected)"),
     (ToolCall("view", {"path": "code.py", "start": "ten"}),

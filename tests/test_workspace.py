@@ -111,6 +111,9 @@ def test_symlinks_outside_refused_inside_allowed(make_repo, tmp_path):
     os.symlink("/etc/passwd", repo / "passwd")
     os.symlink(outside, repo / "outdir")
     os.symlink("code.py", repo / "alias.py")
+    (repo / "gold.py").write_text("GOLD = 1\n")
+    (repo / ".debugignore").write_text("gold.py\n")
+    os.symlink("gold.py", repo / "gold_alias.py")
     ws = Workspace(repo)
     try:
         with pytest.raises(WorkspaceError, match="symbolic link"):
@@ -121,6 +124,8 @@ def test_symlinks_outside_refused_inside_allowed(make_repo, tmp_path):
             ws.write_text("outdir/data.txt", "pwned\n")
         assert (outside / "data.txt").read_text() == "outside data\n"
         assert ws.read_text("alias.py") == "print(1)\n"
+        with pytest.raises(WorkspaceError, match="hidden"):  # a link to an ignored file
+            ws.read_text("gold_alias.py")
         assert ws.files() == ["alias.py", "code.py"]
     finally:
         ws.cleanup()

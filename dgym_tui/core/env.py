@@ -23,7 +23,7 @@ import os
 import posixpath
 import time
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, Self
 
 import jsonschema
 
@@ -210,7 +210,7 @@ class RepoEnv:
             output = self.tools[action.name].run(**arguments)
         except (ToolError, WorkspaceError) as exc:
             output, error = ToolOutput(str(exc)), True
-        except Exception as exc:  # noqa: BLE001  a tool bug must not end the episode
+        except Exception as exc:  # a tool bug must not end the episode
             log.exception("tool %s failed", action.name)
             output = ToolOutput(f"internal error in tool {action.name}: "
                                 f"{type(exc).__name__}: {exc}")
@@ -353,12 +353,12 @@ class RepoEnv:
         for tool in self.tools.values():
             try:
                 tool.close()
-            except Exception:  # noqa: BLE001  closing must go on
+            except Exception:  # closing must go on
                 log.exception("closing tool %s failed", tool.name)
         if self.terminal is not None:
             try:
                 self.terminal.close()
-            except Exception:  # noqa: BLE001
+            except Exception:
                 log.exception("closing the terminal failed")
             self.terminal = None
         if self.workspace is not None:
@@ -373,17 +373,17 @@ class RepoEnv:
         self._closed = True
         self._end_episode()
 
-    def __enter__(self) -> "RepoEnv":
+    def __enter__(self) -> Self:
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def __del__(self) -> None:  # best effort: never leave temp folders behind
         try:
             self.close()
-        except Exception:  # noqa: BLE001
-            pass
+        except Exception:
+            log.debug("closing a dropped RepoEnv failed", exc_info=True)
 
 
 def describe_parameters(tool: Tool) -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, ClassVar
 
 from dgym_tui.core.tools.base import Tool, ToolError, ToolOutput, register
 from dgym_tui.core.workspace import BINARY_SNIFF_BYTES, is_binary
@@ -25,7 +25,7 @@ class GrepTool(Tool):
         "Search the repository's text files for a Python regular expression and list the "
         "matching lines as `path:line: text`. `path` limits the search to a folder or a "
         f"file (default '.'). At most {MAX_HITS} matches are shown.")
-    parameters = {
+    parameters: ClassVar[dict[str, Any]] = {
         "type": "object",
         "properties": {
             "pattern": {"type": "string", "minLength": 1,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from dgym_tui.core.tools.base import Tool, ToolOutput, register
 
@@ -19,7 +19,7 @@ class ListdirTool(Tool):
         "List the files and folders of a folder of the repository as a tree. Folders end "
         "with '/'. `path` is relative to the repository root (default '.'); `depth` is how "
         "many levels to show (default 1, at most 5).")
-    parameters = {
+    parameters: ClassVar[dict[str, Any]] = {
         "type": "object",
         "properties": {
             "path": {"type": "string",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from dgym_tui.core.tools.base import Tool, ToolError, ToolOutput, register
 from dgym_tui.core.workspace import split_lines, text_diff
@@ -20,7 +20,7 @@ class RewriteTool(Tool):
         "(start = number of lines + 1 appends). An empty `new_code` deletes the lines. Omit "
         "both `start` and `end` to replace the whole file, or to create a new file. Keep "
         "the indentation of the surrounding code. Read-only files cannot be rewritten.")
-    parameters = {
+    parameters: ClassVar[dict[str, Any]] = {
         "type": "object",
         "properties": {
             "path": {"type": "string",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from dgym_tui.core.tools.base import Tool, ToolError, ToolOutput, register
 from dgym_tui.core.workspace import split_lines
@@ -41,7 +41,7 @@ class ViewTool(Tool):
         f"inclusive) pick a range; at most {MAX_VIEW_LINES} lines are shown at once. Marks "
         "after the line number: B = breakpoint, C = conditional breakpoint (lowercase when "
         "disabled), -> = the line where the debugger is stopped.")
-    parameters = {
+    parameters: ClassVar[dict[str, Any]] = {
         "type": "object",
         "properties": {
             "path": {"type": "string",
