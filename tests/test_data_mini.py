@@ -95,12 +95,26 @@ def test_bug_is_real_and_fix_resolves(name, tmp_path):
     fixed = apply_fix(task, tmp_path)
     assert fixed, "the fix patch changes no file"
     assert not any(rel.startswith("test_") for rel in fixed), "the fix must not edit the tests"
+    test_file = f"test_{name}.py"
 
     with task.make_env(terminal="local", tools=TOOLS, eval_timeout=60) as env:
         first = env.reset()
         assert first.max_score >= 3
         assert 0 < first.max_score - first.score, first.eval_output
         assert not first.resolved
+        # The agent reads the symptom, never the bug, and cannot reach the answer key.
+        assert task.description in first.observation
+        assert task.meta["bug"] not in first.observation
+        listing = env.step(ToolCall("listdir", {"path": "."})).observation
+        assert test_file in listing
+        assert "task.yaml" not in listing and ".fix.patch" not in listing
+        assert not (env.workspace.root / "task.yaml").exists()
+        assert env.step(ToolCall("view", {"path": "task.yaml"})).error
+        # .debugreadonly: the tests are visible but cannot be rewritten.
+        refused = env.step(ToolCall("rewrite", {"path": test_file,
+                                                "new_code": "def test_ok():\n    pass\n"}))
+        assert refused.error and env.workspace.is_readonly(test_file)
+        assert env.workspace.is_ignored("__pycache__/x.cpython-311.pyc")
 
         for rel, text in fixed.items():
             result = env.step(ToolCall("rewrite", {"path": rel, "new_code": text}))
@@ -114,34 +128,29 @@ def test_bug_is_real_and_fix_resolves(name, tmp_path):
         assert all(f"a/{rel}" in env.patch() for rel in fixed)
 
 
-def test_agent_never_sees_the_answer_key():
+def test_loader_fields_carry_ignore_readonly_and_meta():
     task = MINI.load("shopping_cart")
     assert {"task.yaml", ".fix.patch"}.isdisjoint(p.name for p in task.path.iterdir())
     assert task.meta["bug"] and task.meta["fix"].startswith("--- a/")
+    assert task.meta["category"] == "mutable default argument"
     assert "meta" not in task.to_dict()
-    with task.make_env(terminal="local", tools=TOOLS) as env:
-        first = env.reset()
-        assert task.description in first.observation
-        assert task.meta["bug"] not in first.observation
-        listing = env.step(ToolCall("listdir", {"path": "."})).observation
-        assert "task.yaml" not in listing and ".fix.patch" not in listing
-        view = env.step(ToolCall("view", {"path": "task.yaml"}))
-        assert view.error
+    assert task.readonly == ["test_shopping_cart.py"]
+    assert {"__pycache__/", ".pytest_cache/", "task.yaml", ".fix.patch"} <= set(task.ignore)
 
 
-def test_ignore_and_readonly_reach_the_workspace():
-    task = MINI.load("log_parser")
-    assert "test_log_parser.py" in task.readonly
-    assert "__pycache__/" in task.ignore and "task.yaml" in task.ignore
-    with task.make_env(terminal="local", tools=TOOLS) as env:
+def test_pdb_stops_inside_a_mini_task():
+    """The derived debug entrypoint works on our tasks: break, continue, inspect."""
+    task = MINI.load("pagination")
+    source = (task.path / "paging.py").read_text().splitlines()
+    line = next(i for i, text in enumerate(source, 1)
+                if "len(self.items) // self.per_page" in text)
+    with task.make_env(terminal="local", tools=(*TOOLS, "pdb")) as env:
         env.reset()
-        ws = env.workspace
-        assert ws.is_readonly("test_log_parser.py") and not ws.is_readonly("logparse.py")
-        assert ws.is_ignored("__pycache__/logparse.cpython-311.pyc")
-        refused = env.step(ToolCall("rewrite", {"path": "test_log_parser.py",
-                                                "new_code": "def test_ok():\n    pass\n"}))
-        assert refused.error
-        assert "def test_message_with_colon" in ws.read_text("test_log_parser.py")
+        assert not env.step(ToolCall("pdb", {"command": f"b paging.py:{line}"})).error
+        stopped = env.step(ToolCall("pdb", {"command": "c"}))
+        assert stopped.frame == ("paging.py", line), stopped.observation
+        shown = env.step(ToolCall("pdb", {"command": "p len(self.items), self.per_page"}))
+        assert "(20, 10)" in shown.observation, shown.observation
 
 
 def _import_from(folder: Path, module: str):
