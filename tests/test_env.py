@@ -167,6 +167,8 @@ def test_json_string_arguments_and_dict_actions(quick):
     assert not r.error and r.action.id == "call_1"
     r = quick.step(ToolCall("listdir", ""))
     assert not r.error and r.observation.startswith("./")
+    r = quick.step(ToolCall("listdir", "null"))
+    assert not r.error and r.observation.startswith("./")
 
 
 def test_internal_tool_error_keeps_env_usable(quick, monkeypatch):

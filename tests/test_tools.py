@@ -206,12 +206,12 @@ def test_rewrite_replace_insert_delete(quick_env):
     env = quick_env
     r = step(env, "rewrite", path="code.py", start=2, new_code="    return a + b")
     assert not r.error
-    assert r.observation.startswith("Replaced lines 2-2 of code.py with 1 line:\n--- a/code.py")
+    assert r.observation.startswith("Replaced line 2 of code.py with 1 line:\n--- a/code.py")
     assert "-    return a - b\n+    return a + b" in r.observation
     r = step(env, "rewrite", path="code.py", start=1, end=0, new_code="import math\n")
-    assert r.observation.startswith("Inserted 1 lines before line 1 of code.py")
+    assert r.observation.startswith("Inserted 1 line before line 1 of code.py")
     r = step(env, "rewrite", path="code.py", start=1, end=1, new_code="")
-    assert r.observation.startswith("Deleted lines 1-1 of code.py")
+    assert r.observation.startswith("Deleted line 1 of code.py")
     text = (env.workspace.root / "code.py").read_text()
     assert text == CODE.replace("a - b", "a + b")
     assert r.changed_files == ["code.py"]
@@ -223,7 +223,7 @@ def test_rewrite_whole_file_and_new_file(quick_env):
     r = step(env, "rewrite", path="pkg/deep/mod.py", new_code="VALUE = 2\n")
     assert "-VALUE = 'needle'\n+VALUE = 2" in r.observation
     r = step(env, "rewrite", path="pkg/new_mod.py", new_code="NEW = 1")
-    assert r.observation.startswith("Created pkg/new_mod.py (1 lines):")
+    assert r.observation.startswith("Created pkg/new_mod.py (1 line):")
     assert (env.workspace.root / "pkg" / "new_mod.py").read_text() == "NEW = 1\n"
     assert r.changed_files == ["pkg/deep/mod.py", "pkg/new_mod.py"]
     r = step(env, "rewrite", path="pkg/other.py", start=1, new_code="x")

@@ -241,6 +241,8 @@ class RepoEnv:
                 return {}, (f"the arguments of {action.name} are not valid JSON ({exc.msg} "
                             f"at position {exc.pos}); give a JSON object, e.g. "
                             f"{example_arguments(tool)}")
+            if arguments is None:  # "null": no arguments
+                arguments = {}
         if not isinstance(arguments, dict):
             return {}, (f"the arguments of {action.name} must be a JSON object, not "
                         f"{type(arguments).__name__}; e.g. {example_arguments(tool)}")

@@ -74,6 +74,8 @@ def is_binary(data: bytes) -> bool:
 class Workspace:
     """A temporary working copy of ``source`` with ignore / read-only rules.
 
+    The copy leaves out ``.git``, ``__pycache__`` and ``.pytest_cache`` folders.
+
     Args:
         source: path of the original repository (a folder); never written
             except by :meth:`apply_to_source`.
@@ -101,7 +103,7 @@ class Workspace:
         self.root = Path(tempfile.mkdtemp(prefix="dgym-ws-")).resolve()
         try:
             shutil.copytree(self.source, self.root, symlinks=True, dirs_exist_ok=True,
-                            ignore=shutil.ignore_patterns(".git"))
+                            ignore=shutil.ignore_patterns(".git", "__pycache__", ".pytest_cache"))
         except BaseException:
             shutil.rmtree(self.root, ignore_errors=True)
             raise

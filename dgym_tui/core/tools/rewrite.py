@@ -57,7 +57,7 @@ class RewriteTool(Tool):
                 raise ToolError(f"{rel!r} does not exist; to create it, omit start and end")
             new_text = "".join(new_lines)
             ws.write_text(rel, new_text)
-            return ToolOutput(f"Created {rel} ({len(new_lines)} lines):\n"
+            return ToolOutput(f"Created {rel} ({_count(new_lines)}):\n"
                               f"{text_diff(rel, None, new_text)}".rstrip(),
                               data={"path": rel, "created": True})
 
@@ -86,13 +86,18 @@ class RewriteTool(Tool):
             return ToolOutput(f"No change: the new code is identical to lines {first}-{last} "
                               f"of {rel}.", data={"path": rel})
         ws.write_text(rel, new_text)
+        span = f"line {first}" if first == last else f"lines {first}-{last}"
         if last < first:
-            what = f"Inserted {len(new_lines)} lines before line {first} of {rel}"
+            what = f"Inserted {_count(new_lines)} before line {first} of {rel}"
         elif not new_lines:
-            what = f"Deleted lines {first}-{last} of {rel}"
+            what = f"Deleted {span} of {rel}"
         else:
-            what = (f"Replaced lines {first}-{last} of {rel} with {len(new_lines)} "
-                    f"line{'s' if len(new_lines) != 1 else ''}")
+            what = f"Replaced {span} of {rel} with {_count(new_lines)}"
         return ToolOutput(f"{what}:\n{text_diff(rel, old_text, new_text)}".rstrip(),
                           data={"path": rel, "start": first, "end": last,
                                 "new_lines": len(new_lines)})
+
+
+def _count(lines: list[str]) -> str:
+    """``"1 line"`` / ``"3 lines"``."""
+    return f"{len(lines)} line{'' if len(lines) == 1 else 's'}"
