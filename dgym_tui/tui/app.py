@@ -24,7 +24,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Footer, TabbedContent, TabPane
+from textual.widgets import Footer, Input, TabbedContent, TabPane, TextArea
 
 from dgym_tui.core.types import StepResult, ToolCall
 from dgym_tui.tui.actions import console_action, pdb_call
@@ -77,18 +77,21 @@ class DgymApp(App[int]):
         Binding("q", "quit_app", "Quit"),
         Binding("ctrl+c", "quit_app", "Quit", show=False, priority=True),
         Binding("question_mark", "help", "Keys"),
-        Binding("a", "approve", "Approve"),
-        Binding("e", "edit", "Edit"),
-        Binding("r", "reject", "Reject"),
-        Binding("t", "take_over", "Take over"),
-        Binding("g", "go", "Go (auto)"),
-        Binding("space", "pause", "Pause"),
+        # Decision keys win over the source view's pdb keys (r) while a proposal is
+        # pending; check_action disables them while typing or in a dialog.
+        Binding("a", "approve", "Approve", priority=True),
+        Binding("e", "edit", "Edit", priority=True),
+        Binding("r", "reject", "Reject", priority=True),
+        Binding("t", "take_over", "Take over", priority=True),
+        Binding("g", "go", "Go (auto)", priority=True),
+        Binding("space", "pause", "Pause", priority=True),
         Binding("m", "ask_agent", "Ask agent"),
         Binding("x", "run_eval", "Eval"),
         Binding("p", "show_diff", "Diff"),
         Binding("w", "apply_patch", "Apply patch"),
         Binding("colon,i", "focus_console", "Console", show=False),
         Binding("o", "focus_source", "Source", show=False),
+        Binding("escape", "focus_source", "Source", show=False),
         Binding("h", "replay_step(-1)", "Back"),
         Binding("l", "replay_step(1)", "Forward"),
         Binding("0", "replay_goto(0)", "First", show=False),
@@ -111,7 +114,7 @@ class DgymApp(App[int]):
         "show_diff": "show the diff of the working copy",
         "apply_patch": "apply the patch to the original repository (asks first)",
         "focus_console": "focus the pdb console",
-        "focus_source": "focus the source view",
+        "focus_source": "focus the source view (escape leaves the console)",
         "replay_step(-1)": "replay: one step back",
         "replay_step(1)": "replay: one step forward",
         "replay_goto(0)": "replay: first step",
@@ -308,14 +311,17 @@ class DgymApp(App[int]):
         self.pdb_console.write(result.observation, style="")
 
     def _event_proposing(self, _data: Any) -> None:
-        self.status.set_busy("asking the agent")
+        if self.busy:  # events may arrive after the worker already finished
+            self.status.set_busy("asking the agent")
 
     def _event_proposal(self, proposal: Any) -> None:
-        if self.session.mode == "approve":
+        self._update_status(self._last_result)
+        if self.session.mode == "approve" and self.session.pending is proposal:
             self._show_proposal(proposal)
 
     def _event_stepping(self, action: ToolCall) -> None:
-        self.status.set_busy(_BUSY.get(action.name, action.name))
+        if self.busy:
+            self.status.set_busy(_BUSY.get(action.name, action.name))
 
     def _event_turn(self, turn: Any) -> None:
         self.query_one(ApprovePanel).hide()
@@ -416,6 +422,8 @@ class DgymApp(App[int]):
             changes.update(evaluated=True, passed=result.eval.passed, total=result.eval.total)
         if self.session is not None:
             usage = self.session.usage
+            if self.session.pending is not None:  # spent on the undecided proposal
+                usage = usage + self.session.pending.usage
             changes.update(step=len(self.session.turns), mode=self.session.mode,
                            tokens=usage.prompt_tokens + usage.completion_tokens,
                            cost=usage.cost)
@@ -439,9 +447,10 @@ class DgymApp(App[int]):
         if self.replay is not None:
             self.notify("replay: fork (f) to act", severity="warning")
             return
-        tools = list(self.env.tools) if self.env is not None else []
+        tools = self.env.tools if self.env is not None else {}
         try:
-            action = console_action(message.text, tools)
+            action = console_action(message.text, list(tools),
+                                    {name: tool.parameters for name, tool in tools.items()})
         except ValueError as exc:
             self.pdb_console.write(f"error: {exc}", style="bold red")
             return
@@ -460,7 +469,7 @@ class DgymApp(App[int]):
         if action in replay_only:
             return self.replay is not None
         if action in live_only:
-            if self.session is None:
+            if self.session is None or self._typing_or_modal():
                 return False
             pending = self.session.pending is not None and self.session.mode == "approve"
             agent = self.session.policy is not None
@@ -473,6 +482,12 @@ class DgymApp(App[int]):
             if action == "pause":
                 return self.session.mode == "auto"
         return True
+
+    def _typing_or_modal(self) -> bool:
+        """True while a dialog is open or a text field has the focus."""
+        if len(self.screen_stack) > 1:
+            return True
+        return isinstance(self.focused, (Input, TextArea))
 
     async def action_quit_app(self) -> None:
         """Finish the episode, close the environment (in a thread), then exit."""

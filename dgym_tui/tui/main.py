@@ -113,14 +113,12 @@ def make_policy(args: argparse.Namespace) -> Any:
         return None
     if not args.llm:
         raise UsageError("--agent needs --llm NAME (an entry of llm.yaml)")
+    from dgym_tui.agent import AgentSpecError, LLMAgent
+    from dgym_tui.llm import LLMConfigError
+
     try:
-        from dgym_tui.agent import LLMAgent, load_agent_spec
-    except ImportError as exc:
-        raise UsageError(f"the agent module is not available: {exc}") from None
-    try:
-        spec = load_agent_spec(args.agent)
-        return LLMAgent(spec, llm=args.llm)
-    except (KeyError, ValueError, FileNotFoundError) as exc:
+        return LLMAgent(args.agent, llm=args.llm)
+    except (AgentSpecError, LLMConfigError, KeyError, ValueError, FileNotFoundError) as exc:
         msg = exc.args[0] if exc.args else str(exc)
         raise UsageError(f"cannot build agent {args.agent!r}: {msg}") from None
 

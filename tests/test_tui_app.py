@@ -1,0 +1,296 @@
+"""The real Textual app through Pilot: a human episode, an approve-mode episode, replay and fork.
+
+Real pdb, real pytest subprocesses, a real trajectory file, and (approve
+mode) litellm talking HTTP to the scripted LLM stub server.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import dgym_tui.core.tools  # noqa: F401  registers the built-in tools
+import dgym_tui.core.tools.pdb  # noqa: F401  (until tools/__init__ imports it)
+from dgym_tui.core.env import RepoEnv
+from dgym_tui.session import Session
+from dgym_tui.trajectory import read_trajectory
+from dgym_tui.tui.app import DgymApp
+from dgym_tui.tui.replay_model import ReplayModel
+from llm_stub import llm_server  # noqa: F401  (pytest fixture)
+
+ENTRYPOINT = "python -m pytest -q -p no:cacheprovider"
+SIZE = (160, 48)
+
+CALC = """\
+def average(xs):
+    total = 0
+    for x in xs:
+        total += x
+    return total / len(xs[1:])
+"""
+# test_single fails first, inside calc.py (ZeroDivisionError): the start location.
+TESTS = """\
+from calc import average
+
+
+def test_single():
+    assert average([4]) == 4
+
+
+def test_three():
+    assert average([1, 2, 3]) == 2
+"""
+FIX = "    return total / len(xs)"
+
+
+@pytest.fixture
+def calc_repo(make_repo) -> Path:
+    return make_repo({"calc.py": CALC, "test_calc.py": TESTS})
+
+
+async def settle(app, pilot, rounds: int = 400) -> None:
+    """Wait until no session call runs and every posted message was handled."""
+    for _ in range(rounds):
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        if not app.busy and not app.workers._workers:
+            await pilot.pause()
+            return
+    raise AssertionError("the app stayed busy")
+
+
+async def type_console(app, pilot, line: str) -> None:
+    console_input = app.query_one("#console-input")
+    console_input.focus()
+    console_input.value = line
+    await pilot.press("enter")
+    await settle(app, pilot)
+
+
+def records(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+async def test_human_episode(calc_repo, tmp_path):
+    out = tmp_path / "runs" / "human.jsonl"
+    env = RepoEnv(calc_repo, entrypoint=ENTRYPOINT)
+    session = Session(env, trajectory_path=out, task_name="calc")
+    app = DgymApp(session=session)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        view = app.source_view
+        # The source view starts where the first failing test enters the repo's code.
+        assert (view.path, view.cursor_line) == ("calc.py", 5)
+        assert "tests 0/2" in app.status.text
+        assert "human" in app.status.text
+
+        view.focus()
+        await pilot.press("b")  # breakpoint at the cursor line, through the session
+        await settle(app, pilot)
+        assert session.turns[-1].action.arguments == {"command": "b calc.py:5"}
+        assert view.breakpoints == {5: None}
+
+        view.focus()
+        await pilot.press("c")  # continue to the breakpoint: the frame is shown
+        await settle(app, pilot)
+        assert env.frame == ("calc.py", 5)
+        assert (view.path, view.frame_line) == ("calc.py", 5)
+
+        await type_console(app, pilot, "p total")
+        assert "4" in session.turns[-1].result.observation
+        assert app.query_one("#console-input").history[-1] == "p total"
+
+        await type_console(app, pilot,
+                           f'rewrite path=calc.py start=5 end=5 new_code="{FIX}"')
+        assert session.turns[-1].action.name == "rewrite"
+        assert not session.turns[-1].result.error, session.turns[-1].result.observation
+        assert view.lines[4] == FIX  # the view shows the rewritten file
+        assert "calc.py" in session.turns[-1].result.changed_files
+        assert "+    return total / len(xs)" in app.query_one("#diff").patch
+
+        view.focus()
+        await pilot.press("x")  # eval
+        await settle(app, pilot)
+        assert "tests 2/2" in app.status.text
+        assert session.last.resolved
+
+        # Apply the patch to the original repository only after confirmation.
+        await pilot.press("w")
+        await pilot.pause()
+        assert type(app.screen).__name__ == "ConfirmScreen"
+        await pilot.press("n")
+        await pilot.pause()
+        assert (calc_repo / "calc.py").read_text() == CALC
+        await pilot.press("w")
+        await pilot.pause()
+        await pilot.press("y")
+        await pilot.pause()
+        assert FIX in (calc_repo / "calc.py").read_text()
+
+        await pilot.press("q")
+        await pilot.pause()
+    assert session.done and session.reason == "quit"
+    assert env.workspace is None and env.terminal is None  # closed: processes and copy gone
+    lines = records(out)
+    assert [r["type"] for r in lines] == ["header"] + ["step"] * 5 + ["footer"]
+    assert [r["action"]["name"] for r in lines[1:-1]] == ["pdb", "pdb", "pdb", "rewrite", "eval"]
+    assert all(r["actor"] == "human" and r["decision"] == "manual" for r in lines[1:-1])
+    assert lines[-1]["resolved"] is True
+
+
+async def test_console_errors_and_history(calc_repo, tmp_path):
+    env = RepoEnv(calc_repo, entrypoint=ENTRYPOINT, tools=("view", "eval", "rewrite"))
+    session = Session(env, trajectory_path=tmp_path / "t.jsonl")
+    app = DgymApp(session=session)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        # Without a pdb tool, a pdb command is refused by the parser, not sent.
+        await type_console(app, pilot, "p total")
+        assert session.turns == []
+        await type_console(app, pilot, "view path=calc.py")
+        assert session.turns[-1].action.name == "view"
+        console_input = app.query_one("#console-input")
+        console_input.focus()
+        await pilot.press("up")
+        assert console_input.value == "view path=calc.py"
+        await pilot.press("up")
+        assert console_input.value == "p total"
+        await pilot.press("down", "down")
+        assert console_input.value == ""
+        await pilot.press("q")  # typed into the input, does not quit
+        assert console_input.value == "q"
+        await pilot.press("ctrl+c")
+        await pilot.pause()
+    assert session.done and env.workspace is None
+
+
+def _stub_agent(server):
+    from dgym_tui.agent import LLMAgent
+    from dgym_tui.llm import LLMConfig
+
+    config = LLMConfig(name="stub", model="openai/stub", api_base=server.url, api_key="x",
+                       retries=0, input_cost_per_token=1e-6, output_cost_per_token=2e-6)
+    return LLMAgent("debug_agent", llm=config, tool_calling="native")
+
+
+async def test_approve_mode_episode(calc_repo, tmp_path, llm_server):
+    usage = {"prompt_tokens": 100, "completion_tokens": 10}
+    llm_server.script([
+        {"content": "Let me read the code.", "usage": usage,
+         "tool_calls": [{"name": "view", "arguments": {"path": "calc.py"}}]},
+        {"content": "Break in the loop.", "usage": usage,
+         "tool_calls": [{"name": "pdb", "arguments": {"command": "b calc.py:4"}}]},
+        {"content": "Run the tests.", "usage": usage,
+         "tool_calls": [{"name": "eval", "arguments": {}}]},
+        {"content": "Rewrite everything.", "usage": usage,
+         "tool_calls": [{"name": "rewrite", "arguments": {"path": "calc.py", "new_code": ""}}]},
+    ])
+    out = tmp_path / "approve.jsonl"
+    env = RepoEnv(calc_repo, entrypoint=ENTRYPOINT)
+    session = Session(env, _stub_agent(llm_server), mode="approve", trajectory_path=out)
+    app = DgymApp(session=session)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        panel = app.query_one("#approve")
+        assert panel.has_class("-shown")
+        assert panel.proposal.action.name == "view"
+        await pilot.press("a")  # approve; the next proposal is asked for right away
+        await settle(app, pilot)
+        assert session.turns[-1].decision == "approved"
+        assert panel.proposal.action.arguments == {"command": "b calc.py:4"}
+
+        await pilot.press("e")  # edit the arguments as JSON
+        await pilot.pause()
+        editor = app.screen.query_one("TextArea")
+        editor.text = json.dumps({"name": "pdb", "arguments": {"command": "b calc.py:5"}})
+        await pilot.press("ctrl+s")
+        await settle(app, pilot)
+        edited = session.turns[-1]
+        assert (edited.decision, edited.actor) == ("edited", "human")
+        assert edited.action.arguments == {"command": "b calc.py:5"}
+        assert app.source_view.breakpoints.get(5, "absent") is None
+
+        assert panel.proposal.action.name == "eval"
+        await pilot.press("r")  # reject with a note
+        await pilot.pause()
+        note_input = app.screen.query_one("Input")
+        note_input.value = "read the loop with pdb first"
+        await pilot.press("enter")
+        await settle(app, pilot)
+        assert session.turns[-1].decision == "rejected"
+        # The note went back to the agent in the next request.
+        assert "read the loop with pdb first" in json.dumps(llm_server.requests[-1]["messages"])
+        # 4 proposals x (100 + 10) tokens at 1e-6 / 2e-6 dollars per token
+        assert "440 tok $0.0005" in app.status.text
+
+        assert panel.proposal.action.name == "rewrite"
+        await pilot.press("t")  # take over: human mode, proposal dropped
+        await pilot.pause()
+        assert session.mode == "human" and not panel.has_class("-shown")
+        await type_console(app, pilot, "eval")
+        assert session.turns[-1].decision == "manual"
+        await pilot.press("q")
+        await pilot.pause()
+    decisions = [r["decision"] for r in records(out) if r["type"] == "step"]
+    assert decisions == ["approved", "edited", "rejected", "manual"]
+    assert llm_server.remaining == 0
+
+
+async def _record_episode(repo: Path, out: Path) -> None:
+    env = RepoEnv(repo, entrypoint=ENTRYPOINT)
+    session = Session(env, trajectory_path=out, task_name="calc")
+    session.start()
+    from dgym_tui.tui.actions import pdb_call
+    from dgym_tui.core.types import ToolCall
+
+    session.act(pdb_call("b calc.py:5"))
+    session.act(pdb_call("c"))
+    session.act(ToolCall("rewrite", {"path": "calc.py", "start": 5, "end": 5, "new_code": FIX}))
+    session.act(ToolCall("eval", {}))
+    session.finish("quit")
+    env.close()
+
+
+async def test_replay_and_fork(calc_repo, tmp_path):
+    recorded = tmp_path / "recorded.jsonl"
+    await _record_episode(calc_repo, recorded)
+    traj = read_trajectory(recorded)
+    forked_out = tmp_path / "forked.jsonl"
+
+    def fork(step):
+        from dgym_tui.replay import fork as replay_fork
+        return replay_fork(traj, step, None, output=forked_out, mode="human", start=False)
+
+    app = DgymApp(replay=ReplayModel(traj), fork=fork)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        view = app.source_view
+        assert app.step_index == 0 and "replay step 0/4" in app.status.text
+        assert (view.path, view.breakpoints, view.frame_line) == ("calc.py", {}, None)
+        await pilot.press("l")
+        assert view.breakpoints == {5: None} and view.frame_line is None
+        await pilot.press("l")
+        assert (view.path, view.frame_line) == ("calc.py", 5)
+        assert view.lines[4] == "    return total / len(xs[1:])"
+        await pilot.press("dollar_sign")
+        assert app.step_index == 4 and view.lines[4] == FIX  # source re-derived from rewrites
+        assert "tests 2/2" in app.status.text
+        await pilot.press("h", "h")
+        assert app.step_index == 2 and view.lines[4] != FIX
+        await pilot.press("0")
+        assert app.step_index == 0
+        await pilot.press("l", "l")
+        await pilot.press("f")  # fork at step 2: re-executed live, then human mode
+        await settle(app, pilot)
+        assert app.replay is None and app.session is not None
+        session = app.session
+        assert len(session.turns) == 2 and session.env.frame == ("calc.py", 5)
+        assert view.frame_line == 5
+        await type_console(app, pilot, "p total")
+        assert "4" in session.turns[-1].result.observation
+        await pilot.press("q")
+        await pilot.pause()
+    steps = [r for r in records(forked_out) if r["type"] == "step"]
+    assert len(steps) == 3 and steps[-1]["action"]["arguments"] == {"command": "p total"}
