@@ -252,6 +252,13 @@ def test_spawn_sendintr_interrupts_running_code(term):
     child.sendline("print('still here')")
     child.expect(">>> ")
     assert "still here" in child.before
+    assert child.isalive()
+    child.terminate()  # SIGKILL to its process group, connection left open
+    deadline = time.monotonic() + 10
+    while child.isalive() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not child.isalive()
+    assert child.exitstatus == 137  # 128 + SIGKILL
     child.close(force=True)
 
 

@@ -498,8 +498,21 @@ class DockerProcess(fdspawn):
             return None
 
     def isalive(self) -> bool:
-        """True while the process runs inside the container (asks the daemon)."""
+        """True while the process runs inside the container.
+
+        Cheap when nothing is pending on the connection (a local peek: open and
+        quiet means alive); otherwise asks the daemon.
+        """
         if self.child_fd == -1:
+            return False
+        try:
+            pending = self._raw.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+        except (BlockingIOError, InterruptedError):
+            return True  # connection open, nothing to read: the process still runs
+        except OSError:
+            pending = b""
+        if not pending:  # end of stream: the process has ended
+            self._record_exit()
             return False
         info = self._inspect()
         if info is None:
@@ -509,6 +522,19 @@ class DockerProcess(fdspawn):
         if info.get("ExitCode") is not None:
             self.exitstatus = int(info["ExitCode"])
         return False
+
+    def _record_exit(self) -> None:
+        """Fill ``exitstatus`` from the daemon once the process has ended."""
+        if self.exitstatus is not None:
+            return
+        for _ in range(50):
+            info = self._inspect()
+            if info is None:
+                return
+            if not info.get("Running") and info.get("ExitCode") is not None:
+                self.exitstatus = int(info["ExitCode"])
+                return
+            time.sleep(0.01)
 
     def kill(self, sig: int) -> None:
         """Send signal ``sig`` (a number) to the process group inside the container."""
