@@ -122,7 +122,7 @@ def parse_patch(text: str) -> list[FilePatch]:
     i = 0
     while i < len(lines):
         line = lines[i]
-        if line.startswith("GIT binary patch") or line.startswith("Binary files "):
+        if line.startswith(("GIT binary patch", "Binary files ")):
             raise PatchError("binary patches are not supported")
         if line.startswith("--- ") and i + 1 < len(lines) and lines[i + 1].startswith("+++ "):
             current = FilePatch(_strip_prefix(line[4:]), _strip_prefix(lines[i + 1][4:]))
@@ -332,7 +332,7 @@ class SolutionPolicy:
         self._plan: list[ToolCall] = []
 
     @classmethod
-    def from_patch(cls, patch: str, source: str | Path) -> "SolutionPolicy":
+    def from_patch(cls, patch: str, source: str | Path) -> SolutionPolicy:
         """Build the policy from a unified diff against the repository at ``source``.
 
         Args:
@@ -347,7 +347,7 @@ class SolutionPolicy:
         return policy
 
     @classmethod
-    def for_task(cls, task: Any) -> "SolutionPolicy":
+    def for_task(cls, task: Any) -> SolutionPolicy:
         """Build the policy from a task's meta (see the module docstring).
 
         Raises:
@@ -372,7 +372,7 @@ class SolutionPolicy:
         """Return the actions still planned, as dicts (for display and tests)."""
         return [c.to_dict() for c in self._plan]
 
-    def propose(self, turns: list["Turn"]) -> Proposal:
+    def propose(self, turns: list[Turn]) -> Proposal:
         """Return the next planned call; an error proposal once the plan is used up."""
         if not self._plan:
             return Proposal(None, error="the solution plan is used up")
@@ -382,5 +382,15 @@ class SolutionPolicy:
                         reasoning=f"apply the reference solution: {call.name}")
 
 
-__all__ = ["SolutionPolicy", "SolutionError", "PatchError", "FilePatch", "Hunk",
-           "parse_patch", "apply_patch", "patched_text", "patch_actions", "solution_files"]
+__all__ = [
+    "FilePatch",
+    "Hunk",
+    "PatchError",
+    "SolutionError",
+    "SolutionPolicy",
+    "apply_patch",
+    "parse_patch",
+    "patch_actions",
+    "patched_text",
+    "solution_files",
+]

@@ -87,7 +87,8 @@ def test_folder_without_exercises_is_a_clear_error(tmp_path):
 
 def _solve(env, task):
     """Rewrite the stub with the example solution through env.step, then eval."""
-    example = open(task.meta["example"], encoding="utf-8").read()
+    with open(task.meta["example"], encoding="utf-8") as handle:
+        example = handle.read()
     r = env.step(ToolCall("rewrite", {"path": task.meta["stub"], "new_code": example}))
     assert not r.error, r.observation
     return env.step(ToolCall("eval", {}))

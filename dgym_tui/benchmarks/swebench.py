@@ -50,8 +50,9 @@ import shlex
 import shutil
 import tarfile
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from dgym_tui.benchmarks.base import Benchmark, Task
 from dgym_tui.resources import resource_dir
@@ -479,6 +480,16 @@ def build_fixture_image(base: str | None = None, tag: str = FIXTURE_IMAGE,
     return tag
 
 
-__all__ = ["SWEBenchBenchmark", "SWEBenchDebugBenchmark", "SWEBenchError", "load_instances",
-           "normalize_instance", "harness_id", "hidden_file_commands", "default_instances",
-           "HARNESS_IMAGE_TEMPLATE", "FIXTURE_IMAGE", "build_fixture_image"]
+__all__ = [
+    "FIXTURE_IMAGE",
+    "HARNESS_IMAGE_TEMPLATE",
+    "SWEBenchBenchmark",
+    "SWEBenchDebugBenchmark",
+    "SWEBenchError",
+    "build_fixture_image",
+    "default_instances",
+    "harness_id",
+    "hidden_file_commands",
+    "load_instances",
+    "normalize_instance",
+]
