@@ -353,7 +353,8 @@ class LLMAgent:
             if note:
                 text += f" Note: {note}"
             out.append(self._result(turn.proposed, text))
-        elif _describe(turn.action) != _describe(turn.proposed) or turn.action.name != turn.proposed.name:
+        elif (turn.action.name, turn.action.arguments) != (turn.proposed.name,
+                                                            turn.proposed.arguments):
             text = f"The user edited this action and ran `{_describe(turn.action)}` instead."
             if note:
                 text += f" Note: {note}"

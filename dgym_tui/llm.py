@@ -64,6 +64,7 @@ class LLMConfig:
         temperature: sampling temperature; None leaves the provider default.
         max_tokens: completion-token cap per call; None leaves the default.
         context_window: prompt + completion tokens the model accepts; None
+            takes litellm's figure for known models, and for unknown ones
             disables the up-front length check (an overflow reported by the
             provider is still handled).
         tool_calling: ``"native"`` (function calling) or ``"text"`` (a fenced
@@ -392,8 +393,22 @@ class LLM:
             text = json.dumps(messages) + json.dumps(tools or [])
             return len(text) // 3
 
+    @property
+    def context_window(self) -> int | None:
+        """Tokens the model accepts: ``config.context_window``, else litellm's
+        model map (``max_input_tokens``), else None (unknown: no up-front check)."""
+        if self.config.context_window:
+            return self.config.context_window
+        if not hasattr(self, "_model_window"):
+            try:
+                info = _litellm().get_model_info(self.config.model)
+                self._model_window = int(info.get("max_input_tokens") or 0) or None
+            except Exception:  # noqa: BLE001  model not in litellm's map
+                self._model_window = None
+        return self._model_window
+
     def _fits(self, tools: list[dict[str, Any]] | None) -> Callable[[list[dict]], bool]:
-        window = self.config.context_window
+        window = self.context_window
         if not window:
             return lambda _messages: True
         budget = window - (self.config.max_tokens or 0)

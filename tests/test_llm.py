@@ -242,3 +242,16 @@ def test_light_modules_do_not_import_litellm():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=60, check=True).stdout.strip()
     assert out == "False"
+
+
+def test_known_model_gets_price_and_context_window_from_litellm(llm_server):
+    """A model in litellm's local price map: real cost, and its context window
+    is used for trimming even when llm.yaml gives none."""
+    llm_server.script([{"content": "ok", "usage": {"prompt_tokens": 1000,
+                                                   "completion_tokens": 100}}])
+    llm = LLM(stub_config(llm_server, model="openai/gpt-4o"))
+    assert llm.context_window == 128000
+    response = llm.complete([SYSTEM, TASK])
+    assert llm_server.requests[0]["model"] == "gpt-4o"
+    assert 0.0 < response.usage.cost < 0.1
+    assert LLM(stub_config(llm_server)).context_window is None  # unknown model
