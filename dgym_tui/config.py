@@ -54,11 +54,11 @@ class ConfigError(ValueError):
 
 #: key -> (default, description). "env.*" keys are the environment options.
 KEYS: dict[str, tuple[Any, str]] = {
-    "benchmark": (None, "benchmark name, or {name: ..., <option>: ...} (options go to the "
-                        "loader; `local` needs path and entrypoint)"),
+    "benchmark": (None, ("benchmark name, or {name: ..., <option>: ...} (options go to the "
+                         "loader; `local` needs path and entrypoint)")),
     "tasks": ("all", "`all`, one task name, or a list of task names"),
-    "policy": ("agent", "`agent` (LLM agent), `human` (actions typed on stdin) or `solution` "
-                        "(apply the task's gold patch, then submit)"),
+    "policy": ("agent", ("`agent` (LLM agent), `human` (actions typed on stdin) or `solution` "
+                         "(apply the task's reference solution, then submit)")),
     "agent": ("debug_agent", "agent spec name (a file in agents/) or a path to a spec YAML"),
     "llm": (None, "entry name in the LLM config (required with policy `agent`)"),
     "llm_config": (None, "path of llm.yaml; empty: the default location"),

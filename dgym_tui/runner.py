@@ -19,6 +19,7 @@ holds every status after the run.
 from __future__ import annotations
 
 import json
+import logging
 import re
 import threading
 import time
@@ -30,6 +31,8 @@ from typing import Any
 
 from dgym_tui.config import ConfigError, RunConfig
 from dgym_tui.policy import Policy
+
+log = logging.getLogger(__name__)
 
 STATUS_FILE = "status.json"
 TRAJECTORY_FILE = "trajectory.jsonl"
@@ -72,7 +75,7 @@ class TaskStatus:
         return dict(self.__dict__)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "TaskStatus":
+    def from_dict(cls, data: dict[str, Any]) -> TaskStatus:
         """Inverse of :meth:`to_dict`; unknown keys are ignored."""
         return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
 
@@ -234,8 +237,8 @@ def run_task(config: RunConfig, benchmark: Any, task_name: str, output_dir: Path
         if env is not None:
             try:
                 env.close()
-            except Exception:  # noqa: BLE001  cleanup must not mask the result
-                pass
+            except Exception as exc:  # noqa: BLE001  cleanup must not mask the result
+                log.warning("closing the environment of %s failed: %s", task_name, exc)
     status.wall_time = round(time.monotonic() - started, 3)
     _write_json(folder / STATUS_FILE, status.to_dict())
     return status
@@ -298,8 +301,7 @@ def run_tasks(config: RunConfig, workers: int | None = None, force: bool = False
             one worker, or an agent / LLM entry that cannot be loaded.
     """
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-    from rich.progress import TimeElapsedColumn
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     workers = workers or config.workers
     output_dir = Path(output_dir or config.output_dir)

@@ -41,7 +41,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from dgym_tui.core.types import StepResult, ToolCall
@@ -118,7 +118,7 @@ class Turn:
         }
 
     @classmethod
-    def from_record(cls, record: dict[str, Any]) -> "Turn":
+    def from_record(cls, record: dict[str, Any]) -> Turn:
         """Inverse of :meth:`to_record` (accepts a record read from a file)."""
         return cls(
             index=int(record["step"]),
@@ -149,7 +149,7 @@ class SessionEvent:
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def _terminal_kind(env: Any) -> str:
@@ -310,7 +310,7 @@ class Session:
         for callback in list(self._subscribers):
             try:
                 callback(event)
-            except Exception:  # noqa: BLE001  a subscriber's bug must not stop the loop
+            except Exception:
                 log.exception("session subscriber failed on %s event", kind)
 
     # -- episode ------------------------------------------------------------

@@ -202,7 +202,7 @@ class Trajectory:
         data = self.step(number).get("result")
         return StepResult.from_dict(data) if data else None
 
-    def turns(self) -> list["Turn"]:
+    def turns(self) -> list[Turn]:
         """All steps as :class:`dgym_tui.session.Turn` objects (for replay / display)."""
         from dgym_tui.session import Turn
 

@@ -116,7 +116,7 @@ def test_play_reads_actions_from_stdin(tmp_path):
              "eval\nsubmit\n")
     proc = subprocess.run(DGYM + ["play", str(repo), "--entrypoint", ENTRYPOINT,
                                   "-o", str(traj)], input=stdin, text=True,
-                          capture_output=True, timeout=240, cwd=tmp_path)
+                          capture_output=True, timeout=240, check=False, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stderr
     assert "error:" in proc.stdout  # the bad line was explained, not recorded
@@ -131,7 +131,7 @@ def test_play_ends_cleanly_at_end_of_input(tmp_path):
     traj = tmp_path / "p.jsonl"
     proc = subprocess.run(DGYM + ["play", str(repo), "--entrypoint", ENTRYPOINT,
                                   "-o", str(traj)], input="view calc.py\n", text=True,
-                          capture_output=True, timeout=240)
+                          capture_output=True, timeout=240, check=False)
     assert proc.returncode == 0, proc.stderr
     recorded = read_trajectory(traj)
     assert len(recorded) == 1 and recorded.footer["reason"] == "quit"
@@ -150,7 +150,7 @@ def test_user_errors_are_one_line_exit_2(tmp_path, argv, message):
     config = tmp_path / "c.yaml"
     config.write_text("benchmark: mini\npolicy: solution\n")
     argv = [a.replace("{config}", str(config)) for a in argv]
-    proc = subprocess.run(DGYM + argv, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(DGYM + argv, capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == 2
     assert proc.stderr.startswith("dgym: error: ") and message in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
@@ -172,5 +172,5 @@ def test_cli_does_not_import_heavy_libraries():
     code = ("import sys; import dgym_tui.cli; "
             "print('litellm' in sys.modules, 'textual' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=60).stdout
+                         timeout=60, check=False).stdout
     assert out.split() == ["False", "False"]

@@ -2,6 +2,7 @@
 take, the auto loop, budgets, pauses, and one end-to-end episode of the real
 LLMAgent against the HTTP LLM stub, replayed without divergence."""
 
+# ruff: noqa: F811  (the llm_server fixture is imported, then requested by name)
 from __future__ import annotations
 
 import threading

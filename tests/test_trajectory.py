@@ -15,8 +15,7 @@ from pathlib import Path
 import pytest
 
 from dgym_tui.core.types import StepResult, ToolCall
-from dgym_tui.trajectory import (SCHEMA_VERSION, TrajectoryError, TrajectoryWriter,
-                                 read_trajectory)
+from dgym_tui.trajectory import SCHEMA_VERSION, TrajectoryError, TrajectoryWriter, read_trajectory
 
 TESTS_DIR = Path(__file__).parent
 
