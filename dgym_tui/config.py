@@ -17,7 +17,8 @@ policy               ``agent``    ``agent`` (LLM agent), ``human`` (type actions
 agent                debug_agent  agent spec name (a file in agents/) or a YAML path
 llm                  (none)       entry name in the LLM config (needed by ``agent``)
 llm_config           (none)       path of ``llm.yaml``; none: the default location
-terminal             ``local``    ``local`` or ``docker``
+terminal             (task's)     ``local`` or ``docker``; none: the task's own
+                                  choice, else ``local``
 image                (none)       Docker image (``terminal: docker``); none: the
                                   task's image or the environment's default
 max_steps            50           step budget per episode
@@ -62,7 +63,7 @@ KEYS: dict[str, tuple[Any, str]] = {
     "agent": ("debug_agent", "agent spec name (a file in agents/) or a path to a spec YAML"),
     "llm": (None, "entry name in the LLM config (required with policy `agent`)"),
     "llm_config": (None, "path of llm.yaml; empty: the default location"),
-    "terminal": ("local", "`local` or `docker`"),
+    "terminal": (None, "`local` or `docker`; empty: the task's own choice, else `local`"),
     "image": (None, "Docker image; empty: the task's image or the environment's default"),
     "max_steps": (50, "step budget per episode"),
     "mode": ("auto", "`auto` for `dgym run`; `approve` and `human` are for the TUI"),
@@ -105,7 +106,7 @@ class RunConfig:
     agent: str = "debug_agent"
     llm: str | None = None
     llm_config: str | None = None
-    terminal: str = "local"
+    terminal: str | None = None
     image: str | None = None
     max_steps: int = 50
     mode: str = "auto"
@@ -116,8 +117,14 @@ class RunConfig:
     source: Path | None = None
 
     def env_overrides(self) -> dict[str, Any]:
-        """RepoEnv keyword arguments from this config (terminal, image, env.*)."""
-        kwargs: dict[str, Any] = {"terminal": self.terminal, **self.env}
+        """RepoEnv keyword arguments from this config (terminal, image, env.*).
+
+        ``terminal`` / ``image`` are left out when not configured, so the
+        task's own values (or the environment's defaults) apply.
+        """
+        kwargs: dict[str, Any] = dict(self.env)
+        if self.terminal:
+            kwargs["terminal"] = self.terminal
         if self.image:
             kwargs["image"] = self.image
         return kwargs
@@ -272,7 +279,8 @@ def validate(data: dict[str, Any], source: Path | None = None) -> RunConfig:
         agent=_opt_str("agent", data.get("agent", "debug_agent")) or "debug_agent",
         llm=_opt_str("llm", data.get("llm")),
         llm_config=_opt_str("llm_config", data.get("llm_config")),
-        terminal=_choice("terminal", data.get("terminal", "local"), TERMINALS),
+        terminal=(None if data.get("terminal") in (None, "")
+                  else _choice("terminal", data.get("terminal"), TERMINALS)),
         image=_opt_str("image", data.get("image")),
         max_steps=_int("max_steps", data.get("max_steps", 50), 1),
         mode=_choice("mode", data.get("mode", "auto"), MODES),

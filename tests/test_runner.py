@@ -168,7 +168,9 @@ def test_overrides_apply_in_order(tmp_path, tiny):
     assert config.max_steps == 7 and config.env == {"eval_timeout": 30}
     assert config.benchmark == "tiny" and config.benchmark_options == {"root": "/elsewhere"}
     assert config.tasks == ["add"] and config.stop_on_resolved is True
-    assert config.env_overrides() == {"terminal": "local", "eval_timeout": 30}
+    assert config.env_overrides() == {"eval_timeout": 30}  # the task chooses its terminal
+    docker = _config(tmp_path, tiny, "terminal=docker", "image=img:1")
+    assert docker.env_overrides() == {"terminal": "docker", "image": "img:1"}
 
 
 def test_example_configs_are_valid():
