@@ -100,6 +100,23 @@ def test_timeout_kills_the_process_group(term):
 
 
 @pytest.mark.docker
+def test_output_of_many_small_writes_arrives_intact(term):
+    script = "import sys\nfor i in range(50000):\n    sys.stdout.write(f'{i}\\n'); sys.stdout.flush()\n"
+    res = term.run(f"python -c \"{script}\"", max_output=1 << 20, timeout=60)
+    assert res.exit_code == 0 and res.truncated_bytes == 0
+    assert res.output == "".join(f"{i}\n" for i in range(50000))
+
+
+@pytest.mark.docker
+def test_output_read_across_the_timeout_stays_well_formed(term):
+    res = term.run("while :; do echo tick; sleep 0.01; done", timeout=1.0)
+    assert res.timed_out
+    lines = res.output.splitlines()
+    assert len(lines) > 10
+    assert set(lines) == {"tick"}
+
+
+@pytest.mark.docker
 def test_large_output_is_truncated_with_bounded_memory(term):
     tracemalloc.start()
     try:

@@ -72,7 +72,7 @@ def close_all() -> None:
         for terminal in reversed(terminals):
             try:
                 terminal.close()
-            except Exception as exc:  # keep closing the others
+            except Exception as exc:  # noqa: BLE001  keep closing the others
                 print(f"dgym-tui: could not close {terminal!r}: {exc}", file=sys.stderr)
             unregister(terminal)
     finally:

@@ -85,7 +85,7 @@ def get_client():
                 client.ping()
             except DockerException as exc:
                 raise _unreachable(_short(exc)) from None
-            except Exception as exc:  # requests errors and the like
+            except Exception as exc:  # noqa: BLE001  requests errors and the like
                 raise _unreachable(_short(exc)) from None
             _clients[url] = client
         return client
@@ -132,7 +132,7 @@ def remove_stale_containers(client=None) -> list[str]:
             try:
                 container.remove(force=True)
                 removed.append(container.id)
-            except Exception:
+            except Exception:  # noqa: BLE001, S110  gone meanwhile: nothing to remove
                 pass
     return removed
 
@@ -213,17 +213,20 @@ class DockerTerminal(Terminal):
             _stale_checked = True
             try:
                 remove_stale_containers(client)
-            except Exception:
+            except Exception:  # noqa: BLE001, S110  best effort; start() goes on
                 pass
         cpus = min(float(self.cpus), float(os.cpu_count() or 1))
-        options = dict(
-            command=["sleep", "infinity"], init=True,  # docker-init reaps orphans
-            mounts=mounts, working_dir=self.workdir, environment=BASE_ENV,
-            network_mode=None if self.network else "none",
-            mem_limit=self.mem_limit, memswap_limit=self.mem_limit,
-            pids_limit=self.pids_limit, nano_cpus=int(cpus * 1e9),
-            security_opt=["no-new-privileges"],
-            labels={LABEL: "1", LABEL_PID: str(os.getpid()), LABEL_HOST: socket.gethostname()})
+        options = {
+            "command": ["sleep", "infinity"],
+            "init": True,  # docker-init reaps orphaned processes
+            "mounts": mounts, "working_dir": self.workdir, "environment": BASE_ENV,
+            "network_mode": None if self.network else "none",
+            "mem_limit": self.mem_limit, "memswap_limit": self.mem_limit,
+            "pids_limit": self.pids_limit, "nano_cpus": int(cpus * 1e9),
+            "security_opt": ["no-new-privileges"],
+            "labels": {LABEL: "1", LABEL_PID: str(os.getpid()),
+                       LABEL_HOST: socket.gethostname()},
+        }
         self._client = client
         self.host_root = host_root
         cleanup.register(self)  # before creating: a signal now still removes the container
@@ -252,7 +255,7 @@ class DockerTerminal(Terminal):
             container, self.container = self.container, None
             try:
                 container.remove(force=True)
-            except Exception:
+            except Exception:  # noqa: BLE001, S110  already failing: report the first error
                 pass
             raise
 
@@ -287,7 +290,7 @@ class DockerTerminal(Terminal):
         if container is not None:
             try:
                 container.remove(force=True)
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001  close() never raises
                 from docker.errors import NotFound
 
                 if not isinstance(exc, NotFound):
@@ -338,8 +341,8 @@ class DockerTerminal(Terminal):
             exec_id = api.exec_create(container.id, ["sh", "-c", script], stdout=False,
                                       stderr=False)["Id"]
             api.exec_start(exec_id)
-        except Exception:
-            pass  # the container is gone: so is the process
+        except Exception:  # noqa: BLE001, S110  the container is gone: so is the process
+            pass
 
     def run(self, command: str, timeout: float = 60.0, max_output: int = DEFAULT_MAX_OUTPUT,
             env: dict[str, str] | None = None) -> RunResult:
@@ -368,18 +371,19 @@ class DockerTerminal(Terminal):
                                       stdout=True, stderr=True, stdin=False, tty=False,
                                       workdir=self.workdir, environment=dict(env or {}))["Id"]
             sock = api.exec_start(exec_id, socket=True)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001  any API failure means the container is unusable
             raise TerminalError(f"cannot run a command in the container: {_short(exc)}; "
                                 "reset the environment") from None
         raw = getattr(sock, "_sock", sock)
         out = BoundedOutput(max_output)
         deadline = time.monotonic() + timeout
-        timed_out = False
+        reader = _FrameReader(raw, out)
         try:
-            timed_out = not _pump_frames(raw, out, deadline)
+            timed_out = not reader.pump(deadline)
             if timed_out:
                 self.kill_pidfile(pidfile)
-                _pump_frames(raw, out, time.monotonic() + 2.0)
+                if not reader.pump(time.monotonic() + 2.0):
+                    self.kill_pidfile(pidfile)  # the pid file may have come late
         finally:
             raw.close()
             sock.close()
@@ -387,7 +391,7 @@ class DockerTerminal(Terminal):
         return RunResult(exit_code=code, output=out.text(), timed_out=timed_out,
                          truncated_bytes=out.dropped)
 
-    def spawn(self, command: str, env: dict[str, str] | None = None) -> "DockerProcess":
+    def spawn(self, command: str, env: dict[str, str] | None = None) -> DockerProcess:
         """Start ``command`` interactively (with a pseudo-terminal) in ``workdir``.
 
         Args:
@@ -412,9 +416,9 @@ class DockerTerminal(Terminal):
             sock = api.exec_start(exec_id, socket=True, tty=True)
             try:
                 api.exec_resize(exec_id, height=PTY_SIZE[0], width=PTY_SIZE[1])
-            except Exception:
-                pass  # cosmetic: the default size also works
-        except Exception as exc:
+            except Exception:  # noqa: BLE001, S110  cosmetic: the default size also works
+                pass
+        except Exception as exc:  # noqa: BLE001  any API failure means the container is unusable
             raise TerminalError(f"cannot start a command in the container: {_short(exc)}; "
                                 "reset the environment") from None
         child = DockerProcess(self, sock, exec_id, pidfile)
@@ -423,40 +427,55 @@ class DockerTerminal(Terminal):
         return child
 
 
-def _pump_frames(sock, out: BoundedOutput, deadline: float) -> bool:
-    """Read Docker's multiplexed exec stream into ``out`` until EOF or ``deadline``.
+class _FrameReader:
+    """Decodes Docker's multiplexed exec stream (8-byte header, then payload) into ``out``.
 
-    Returns True at EOF, False when the deadline passed first.
+    Keeps partial frames between reads, so reading may stop and resume.
     """
-    buf = bytearray()
-    need = 8  # bytes wanted before the next step: header, then payload
-    payload = 0
-    with selectors.DefaultSelector() as sel:
-        sel.register(sock, selectors.EVENT_READ)
+
+    def __init__(self, sock, out: BoundedOutput) -> None:
+        self.sock, self.out = sock, out
+        self._buf = bytearray()
+        self._payload = 0  # size of the frame being read; 0 while reading a header
+        self.eof = False
+
+    def _decode(self) -> None:
+        buf = self._buf
         while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return False
-            if not sel.select(min(left, 1.0)):
-                continue
-            try:
-                chunk = sock.recv(65536)
-            except (BlockingIOError, InterruptedError):
-                continue
-            except OSError:
-                return True
-            if not chunk:
-                return True
-            buf += chunk
-            while len(buf) >= need:
-                if payload == 0:
-                    _stream, payload = struct.unpack(">BxxxL", bytes(buf[:8]))
-                    del buf[:8]
-                    need = payload if payload else 8
+            if self._payload == 0:
+                if len(buf) < 8:
+                    return
+                self._payload = struct.unpack(">BxxxL", bytes(buf[:8]))[1]
+                del buf[:8]
+            elif len(buf) >= self._payload:
+                self.out.feed(bytes(buf[:self._payload]))
+                del buf[:self._payload]
+                self._payload = 0
+            else:
+                return
+
+    def pump(self, deadline: float) -> bool:
+        """Read until end of stream (returns True) or until ``deadline`` (monotonic s; False)."""
+        with selectors.DefaultSelector() as sel:
+            sel.register(self.sock, selectors.EVENT_READ)
+            while not self.eof:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                if not sel.select(min(left, 1.0)):
                     continue
-                out.feed(bytes(buf[:payload]))
-                del buf[:payload]
-                payload, need = 0, 8
+                try:
+                    chunk = self.sock.recv(65536)
+                except (BlockingIOError, InterruptedError):
+                    continue
+                except OSError:
+                    chunk = b""
+                if not chunk:
+                    self.eof = True
+                    break
+                self._buf += chunk
+                self._decode()
+        return True
 
 
 def _exit_code(api, exec_id: str) -> int | None:
@@ -494,7 +513,7 @@ class DockerProcess(fdspawn):
     def _inspect(self) -> dict | None:
         try:
             return self.terminal._client.api.exec_inspect(self.exec_id)
-        except Exception:
+        except Exception:  # noqa: BLE001  the daemon or the container is gone
             return None
 
     def isalive(self) -> bool:
@@ -576,9 +595,15 @@ class DockerProcess(fdspawn):
         for s in (self._raw, self._sock):
             try:
                 s.close()
-            except Exception:
+            except Exception:  # noqa: BLE001, S110  closing must go on
                 pass
 
 
-__all__ = ["DockerTerminal", "DockerProcess", "get_client", "remove_stale_containers",
-           "docker_base_url", "LABEL"]
+__all__ = [
+    "LABEL",
+    "DockerProcess",
+    "DockerTerminal",
+    "docker_base_url",
+    "get_client",
+    "remove_stale_containers",
+]
