@@ -304,6 +304,20 @@ def test_spawned_processes_die_with_the_container(image, repo):
 
 
 @pytest.mark.docker
+def test_exception_inside_repo_env_removes_the_container(image, repo):
+    from dgym_tui.core.env import RepoEnv
+
+    with pytest.raises(RuntimeError, match="boom"):
+        with RepoEnv(str(repo), terminal="docker", image=image,
+                     readonly=["tests/test_app.py"]) as env:
+            env.reset()
+            cid = env.terminal.container.id
+            raise RuntimeError("boom")
+    assert not _container_exists(cid)
+    assert not any(isinstance(t, DockerTerminal) for t in cleanup.live())
+
+
+@pytest.mark.docker
 def test_missing_image_error_is_one_clear_line(image, repo):
     t = DockerTerminal("dgym-tui/no-such-image:never")
     with pytest.raises(TerminalError) as info:

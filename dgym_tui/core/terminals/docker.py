@@ -173,7 +173,7 @@ class DockerTerminal(Terminal):
         self.container = None
         self._client = None
         self._spawned: list[DockerProcess] = []
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # re-entered when a signal handler closes us
 
     # -- lifecycle ---------------------------------------------------------
 
