@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 TEMPLATE_SUFFIXES = (".jinja", ".j2", ".jinja2", ".md", ".txt")
 UNLOCK_COUNTERS = {"after_rewrites": "successful rewrites", "after_steps": "steps"}
 INVALID_PREFIX = "invalid proposal: "
-_TOOL_BLOCK = re.compile(r"```[ \t]*tool_call[ \t]*\n(.*?)```", re.DOTALL)
+_TOOL_BLOCK = re.compile(r"```[ \t]*tool_call[ \t]*\r?\n?(.*?)```", re.DOTALL)
 
 
 class AgentSpecError(Exception):
