@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pygments.lexer import Lexer
 from pygments.lexers import TextLexer, get_lexer_for_filename
 from pygments.util import ClassNotFound
 from rich.segment import Segment
@@ -24,24 +25,35 @@ from textual import events
 
 #: Files larger than this (characters) are shown without highlighting.
 MAX_HIGHLIGHT_CHARS = 2_000_000
+#: Highlighted lines kept in the per-line segment cache.
+CACHE_LINES = 2_000
+#: Lines lexed together, on demand: only chunks that come on screen are lexed, so
+#: opening a 10,000-line file costs one chunk. (A string or comment spanning a
+#: chunk boundary may be coloured as code after the boundary: a display-only
+#: trade-off.)
+LEX_CHUNK = 250
 
 
-def lex_lines(path: str, text: str) -> list[list[tuple[object, str]]]:
-    """Lex ``text`` once and split the tokens per line.
+def lexer_for(path: str, size: int = 0) -> Lexer:
+    """Return the pygments lexer for ``path`` (plain text when unknown or ``size`` too big)."""
+    if size <= MAX_HIGHLIGHT_CHARS:
+        try:
+            return get_lexer_for_filename(path, stripnl=False, ensurenl=False)
+        except ClassNotFound:
+            pass
+    return TextLexer(stripnl=False, ensurenl=False)
+
+
+def lex_lines(lexer: Lexer, text: str) -> list[list[tuple[object, str]]]:
+    """Lex ``text`` and split the tokens per line.
 
     Args:
-        path: file name used to pick the pygments lexer (plain text if unknown).
-        text: the whole file, tabs already expanded.
+        lexer: a pygments lexer (see :func:`lexer_for`).
+        text: lines joined by newlines, tabs already expanded.
 
     Returns:
         One list of ``(pygments token type, text)`` per line, newlines removed.
     """
-    try:
-        lexer = get_lexer_for_filename(path, stripnl=False, ensurenl=False)
-    except ClassNotFound:
-        lexer = TextLexer(stripnl=False, ensurenl=False)
-    if len(text) > MAX_HIGHLIGHT_CHARS:
-        lexer = TextLexer(stripnl=False, ensurenl=False)
     lines: list[list[tuple[object, str]]] = [[]]
     for ttype, value in lexer.get_tokens(text):
         if "\n" not in value:
@@ -129,7 +141,8 @@ class SourceView(ScrollView, can_focus=True):
         super().__init__(name=name, id=id, classes=classes)
         self.path: str | None = None
         self.lines: list[str] = []
-        self._tokens: list[list[tuple[object, str]]] = []
+        self._chunks: dict[int, list[list[tuple[object, str]]]] = {}
+        self._lexer: Lexer = TextLexer()
         self._cache: dict[int, list[Segment]] = {}
         self._marks = _Marks({}, None)
         self._dark = True
@@ -154,7 +167,8 @@ class SourceView(ScrollView, can_focus=True):
         self.lines = text.split("\n") if path is not None else []
         if self.lines and self.lines[-1] == "" and len(self.lines) > 1:
             self.lines.pop()
-        self._tokens = lex_lines(path, text) if path is not None else []
+        self._lexer = lexer_for(path or "", len(text))
+        self._chunks.clear()
         self._cache.clear()
         width = max((len(s) for s in self.lines), default=0) + self.gutter_width + 1
         self.virtual_size = Size(width, max(len(self.lines), 1))
@@ -197,11 +211,18 @@ class SourceView(ScrollView, can_focus=True):
         """Move the cursor to ``line`` (1-based, clamped) and centre it if off screen."""
         line = max(1, min(line, max(len(self.lines), 1)))
         self.set_reactive(SourceView.cursor_line, line)
+        self._ensure_visible(line)
+        # A new virtual size is applied at the next layout: scroll again after it.
+        self.call_after_refresh(self._ensure_visible, line)
+        self.refresh()
+
+    def _ensure_visible(self, line: int) -> None:
+        if line != self.cursor_line:
+            return
         height = self.scrollable_content_region.height or self.size.height or 20
         top = int(self.scroll_offset.y)
         if not (top <= line - 1 < top + height):
             self.scroll_to(y=max(0, line - 1 - height // 2), animate=False, immediate=True)
-        self.refresh()
 
     # -- rendering ---------------------------------------------------------------
     def _style_for(self, ttype: object) -> Style:
@@ -223,9 +244,19 @@ class SourceView(ScrollView, can_focus=True):
     def _code_segments(self, index: int) -> list[Segment]:
         segments = self._cache.get(index)
         if segments is None:
-            tokens = self._tokens[index] if index < len(self._tokens) else [(None, self.lines[index])]
+            chunk = index // LEX_CHUNK
+            lexed = self._chunks.get(chunk)
+            if lexed is None:
+                first = chunk * LEX_CHUNK
+                lexed = lex_lines(self._lexer,
+                                  "\n".join(self.lines[first:first + LEX_CHUNK]))
+                self._chunks[chunk] = lexed
+            offset = index % LEX_CHUNK
+            tokens = lexed[offset] if offset < len(lexed) else [(None, self.lines[index])]
             segments = [Segment(text, self._style_for(ttype) if ttype else Style())
                         for ttype, text in tokens]
+            if len(self._cache) >= CACHE_LINES:  # keep memory flat while scrolling far
+                self._cache.clear()
             self._cache[index] = segments
         return segments
 

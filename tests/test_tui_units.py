@@ -1,0 +1,212 @@
+"""UI-free helpers of the app, the widgets in a bare app, themes and the command line."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from textual.app import App, ComposeResult
+
+from dgym_tui.tui.actions import console_action, pdb_call
+from dgym_tui.tui.locate import first_source_file, locate_failure, match_file
+from dgym_tui.tui.main import main
+from dgym_tui.tui.screens.modals import parse_action_json
+from dgym_tui.tui.themes import ThemeFileError, load_theme, load_themes
+from dgym_tui.tui.widgets.source_view import SourceView
+
+FILES = ["pkg/__init__.py", "pkg/cart.py", "tests/test_cart.py", "conftest.py"]
+
+PYTEST_OUTPUT = """\
+F.                                                                       [100%]
+=================================== FAILURES ===================================
+__________________________________ test_total __________________________________
+
+    def test_total():
+>       assert total([1, 2]) == 3
+
+tests/test_cart.py:5: 
+_ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _
+
+    def total(xs):
+>       return helper(xs) + 1
+
+pkg/cart.py:12: in total
+    return helper(xs) + 1
+/usr/lib/python3/site-packages/other/lib.py:3: in helper
+    raise ValueError
+E   ValueError
+
+pkg/cart.py:30: ValueError
+__________________________________ test_other __________________________________
+tests/test_cart.py:9: AssertionError
+=========================== short test summary info ============================
+FAILED tests/test_cart.py::test_total - ValueError
+"""
+
+
+def test_locate_first_failure_enters_repo_code():
+    assert locate_failure(PYTEST_OUTPUT, FILES) == ("pkg/cart.py", 12)
+
+
+def test_locate_plain_traceback_with_container_paths():
+    out = ('Traceback (most recent call last):\n'
+           '  File "/usr/lib/python3.11/runpy.py", line 198, in _run_module_as_main\n'
+           '  File "/workspace/tests/test_cart.py", line 7, in <module>\n'
+           '  File "/workspace/pkg/cart.py", line 21, in total\n'
+           'ZeroDivisionError: division by zero\n')
+    assert locate_failure(out, FILES) == ("pkg/cart.py", 21)
+
+
+def test_locate_falls_back_to_test_line_and_none():
+    out = "tests/test_cart.py:9: AssertionError\n1 failed in 0.1s\n"
+    assert locate_failure(out, FILES) == ("tests/test_cart.py", 9)
+    assert locate_failure("2 passed in 0.01s", FILES) is None
+    assert locate_failure("other/lib.py:3: in helper", FILES) is None
+
+
+def test_match_file_and_first_source_file():
+    assert match_file("/tmp/dgym-x1/pkg/cart.py", FILES) == "pkg/cart.py"
+    assert match_file("./pkg/cart.py", FILES) == "pkg/cart.py"
+    assert match_file("/elsewhere/nothing.py", FILES) is None
+    assert first_source_file(FILES) == "pkg/__init__.py"
+    assert first_source_file(["tests/test_a.py", "README.md"]) == "tests/test_a.py"
+    assert first_source_file([]) is None
+
+
+def test_console_lines_become_tool_calls():
+    tools = ["view", "eval", "pdb", "rewrite"]
+    assert console_action("p total", tools).to_dict()["arguments"] == {"command": "p total"}
+    assert console_action("pdb view", tools).arguments == {"command": "view"}
+    call = console_action('rewrite path=a.py start=3 end=3 new_code="x = 1"', tools)
+    assert call.name == "rewrite"
+    assert call.arguments["path"] == "a.py" and call.arguments["new_code"] == "x = 1"
+    assert console_action("eval", tools).name == "eval"
+    with pytest.raises(ValueError):
+        console_action('rewrite path="a.py', tools)
+    assert pdb_call("b a.py:3").arguments == {"command": "b a.py:3"}
+
+
+def test_edit_dialog_json():
+    call = parse_action_json('{"name": "pdb", "arguments": {"command": "n"}}', "call_1")
+    assert (call.name, call.arguments, call.id) == ("pdb", {"command": "n"}, "call_1")
+    for bad in ("{", "[]", '{"arguments": {}}', '{"name": "x", "arguments": 3}'):
+        with pytest.raises(ValueError):
+            parse_action_json(bad)
+
+
+def test_themes_load_dark_and_light(tmp_path):
+    themes = {t.name: t for t in load_themes()}
+    assert themes["dgym-dark"].dark is True and themes["dgym-light"].dark is False
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: x\nprimary: '#fff'\ncolour: red\n")
+    with pytest.raises(ThemeFileError, match="unknown theme keys"):
+        load_theme(bad)
+    bad.write_text("- a list\n")
+    with pytest.raises(ThemeFileError):
+        load_theme(bad)
+
+
+class ViewApp(App):
+    def compose(self) -> ComposeResult:
+        yield SourceView(id="source")
+
+
+async def test_source_view_renders_only_visible_lines_of_a_big_file():
+    text = "\n".join(f"value_{i} = {i}  # line {i + 1}" for i in range(10_000)) + "\n"
+    app = ViewApp()
+    async with app.run_test(size=(100, 30)) as pilot:
+        view = app.query_one(SourceView)
+        start = time.perf_counter()
+        view.load("big.py", text, 5000)
+        view.set_marks({5000: None, 5003: "i > 3"}, 5001)
+        await pilot.pause()
+        elapsed = time.perf_counter() - start
+        assert len(view.lines) == 10_000
+        assert view.virtual_size.height == 10_000
+        # Only the rows on screen were turned into segments.
+        assert 0 < len(view._cache) <= 90
+        top = int(view.scroll_offset.y)
+        assert top <= 4999 < top + 30
+        row = view.render_line(4999 - top).text
+        assert row.startswith("●") and "5000 │value_4999 = 4999" in row
+        assert view.render_line(5002 - top).text.startswith("◆")  # conditional
+        assert view.render_line(5000 - top).text[1] == "▶"  # the frame
+        assert elapsed < 3.0, elapsed
+        view.focus()
+        await pilot.press("end")
+        assert view.cursor_line == 10_000
+        await pilot.press("pageup", "up")
+        assert view.cursor_line < 10_000
+        assert len(view._cache) <= 200
+
+
+async def test_source_view_gutter_click_and_pdb_keys():
+    messages = []
+
+    class Recorder(ViewApp):
+        def on_source_view_breakpoint_toggle(self, m):
+            messages.append(("toggle", m.path, m.line, m.present))
+
+        def on_source_view_pdb_command(self, m):
+            messages.append(("pdb", m.command))
+
+    app = Recorder()
+    async with app.run_test(size=(80, 20)) as pilot:
+        view = app.query_one(SourceView)
+        view.load("a.py", "x = 1\ny = 2\nz = 3\n", 1)
+        view.set_marks({2: None}, None)
+        view.focus()
+        await pilot.click(SourceView, offset=(1, 1))  # gutter of line 2
+        await pilot.press("down", "down", "b", "n", "s", "c", "r", "u", "d")
+        await pilot.pause()
+    assert messages[0] == ("toggle", "a.py", 2, True)
+    assert ("toggle", "a.py", 3, False) in messages
+    assert [m[1] for m in messages if m[0] == "pdb"] == ["n", "s", "c", "r", "u", "d"]
+
+
+def test_main_usage_errors_exit_2(tmp_path, capsys):
+    assert main([str(tmp_path / "missing")]) == 2
+    assert "no such folder" in capsys.readouterr().err
+    bad = tmp_path / "repo"
+    bad.mkdir()
+    (bad / "dgym.yaml").write_text("entrypoint: [unclosed\n")
+    assert main([str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert "bad config" in err and len(err.strip().splitlines()) == 1
+    assert main([]) == 2
+    assert main(["--replay", str(tmp_path / "none.jsonl")]) == 2
+    assert "no such trajectory" in capsys.readouterr().err
+    good = tmp_path / "good"
+    good.mkdir()
+    assert main([str(good), "--terminal", "docker"]) == 2
+    assert "needs an image" in capsys.readouterr().err
+    assert main(["--task", "no_such_task_xyz"]) == 2
+    assert main([str(tmp_path), "--agent", "debug_agent"]) == 2
+    assert "--llm" in capsys.readouterr().err
+
+
+def test_no_docker_is_a_one_line_error(tmp_path):
+    repo = tmp_path / "r"
+    repo.mkdir()
+    env = {"DOCKER_HOST": "unix:///nonexistent/docker.sock", "PATH": "/usr/bin:/bin"}
+    import os
+    proc = subprocess.run([sys.executable, "-m", "dgym_tui.tui.main", str(repo), "--terminal",
+                           "docker", "--image", "x"], capture_output=True, text=True,
+                          env={**os.environ, **env}, timeout=60)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().startswith("dgym-tui: Docker is not reachable")
+    assert "Traceback" not in proc.stderr
+
+
+def test_human_mode_never_imports_litellm(tmp_path):
+    code = ("import sys; from dgym_tui.tui.main import build_parser, build_app; "
+            f"app = build_app(build_parser().parse_args([{str(tmp_path)!r}, '--trajectory', "
+            f"{str(tmp_path / 't.jsonl')!r}])); "
+            "print('litellm' in sys.modules, 'dgym_tui.agent' in sys.modules)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60, cwd=Path(__file__).parent.parent)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["False", "False"]
