@@ -261,7 +261,7 @@ def test_mini_benchmark_on_another_folder(tmp_path):
     task = bench.load("one")
     assert task.entrypoint == "python -m pytest -q test_one.py"   # the default
     assert task.ignore == ["notes/", "task.yaml", ".fix.patch"] and task.readonly == []
-    assert task.meta["bug"] == "X should be 2" and task.meta["fix"] == "--- a/mod.py\n"
+    assert task.meta["bug"] == "X should be 2" and task.meta["gold_patch"] == "--- a/mod.py\n"
     assert sorted(p.name for p in task.path.iterdir()) == [".debugignore", "mod.py"]
 
 

@@ -41,7 +41,7 @@ def apply_fix(task, scratch: Path) -> dict[str, str]:
     """Apply the task's fix patch to a copy of its folder; return {changed file: new text}."""
     copy = scratch / "fixed"
     shutil.copytree(task.path, copy)
-    subprocess.run(["git", "apply", "-p1", "-"], input=task.meta["fix"], text=True,
+    subprocess.run(["git", "apply", "-p1", "-"], input=task.meta["gold_patch"], text=True,
                    cwd=copy, check=True, capture_output=True)
     changed = {}
     for path in sorted(copy.rglob("*.py")):
@@ -131,7 +131,7 @@ def test_bug_is_real_and_fix_resolves(name, tmp_path):
 def test_loader_fields_carry_ignore_readonly_and_meta():
     task = MINI.load("shopping_cart")
     assert {"task.yaml", ".fix.patch"}.isdisjoint(p.name for p in task.path.iterdir())
-    assert task.meta["bug"] and task.meta["fix"].startswith("--- a/")
+    assert task.meta["bug"] and task.meta["gold_patch"].startswith("--- a/")
     assert task.meta["category"] == "mutable default argument"
     assert "meta" not in task.to_dict()
     assert task.readonly == ["test_shopping_cart.py"]

@@ -95,7 +95,7 @@ class MiniBenchmark(Benchmark):
         meta = {
             "bug": data.get("bug", ""),
             "category": data.get("category", ""),
-            "fix": fix_path.read_text(encoding="utf-8") if fix_path.is_file() else "",
+            "gold_patch": fix_path.read_text(encoding="utf-8") if fix_path.is_file() else "",
             "source": str(folder),
         }
         private = [TASK_FILE, fix_name]
