@@ -326,9 +326,11 @@ class LLMAgent:
                                 "function": {"name": call.name,
                                              "arguments": _arguments_json(call)}}]}
 
-    def _result(self, call: ToolCall, text: str) -> dict[str, Any]:
+    def _result(self, call: ToolCall, text: str, output: bool = True) -> dict[str, Any]:
+        """The tool result message; ``output`` False when ``text`` is a note, not tool output."""
         if self.tool_calling == "text":
-            return {"role": "user", "content": f"Output of {call.name}:\n{text}"}
+            return {"role": "user", "content": f"Output of {call.name}:\n{text}" if output
+                    else text}
         return {"role": "tool", "tool_call_id": call.id, "content": text}
 
     def _turn_messages(self, turn: Turn) -> list[dict[str, Any]]:
@@ -352,13 +354,14 @@ class LLMAgent:
             text = "The user rejected this action."
             if note:
                 text += f" Note: {note}"
-            out.append(self._result(turn.proposed, text))
+            out.append(self._result(turn.proposed, text, output=False))
         elif (turn.action.name, turn.action.arguments) != (turn.proposed.name,
                                                             turn.proposed.arguments):
             text = f"The user edited this action and ran `{_describe(turn.action)}` instead."
             if note:
                 text += f" Note: {note}"
-            out.append(self._result(turn.proposed, f"{text}\nOutput:\n{observation}"))
+            out.append(self._result(turn.proposed, f"{text}\nOutput:\n{observation}",
+                                    output=False))
         else:
             out.append(self._result(turn.proposed, observation))
         return out

@@ -157,7 +157,13 @@ def test_text_tool_calling(llm_server):
     assert '```tool_call\n{"name": "view", "arguments": {"path": "cart.py"}}\n```' in \
         history[0]["content"]
     assert "1 def total(items):" in history[1]["content"]
-    assert "2 tool calls" in agent.propose(turns).error
+    rejected = Turn(index=2, actor="agent", decision="rejected", action=None,
+                    proposed=ToolCall("eval", {}, id="call_r"), note="read the test first")
+    assert "2 tool calls" in agent.propose([*turns, rejected]).error
+    history = llm_server.requests[1]["messages"][2:]
+    assert [m["role"] for m in history] == ["assistant", "user", "assistant", "user"]
+    assert history[2]["content"] == '```tool_call\n{"name": "eval", "arguments": {}}\n```'
+    assert history[3]["content"] == "The user rejected this action. Note: read the test first"
     assert "not valid JSON" in agent.propose(turns).error
     assert "no tool call" in agent.propose(turns).error
 

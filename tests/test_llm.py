@@ -155,6 +155,15 @@ def test_retries_are_bounded(llm_server):
     assert len(llm_server.requests) == 3
 
 
+def test_unreachable_server_is_retried_then_reported(llm_server):
+    config = stub_config(llm_server, retries=1, timeout=5)
+    llm_server.close()  # nothing listens on the port any more
+    delays = []
+    with pytest.raises(LLMError, match="after 2 attempts"):
+        LLM(config, sleep=delays.append).complete([SYSTEM, TASK])
+    assert delays == [0.001]
+
+
 def test_auth_failure_names_env_var(llm_server, monkeypatch):
     monkeypatch.setenv("DGYM_STUB_KEY", "wrong")
     llm_server.script([{"status": 401, "message": "Incorrect API key"}])
