@@ -265,6 +265,18 @@ def _litellm():
     return litellm
 
 
+MAX_RETRY_AFTER = 60.0  # seconds: cap on a server's Retry-After we honour
+
+
+def _retry_after(exc: Exception) -> float:
+    """Seconds the server asked us to wait (``Retry-After`` header), capped; 0 if none."""
+    headers = getattr(exc, "litellm_response_headers", None) or {}
+    try:
+        return min(max(float(headers.get("retry-after") or 0), 0.0), MAX_RETRY_AFTER)
+    except (TypeError, ValueError):  # an HTTP date or garbage: use our own backoff
+        return 0.0
+
+
 @dataclass
 class LLMResponse:
     """One assistant reply.
@@ -423,7 +435,8 @@ class LLM:
         kept); if the provider still reports a context overflow, half of the
         remaining history is dropped and the call repeated. Rate limits (429),
         5xx and connection errors are retried ``config.retries`` times with
-        exponential backoff starting at ``config.retry_base_delay`` seconds.
+        exponential backoff starting at ``config.retry_base_delay`` seconds
+        (longer when the server sends ``Retry-After``, up to 60 s).
 
         Args:
             messages: OpenAI-format chat messages, oldest first.
@@ -465,7 +478,7 @@ class LLM:
                 if attempt >= self.config.retries:
                     raise LLMError(f"LLM {self.config.name!r} failed after {attempt + 1} "
                                    f"attempts: {self._short(exc)}") from None
-                delay = self.config.retry_base_delay * (2 ** attempt)
+                delay = max(self.config.retry_base_delay * (2 ** attempt), _retry_after(exc))
                 log.warning("LLM %s: %s; retry %d in %.2fs", self.config.name,
                             type(exc).__name__, attempt + 1, delay)
                 self._sleep(delay)

@@ -15,7 +15,8 @@ Script items (dicts), consumed one per request:
 - ``{"content": str}`` — a plain text reply;
 - ``{"status": int, "message": str?, "code": str?}`` — an HTTP error with an
   OpenAI-style error body (429, 500, 401, 400 "context_length_exceeded", ...);
-- any item may carry ``"usage": {"prompt_tokens": int, "completion_tokens": int}``.
+- any item may carry ``"usage": {"prompt_tokens": int, "completion_tokens": int}``
+  and ``"headers": {name: value}`` (e.g. ``{"Retry-After": "2"}``).
 
 When the script is empty the server answers 400 "llm stub: script exhausted",
 which the client reports as a non-retried error, so a test that asks for more
@@ -61,12 +62,15 @@ class StubLLMServer:
                 except json.JSONDecodeError:
                     self._send(400, {"error": {"message": "request body is not JSON"}})
                     return
-                status, payload = server._answer(request)
-                self._send(status, payload)
+                status, payload, headers = server._answer(request)
+                self._send(status, payload, headers)
 
-            def _send(self, status: int, payload: dict[str, Any]) -> None:
+            def _send(self, status: int, payload: dict[str, Any],
+                      headers: dict[str, str] | None = None) -> None:
                 data = json.dumps(payload).encode()
                 self.send_response(status)
+                for key, value in (headers or {}).items():
+                    self.send_header(key, value)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
@@ -97,17 +101,18 @@ class StubLLMServer:
         self._httpd.server_close()
         self._thread.join(timeout=5)
 
-    def _answer(self, request: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    def _answer(self, request: dict[str, Any]) -> tuple[int, dict[str, Any], dict[str, str]]:
         with self._lock:
             self.requests.append(request)
             item = self._queue.popleft() if self._queue else None
         if item is None:
             return 400, {"error": {"message": "llm stub: script exhausted",
-                                   "type": "invalid_request_error", "code": None}}
+                                   "type": "invalid_request_error", "code": None}}, {}
         if "status" in item:
             return item["status"], {"error": {
                 "message": item.get("message", f"stub error {item['status']}"),
-                "type": item.get("type", "stub_error"), "code": item.get("code")}}
+                "type": item.get("type", "stub_error"), "code": item.get("code")}}, \
+                item.get("headers", {})
         message: dict[str, Any] = {"role": "assistant", "content": item.get("content")}
         finish = "stop"
         if item.get("tool_calls"):
@@ -123,7 +128,7 @@ class StubLLMServer:
         return 200, {"id": f"chatcmpl-stub{len(self.requests)}", "object": "chat.completion",
                      "created": int(time.time()), "model": request.get("model", "stub"),
                      "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-                     "usage": usage}
+                     "usage": usage}, item.get("headers", {})
 
 
 @pytest.fixture

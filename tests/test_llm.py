@@ -147,6 +147,13 @@ def test_rate_limit_and_server_error_are_retried(llm_server):
     assert delays == pytest.approx([0.01, 0.02, 0.04])  # exponential backoff
 
 
+def test_retry_after_header_is_honoured(llm_server):
+    llm_server.script([{"status": 429, "headers": {"Retry-After": "0.25"}}, {"content": "ok"}])
+    delays = []
+    assert LLM(stub_config(llm_server), sleep=delays.append).complete([SYSTEM, TASK]).content == "ok"
+    assert delays == [0.25]
+
+
 def test_retries_are_bounded(llm_server):
     llm_server.script([{"status": 500}] * 5)
     llm = LLM(stub_config(llm_server, retries=2))
