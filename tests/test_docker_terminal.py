@@ -190,6 +190,18 @@ def test_readonly_files_cannot_be_changed_from_inside(term, repo):
 
 
 @pytest.mark.docker
+def test_files_made_in_the_container_go_back_to_the_owner(image, repo):
+    t = DockerTerminal(image)
+    t.owner = (4321, 4321)  # as if a non-root user ran the episode
+    t.start(str(repo))
+    assert t.run("mkdir -p .cache && echo x > .cache/made.txt").exit_code == 0
+    assert (repo / ".cache" / "made.txt").stat().st_uid == 0
+    t.close()
+    assert (repo / ".cache" / "made.txt").stat().st_uid == 4321
+    assert (repo / ".cache").stat().st_gid == 4321
+
+
+@pytest.mark.docker
 def test_readonly_paths_must_stay_inside(image, repo):
     t = DockerTerminal(image, readonly=["../outside.txt"])
     with pytest.raises(TerminalError, match="relative to the working copy"):
@@ -307,12 +319,12 @@ def test_spawned_processes_die_with_the_container(image, repo):
 def test_exception_inside_repo_env_removes_the_container(image, repo):
     from dgym_tui.core.env import RepoEnv
 
-    with pytest.raises(RuntimeError, match="boom"):
-        with RepoEnv(str(repo), terminal="docker", image=image,
-                     readonly=["tests/test_app.py"]) as env:
-            env.reset()
-            cid = env.terminal.container.id
-            raise RuntimeError("boom")
+    with pytest.raises(RuntimeError, match="boom"), \
+            RepoEnv(str(repo), terminal="docker", image=image,
+                    readonly=["tests/test_app.py"]) as env:
+        env.reset()
+        cid = env.terminal.container.id
+        raise RuntimeError("boom")
     assert not _container_exists(cid)
     assert not any(isinstance(t, DockerTerminal) for t in cleanup.live())
 

@@ -172,6 +172,10 @@ class DockerTerminal(Terminal):
         self.host_root: str | None = None
         self.container = None
         self._client = None
+        #: (uid, gid) that files created in the container are handed back to at
+        #: close(), so a non-root user can delete the working copy; None as root.
+        uid = os.getuid()
+        self.owner: tuple[int, int] | None = None if uid == 0 else (uid, os.getgid())
         self._spawned: list[DockerProcess] = []
         self._lock = threading.RLock()  # re-entered when a signal handler closes us
 
@@ -288,6 +292,7 @@ class DockerTerminal(Terminal):
         for child in spawned:
             child._release()
         if container is not None:
+            self._give_back_files(container)
             try:
                 container.remove(force=True)
             except Exception as exc:  # noqa: BLE001  close() never raises
@@ -299,6 +304,26 @@ class DockerTerminal(Terminal):
                     print(f"dgym-tui: could not remove container {container.short_id}: "
                           f"{_short(exc)}", file=sys.stderr)
         cleanup.unregister(self)
+
+    def _give_back_files(self, container) -> None:
+        """chown the working copy to ``owner`` (commands in the container run as root)."""
+        if self.owner is None:
+            return
+        uid, gid = self.owner
+        self._exec_wait(container, ["chown", "-R", f"{uid}:{gid}", self.workdir])
+
+    def _exec_wait(self, container, argv: list[str]) -> None:
+        """Run a helper command in ``container`` and wait until it has ended; never raises.
+
+        (Output is attached on purpose: without it the daemon answers before
+        the command has finished.)
+        """
+        try:
+            api = self._client.api
+            exec_id = api.exec_create(container.id, argv, stdout=True, stderr=True)["Id"]
+            api.exec_start(exec_id)
+        except Exception:  # noqa: BLE001, S110  the container is gone: nothing left to do
+            pass
 
     # -- commands ----------------------------------------------------------
 
@@ -336,13 +361,7 @@ class DockerTerminal(Terminal):
         script = (f"p=$(cat {pidfile} 2>/dev/null) || exit 0; "
                   f"kill -{sig} -$p 2>/dev/null || kill -{sig} $p 2>/dev/null; "
                   + (f"rm -f {pidfile}" if sig == "KILL" else "true"))
-        try:
-            api = self._client.api
-            exec_id = api.exec_create(container.id, ["sh", "-c", script], stdout=False,
-                                      stderr=False)["Id"]
-            api.exec_start(exec_id)
-        except Exception:  # noqa: BLE001, S110  the container is gone: so is the process
-            pass
+        self._exec_wait(container, ["sh", "-c", script])
 
     def run(self, command: str, timeout: float = 60.0, max_output: int = DEFAULT_MAX_OUTPUT,
             env: dict[str, str] | None = None) -> RunResult:
