@@ -634,6 +634,8 @@ class DgymApp(App[int]):
     # -- replay ------------------------------------------------------------------
     def _mount_replay(self) -> None:
         model = self.replay
+        self.source_view.interactive = False
+        self.source_view.refresh_bindings()
         self.sub_title = f"replay · {model.task_name}"
         self.status.update_status(task=model.task_name, budget=len(model), mode="replay")
         self._refresh_tree(model.initial)
@@ -713,6 +715,8 @@ class DgymApp(App[int]):
         """Switch from replay to a live (already started) session."""
         replay, self.replay = self.replay, None
         replay.close()
+        self.source_view.interactive = True
+        self.source_view.refresh_bindings()
         self.session = session
         self.started = True
         self._set_busy(None)

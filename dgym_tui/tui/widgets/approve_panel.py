@@ -29,7 +29,6 @@ class ApprovePanel(VerticalScroll):
         self.proposal: Any = None
 
     def compose(self) -> ComposeResult:
-        yield Static("", id="approve-title")
         yield Static("", id="approve-reasoning")
         yield Static("", id="approve-action")
         yield Static(KEYS_HINT, id="approve-keys", markup=False)
@@ -38,7 +37,6 @@ class ApprovePanel(VerticalScroll):
         """Show ``proposal`` (a Proposal) as the candidate for 1-based ``step``."""
         self.proposal = proposal
         self.border_title = f"agent proposes step {step}"
-        self.query_one("#approve-title", Static).update("")
         self.query_one("#approve-reasoning", Static).update(Text(proposal.reasoning.strip()))
         if proposal.action is None:
             body = Text(f"no valid action: {proposal.error}", style="red")

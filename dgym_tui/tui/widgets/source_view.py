@@ -149,6 +149,8 @@ class SourceView(ScrollView, can_focus=True):
         self._theme = PygmentsSyntaxTheme("monokai")
         self._token_styles: dict[object, Style] = {}
         self.placeholder = "(no file)"
+        #: False in replay: pdb keys and breakpoint clicks do nothing.
+        self.interactive = True
 
     # -- content -----------------------------------------------------------------
     def load(self, path: str | None, text: str, line: int | None = None) -> None:
@@ -297,6 +299,12 @@ class SourceView(ScrollView, can_focus=True):
         return strip.apply_style(base)
 
     # -- input -------------------------------------------------------------------
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """pdb keys and breakpoint toggles only when ``interactive`` (not in replay)."""
+        if action in ("pdb", "toggle_breakpoint") and not self.interactive:
+            return False
+        return True
+
     def watch_cursor_line(self) -> None:
         self.refresh()
 
@@ -314,7 +322,7 @@ class SourceView(ScrollView, can_focus=True):
         if line > len(self.lines):
             return
         self.go_to(line)
-        if offset.x < self.gutter_width - 1:
+        if offset.x < self.gutter_width - 1 and self.interactive:
             self._toggle(line)
 
     def _toggle(self, line: int) -> None:

@@ -1,0 +1,86 @@
+"""Snapshot tests (pytest-textual-snapshot) of the main screen, the approve panel and replay.
+
+Deterministic by construction: fixed terminal size, a real pytest run whose
+timing text is stripped by the entrypoint, no temporary paths on screen, and
+the spinner hidden because every worker has finished before the snapshot.
+Regenerate with ``pytest tests/test_tui_snapshots.py --snapshot-update``.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import dgym_tui.core.tools  # noqa: F401  registers the built-in tools
+import dgym_tui.core.tools.pdb  # noqa: F401  (until tools/__init__ imports it)
+from dgym_tui.core.env import RepoEnv
+from dgym_tui.core.types import ToolCall
+from dgym_tui.session import Session
+from dgym_tui.trajectory import read_trajectory
+from dgym_tui.tui.app import DgymApp
+from dgym_tui.tui.replay_model import ReplayModel
+from llm_stub import llm_server  # noqa: F401  (pytest fixture)
+from test_tui_app import CALC, FIX, TESTS, _stub_agent, settle
+
+SIZE = (160, 48)
+# Runs pytest for real and pins the "in 0.12s" timing so the screen is stable.
+RUN_TESTS = """\
+import re, subprocess, sys
+p = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
+                   capture_output=True, text=True)
+print(re.sub(r" in [0-9.]+s", " in 0.01s", p.stdout).rstrip())
+sys.exit(p.returncode)
+"""
+
+
+@pytest.fixture
+def snap_repo(make_repo):
+    return make_repo({"calc.py": CALC, "test_calc.py": TESTS, "run_tests.py": RUN_TESTS,
+                      ".debugreadonly": "run_tests.py\n"}, name="calc")
+
+
+def _env(repo):
+    return RepoEnv(repo, entrypoint="python run_tests.py", task="Make the tests pass.")
+
+
+async def _settled(pilot):
+    await settle(pilot.app, pilot)
+
+
+def test_snapshot_main_screen(snap_compare, snap_repo, tmp_path):
+    app = DgymApp(session=Session(_env(snap_repo), trajectory_path=tmp_path / "t.jsonl",
+                                  task_name="calc"))
+    try:
+        assert snap_compare(app, terminal_size=SIZE, run_before=_settled)
+    finally:
+        app.close_session()
+
+
+def test_snapshot_approve_panel(snap_compare, snap_repo, tmp_path, llm_server):
+    llm_server.script([{"content": "The division looks wrong; stop there.",
+                        "usage": {"prompt_tokens": 1200, "completion_tokens": 35},
+                        "tool_calls": [{"name": "pdb", "id": "call_1",
+                                        "arguments": {"command": "b calc.py:5"}}]}])
+    session = Session(_env(snap_repo), _stub_agent(llm_server), mode="approve",
+                      trajectory_path=tmp_path / "t.jsonl", task_name="calc")
+    app = DgymApp(session=session)
+    try:
+        assert snap_compare(app, terminal_size=SIZE, run_before=_settled)
+    finally:
+        app.close_session()
+
+
+def test_snapshot_replay_view(snap_compare, snap_repo, tmp_path):
+    out = tmp_path / "recorded.jsonl"
+    env = _env(snap_repo)
+    session = Session(env, trajectory_path=out, task_name="calc")
+    session.start()
+    session.act(ToolCall("view", {"path": "calc.py"}))
+    session.act(ToolCall("rewrite", {"path": "calc.py", "start": 5, "end": 5, "new_code": FIX}))
+    session.act(ToolCall("eval", {}))
+    session.finish("submitted")
+    env.close()
+    app = DgymApp(replay=ReplayModel(read_trajectory(out)))
+    try:
+        assert snap_compare(app, terminal_size=SIZE, press=["l", "l"])
+    finally:
+        app.close_session()
