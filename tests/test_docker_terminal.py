@@ -117,6 +117,32 @@ def test_output_read_across_the_timeout_stays_well_formed(term):
 
 
 @pytest.mark.docker
+def test_close_from_another_thread_ends_a_running_command(image, repo):
+    import threading
+
+    t = DockerTerminal(image)
+    t.start(str(repo))
+    outcome = {}
+
+    def run():
+        try:
+            outcome["result"] = t.run("echo started; sleep 60", timeout=120)
+        except TerminalError as exc:
+            outcome["error"] = exc
+
+    worker = threading.Thread(target=run)
+    worker.start()
+    time.sleep(1.0)
+    t.close()
+    worker.join(timeout=20)
+    assert not worker.is_alive()
+    if "result" in outcome:
+        assert outcome["result"].exit_code != 0 and "started" in outcome["result"].output
+    else:
+        assert "reset the environment" in str(outcome["error"])
+
+
+@pytest.mark.docker
 def test_large_output_is_truncated_with_bounded_memory(term):
     tracemalloc.start()
     try:

@@ -91,6 +91,14 @@ def get_client():
         return client
 
 
+def _forget_client() -> None:
+    """Drop the shared client of :func:`docker_base_url` (after the daemon stopped answering)."""
+    with _clients_lock:
+        client = _clients.pop(docker_base_url(), None)
+    if client is not None:
+        client.close()
+
+
 def _short(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return text[0][:160] if text else type(exc).__name__
@@ -191,7 +199,7 @@ class DockerTerminal(Terminal):
             TerminalError: the working copy is missing, the daemon is unreachable,
                 the image is missing, or the container cannot start.
         """
-        from docker.errors import APIError, DockerException, ImageNotFound
+        from docker.errors import APIError, ImageNotFound
         from docker.types import Mount
 
         if self.container is not None:
@@ -205,7 +213,8 @@ class DockerTerminal(Terminal):
         except ImageNotFound:
             raise TerminalError(f"image {self.image} not found: build it with "
                                 "scripts/setup_docker.sh or pull it") from None
-        except DockerException as exc:
+        except Exception as exc:  # noqa: BLE001  DockerException, requests' ConnectionError, ...
+            _forget_client()  # the daemon may come back: ping again next time
             raise _unreachable(_short(exc)) from None
 
         mounts = [Mount(self.workdir, host_root, type="bind")]
@@ -406,7 +415,11 @@ class DockerTerminal(Terminal):
         finally:
             raw.close()
             sock.close()
-        code = None if timed_out else _exit_code(api, exec_id)
+        try:
+            code = None if timed_out else _exit_code(api, exec_id)
+        except Exception as exc:  # noqa: BLE001  container removed meanwhile, daemon gone
+            raise TerminalError(f"lost the command's exit status: {_short(exc)}; "
+                                "reset the environment") from None
         return RunResult(exit_code=code, output=out.text(), timed_out=timed_out,
                          truncated_bytes=out.dropped)
 
