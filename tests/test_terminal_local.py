@@ -10,7 +10,6 @@ import textwrap
 import time
 import tracemalloc
 
-import pexpect
 import pytest
 
 from dgym_tui.core.terminals import TerminalError, cleanup
