@@ -193,6 +193,35 @@ def test_generation_counts_only_changing_steps(quick):
     assert quick.generation == 1  # identical text: nothing written
 
 
+def test_changes_between_steps_count_and_move_breakpoints(quick):
+    """A file written by someone else between two steps still bumps the generation
+    and remaps breakpoints on the next step."""
+    quick.breakpoints.add("code.py", 2)
+    generation = quick.generation
+    path = quick.workspace.root / "code.py"
+    path.write_text("# a comment added by an editor\n" + path.read_text())
+    r = quick.step(ToolCall("view", {"path": "code.py"}))
+    assert quick.generation == generation + 1
+    assert r.breakpoints == [("code.py", 3)]
+
+
+def test_terminal_options_reach_the_docker_terminal(repo, monkeypatch):
+    import dgym_tui.core.terminals.docker as docker_module
+
+    seen = {}
+
+    class Recorder(LocalTerminal):
+        def __init__(self, image, readonly=(), **options):
+            super().__init__()
+            seen.update(image=image, **options)
+
+    monkeypatch.setattr(docker_module, "DockerTerminal", Recorder)
+    with RepoEnv(repo, entrypoint="true", terminal="docker", image="img:1",
+                 terminal_options={"workdir": "/testbed", "network": True}) as env:
+        env.reset()
+    assert seen == {"image": "img:1", "workdir": "/testbed", "network": True}
+
+
 def test_tool_schemas_are_valid_and_described(quick):
     env = quick
     schemas = env.tool_schemas()

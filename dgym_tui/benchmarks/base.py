@@ -62,6 +62,8 @@ class Task:
         image: Docker image for the sandbox; None uses the environment's default.
         terminal: ``"local"``, ``"docker"`` or None (the environment's default).
         setup_commands: shell commands run in the terminal before the first eval.
+        terminal_options: extra Docker terminal options (e.g. ``{"workdir":
+            "/testbed"}``), passed as ``RepoEnv(terminal_options=...)``.
         meta: grading / analysis data never shown to the agent (bug, gold patch,
             instance ids, ...). JSON-ready values.
     """
@@ -77,6 +79,7 @@ class Task:
     image: str | None = None
     terminal: str | None = None
     setup_commands: list[str] = field(default_factory=list)
+    terminal_options: dict[str, Any] = field(default_factory=dict)
     meta: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -107,6 +110,8 @@ class Task:
             kwargs["terminal"] = self.terminal
         if self.image is not None:
             kwargs["image"] = self.image
+        if self.terminal_options:
+            kwargs["terminal_options"] = dict(self.terminal_options)
         kwargs.update(overrides)
         return kwargs
 
@@ -294,12 +299,35 @@ def get_benchmark(name: str, **options: Any) -> Benchmark:
         a :class:`Benchmark` (``.name``, ``.tasks()``, ``.load(task_name)``).
 
     Raises:
-        ValueError: unknown name (the message lists the known ones), or the
-            loader's module is missing.
-        TypeError: an option the loader does not take.
+        ValueError: unknown name (the message lists the known ones), the
+            loader's module is missing, an option the loader does not take or
+            a required option not given (the message names it).
     """
     targets = {**_entry_point_targets(), **REGISTRY}
     if name not in targets:
         raise ValueError(_unknown_message("benchmark", name, sorted(targets)))
     factory = _resolve(name, targets[name])
+    _check_options(name, factory, options)
     return factory(**options)
+
+
+def _check_options(name: str, factory: Callable[..., Any], options: dict[str, Any]) -> None:
+    """Raise ValueError (one line) when ``options`` do not fit the loader's signature."""
+    try:
+        signature = inspect.signature(factory)
+    except (TypeError, ValueError):  # a builtin or C callable: let the call decide
+        return
+    params = signature.parameters.values()
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+        return
+    named = [p.name for p in params
+             if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)]
+    for option in options:
+        if option not in named:
+            close = difflib.get_close_matches(option, named, n=1)
+            hint = f"did you mean {close[0]!r}?" if close else f"options: {', '.join(named) or 'none'}"
+            raise ValueError(f"benchmark {name!r} has no option {option!r}; {hint}")
+    for p in params:
+        if p.name in named and p.default is inspect.Parameter.empty and p.name not in options:
+            raise ValueError(f"benchmark {name!r} needs the option {p.name!r} "
+                             f"(e.g. {p.name}=...); options: {', '.join(named)}")

@@ -352,7 +352,10 @@ class SWEBenchBenchmark(Benchmark):
         meta.update(image=image, python=python)
         task = Task(name=task_name, benchmark=self.name, path=base, entrypoint=run_tests,
                     description=instance.get("problem_statement", ""), image=image,
-                    terminal="docker", readonly=list(test_files), meta=meta)
+                    terminal="docker", readonly=list(test_files), meta=meta,
+                    # Harness images install the repository (editable) at repo_dir:
+                    # mount the working copy there so imports see the agent's edits.
+                    terminal_options={"workdir": self._materialize.repo_dir})
         return self._finish(task, instance, python)
 
     def _finish(self, task: Task, instance: dict[str, Any], python: str) -> Task:

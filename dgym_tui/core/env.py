@@ -68,6 +68,10 @@ class RepoEnv:
         max_output: cap on command output kept in observations, in bytes.
         setup_commands: shell commands run in the working copy after the
             terminal starts and before the initial eval.
+        terminal_options: extra keyword arguments for the Docker terminal
+            (``workdir``, ``network``, ``mem_limit``, ``pids_limit``, ``cpus``);
+            e.g. ``{"workdir": "/testbed"}`` for images that installed the
+            repository there.
 
     Attributes:
         workspace: the episode's :class:`Workspace` (None before reset).
@@ -92,7 +96,8 @@ class RepoEnv:
                  task: str = "", ignore: Iterable[str] = (), readonly: Iterable[str] = (),
                  eval_timeout: float = 120, pdb_timeout: float = 10,
                  max_output: int = DEFAULT_MAX_OUTPUT,
-                 setup_commands: Sequence[str] = ()) -> None:
+                 setup_commands: Sequence[str] = (),
+                 terminal_options: dict[str, Any] | None = None) -> None:
         self.path = os.fspath(path)
         if not os.path.isdir(self.path):
             raise ValueError(f"repository folder {self.path!r} does not exist; "
@@ -113,6 +118,7 @@ class RepoEnv:
         self.pdb_timeout = pdb_timeout
         self.max_output = max_output
         self.setup_commands = list(setup_commands)
+        self.terminal_options = dict(terminal_options or {})
 
         registry = all_tools()
         unknown = [name for name in tools if name not in registry]
@@ -133,6 +139,7 @@ class RepoEnv:
         self.last_eval_output = ""
         self.done = False
         self._closed = False
+        self._snapshot: dict[str, tuple[int, int]] = {}
 
     # --------------------------------------------------------------- episode
     def reset(self) -> StepResult:
@@ -173,7 +180,8 @@ class RepoEnv:
                  *notes,
                  f"Initial eval of `{self.entrypoint}`:\n{output.rstrip()}",
                  describe_score(summary)]
-        self.last = self._result("\n\n".join(parts), None, started)
+        self._snapshot = self.workspace.stat_snapshot()
+        self.last = self._result("\n\n".join(parts), None, started, snapshot=self._snapshot)
         return self.last
 
     def step(self, action: ToolCall | dict[str, Any]) -> StepResult:
@@ -204,7 +212,9 @@ class RepoEnv:
         if problem:
             return self._refuse(problem, action, started)
 
-        before = self.workspace.stat_snapshot()
+        # Compare with the state at the end of the previous step, so a change made
+        # between steps (an editor, another process) counts as well.
+        before = self._snapshot
         error = False
         try:
             output = self.tools[action.name].run(**arguments)
@@ -215,7 +225,7 @@ class RepoEnv:
             output = ToolOutput(f"internal error in tool {action.name}: "
                                 f"{type(exc).__name__}: {exc}")
             error = True
-        after = self.workspace.stat_snapshot()
+        after = self._snapshot = self.workspace.stat_snapshot()
         if after != before:
             self.generation += 1
             self.breakpoints.remap_changed(self.workspace)
@@ -346,7 +356,7 @@ class RepoEnv:
             from dgym_tui.core.terminals.docker import DockerTerminal
 
             readonly = [p for p in self.workspace.files() if self.workspace.is_readonly(p)]
-            return DockerTerminal(image=self.image, readonly=readonly)
+            return DockerTerminal(image=self.image, readonly=readonly, **self.terminal_options)
         from dgym_tui.core.terminals.local import LocalTerminal
 
         return LocalTerminal()
