@@ -128,3 +128,29 @@ def test_register_from_worker_thread_keeps_atexit(tmp_path):
     _, err = proc.communicate(timeout=20)
     assert proc.returncode == 0, err
     assert marker.read_text() == "closed\n"
+
+
+def test_sigterm_deletes_the_working_copy_and_stops_pdb(tmp_path):
+    """A SIGTERM mid-episode leaves neither the working copy nor a pdb process."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "prog.py").write_text("x = 1\nprint(x)\n")
+    proc = _run_child(f"""
+        from dgym_tui import RepoEnv, ToolCall
+        env = RepoEnv({str(repo)!r}, entrypoint="python prog.py")
+        env.reset()
+        r = env.step(ToolCall("pdb", {{"command": "n"}}))
+        pdb_pid = env.tools["pdb"].session.child.pid
+        print(env.workspace.root, pdb_pid, flush=True)
+        time.sleep(60)
+    """)
+    root, pdb_pid = proc.stdout.readline().split()
+    import os
+    from pathlib import Path
+
+    assert Path(root).is_dir()
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(timeout=20)
+    assert not Path(root).exists()
+    with pytest.raises(ProcessLookupError):
+        os.kill(int(pdb_pid), 0)

@@ -29,6 +29,7 @@ import jsonschema
 
 from dgym_tui.core.breakpoints import BreakpointStore
 from dgym_tui.core.pytest_summary import describe_score, is_resolved, parse_pytest_summary
+from dgym_tui.core.terminals import cleanup
 from dgym_tui.core.terminals.base import DEFAULT_MAX_OUTPUT, Terminal
 from dgym_tui.core.tools.base import Tool, ToolError, ToolOutput, all_tools
 from dgym_tui.core.types import EvalSummary, StepResult, ToolCall
@@ -156,6 +157,7 @@ class RepoEnv:
         started = time.monotonic()
         self._end_episode()
         self._closed = False
+        cleanup.register(self)  # SIGTERM / exit also delete the working copy
         self.workspace = Workspace(self.path, ignore=self.ignore, readonly=self.readonly)
         self.breakpoints = BreakpointStore(self.workspace)
         self.frame = None
@@ -384,6 +386,7 @@ class RepoEnv:
             return
         self._closed = True
         self._end_episode()
+        cleanup.unregister(self)
 
     def __enter__(self) -> Self:
         return self
