@@ -5,7 +5,7 @@
     dgym run CONFIG.yaml [-p key.sub=value ...] [-n WORKERS] [--force] [--output DIR]
     dgym replay TRAJ.jsonl [--until N [--llm NAME [--agent SPEC] | --human] [-o NEW.jsonl]]
     dgym export TRAJ.jsonl|DIR ... --format debug-gym|sft [-o OUT]
-    dgym play PATH [--entrypoint CMD] | --task BENCHMARK/TASK   (actions typed on stdin)
+    dgym play PATH [--entrypoint CMD] | --task [BENCHMARK/]TASK   (actions typed on stdin)
     dgym list-tasks [BENCHMARK] [-p option=value ...]
     dgym init-llm-config [DIR]
     dgym config-keys
@@ -19,8 +19,11 @@ subcommands that need them.
 from __future__ import annotations
 
 import argparse
+import logging
 import os
+import signal
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +32,14 @@ PROG = "dgym"
 
 class UserError(Exception):
     """A mistake in the command line; printed as one line, exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line (no usage dump), exit 2."""
+
+    def error(self, message: str) -> Any:  # argparse's signature; never returns
+        """Print ``PROG: error: MESSAGE (see PROG --help)`` to stderr and exit with status 2."""
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
 def _user_errors() -> tuple[type[BaseException], ...]:
@@ -212,8 +223,11 @@ def _cmd_play(args: argparse.Namespace) -> int:
     task_info: dict[str, Any] = {}
     if args.task:
         bench_name, sep, task_name = args.task.partition("/")
-        if not sep or not task_name:
-            raise UserError(f"--task needs BENCHMARK/TASK (e.g. mini/shopping_cart), got {args.task!r}")
+        if not sep:  # a bare name is a task of our own mini benchmark
+            bench_name, task_name = "mini", args.task
+        if not bench_name or not task_name:
+            raise UserError(f"--task needs TASK or BENCHMARK/TASK (e.g. mini/shopping_cart), "
+                            f"got {args.task!r}")
         from dgym_tui.benchmarks import get_benchmark
 
         task = get_benchmark(bench_name).load(task_name)
@@ -255,19 +269,31 @@ def _cmd_play(args: argparse.Namespace) -> int:
 
 
 # ---------------------------------------------------------------- parser
+def _positive_int(text: str) -> int:
+    """argparse type: an integer >= 1 (argparse reports the error in one line)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {value}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Return the ``dgym`` argument parser (subcommands run, replay, export, play,
     list-tasks, init-llm-config, config-keys)."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog=PROG, description="Headless tools of dgym-tui: batch runs, replay, export.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
 
     p = sub.add_parser("run", help="run an agent over the tasks of a benchmark")
-    p.add_argument("config", help="run config YAML (see `dgym config-keys`)")
+    p.add_argument("config", help="run config YAML, or a bundled one by name (mini_solution, ...); "
+                                  "keys: `dgym config-keys`")
     p.add_argument("-p", "--param", action="append", metavar="KEY=VALUE",
                    help="override a config key, e.g. -p max_steps=20 -p env.eval_timeout=60")
-    p.add_argument("-n", "--workers", type=int, default=None, help="tasks in parallel")
+    p.add_argument("-n", "--workers", type=_positive_int, default=None, help="tasks in parallel")
     p.add_argument("--force", action="store_true", help="run tasks again that are done")
     p.add_argument("--output", help="output folder (overrides output_dir)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -282,7 +308,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--llm-config", help="path of llm.yaml")
     p.add_argument("--human", action="store_true", help="fork: continue typing actions on stdin")
     p.add_argument("-o", "--output", help="fork: new trajectory file")
-    p.add_argument("--max-steps", type=int, help="fork: step budget, replayed steps included")
+    p.add_argument("--max-steps", type=_positive_int, help="fork: step budget, replayed steps included")
     p.add_argument("--show", action="store_true", help="only print the recorded steps")
     p.set_defaults(func=_cmd_replay)
 
@@ -295,10 +321,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("play", help="debug a repository yourself, typing actions on stdin")
     p.add_argument("path", nargs="?", help="repository folder")
     p.add_argument("--entrypoint", default="python -m pytest -q", help="test command")
-    p.add_argument("--task", help="BENCHMARK/TASK instead of a path")
+    p.add_argument("--task", help="[BENCHMARK/]TASK instead of a path (benchmark default: mini)")
     p.add_argument("--terminal", default="local", choices=("local", "docker"))
     p.add_argument("--image", help="Docker image (with --terminal docker)")
-    p.add_argument("--max-steps", type=int, default=200)
+    p.add_argument("--max-steps", type=_positive_int, default=200)
     p.add_argument("-o", "--output", help="trajectory file")
     p.set_defaults(func=_cmd_play)
 
@@ -329,6 +355,8 @@ def main(argv: list[str] | None = None) -> int:
     """
     parser = build_parser()
     args = parser.parse_args(argv)
+    handler = _warnings_to_stderr()
+    previous_term = _sigterm_as_interrupt()
     try:
         return int(args.func(args) or 0)
     except KeyboardInterrupt:
@@ -343,6 +371,53 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"{PROG}: error: {_message(exc)}", file=sys.stderr)
         return 2
+    finally:
+        if handler is not None:
+            logging.getLogger().removeHandler(handler)
+        if previous_term is not None:
+            signal.signal(signal.SIGTERM, previous_term)
+
+
+class _OneLine(logging.Formatter):
+    """``dgym: warning: MESSAGE`` on one line; tracebacks only with DGYM_DEBUG=1."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        text = record.getMessage().strip().splitlines()
+        line = f"{PROG}: {record.levelname.lower()}: {text[0] if text else ''}"
+        if record.exc_info and os.environ.get("DGYM_DEBUG"):
+            line += "\n" + self.formatException(record.exc_info)
+        return line
+
+
+def _warnings_to_stderr() -> logging.Handler | None:
+    """Route library warnings to stderr as one line each (unless logging is
+    already configured, e.g. by a test harness). Returns the handler added."""
+    root = logging.getLogger()
+    if root.handlers:
+        return None
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setLevel(logging.DEBUG if os.environ.get("DGYM_DEBUG") else logging.WARNING)
+    handler.setFormatter(_OneLine())
+    root.addHandler(handler)
+    return handler
+
+
+def _sigterm_as_interrupt() -> Any:
+    """Make SIGTERM stop like Ctrl-C (episodes end cleanly, status kept).
+
+    Returns the previous handler, or None when nothing was installed (not
+    the main thread, or SIGTERM already handled by someone else)."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    previous = signal.getsignal(signal.SIGTERM)
+    if previous is not signal.SIG_DFL:
+        return None
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, interrupt)
+    return previous
 
 
 def tui_main(argv: list[str] | None = None) -> int:
@@ -350,3 +425,7 @@ def tui_main(argv: list[str] | None = None) -> int:
     from dgym_tui.tui.main import main as tui
 
     return int(tui(sys.argv[1:] if argv is None else argv) or 0)
+
+
+if __name__ == "__main__":  # python -m dgym_tui.cli ...
+    sys.exit(main())

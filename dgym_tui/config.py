@@ -294,12 +294,39 @@ def validate(data: dict[str, Any], source: Path | None = None) -> RunConfig:
     return config
 
 
+def bundled_configs() -> list[str]:
+    """Names (file stems) of the example run configs shipped in ``data/configs``."""
+    from dgym_tui.resources import resource_dir
+
+    try:
+        folder = resource_dir("data") / "configs"
+    except FileNotFoundError:
+        return []
+    return sorted(p.stem for p in folder.glob("*.yaml")) if folder.is_dir() else []
+
+
+def find_config(path: str | os.PathLike[str]) -> Path:
+    """Return ``path`` if it exists, else the bundled config of that name
+    (``mini_solution`` or ``mini_solution.yaml``), else ``path`` unchanged."""
+    candidate = Path(path)
+    if candidate.exists() or candidate.parent != Path("."):
+        return candidate
+    stem = candidate.stem if candidate.suffix in (".yaml", ".yml") else candidate.name
+    if stem in bundled_configs():
+        from dgym_tui.resources import resource_dir
+
+        return resource_dir("data") / "configs" / f"{stem}.yaml"
+    return candidate
+
+
 def load_config(path: str | os.PathLike[str] | None, overrides: list[str] = ()) -> RunConfig:
     """Read a YAML run config, apply ``-p`` overrides in order, validate.
 
     Args:
-        path: the YAML file, or None to start from an empty config (then the
-            overrides must name at least ``benchmark``).
+        path: the YAML file, or the name of a config shipped with dgym-tui
+            (``mini_solution``; see :func:`bundled_configs`), or None to start
+            from an empty config (then the overrides must name at least
+            ``benchmark``).
         overrides: ``"key.sub=value"`` strings; values are parsed as YAML
             (``max_steps=10`` is an int, ``tasks=[a,b]`` a list).
 
@@ -313,11 +340,13 @@ def load_config(path: str | os.PathLike[str] | None, overrides: list[str] = ()) 
     data: dict[str, Any] = {}
     source = None
     if path is not None:
-        source = Path(path)
+        source = find_config(path)
         try:
             text = source.read_text(encoding="utf-8")
         except FileNotFoundError:
-            raise ConfigError(f"config file {source} not found") from None
+            bundled = ", ".join(bundled_configs()) or "none"
+            raise ConfigError(f"config file {source} not found; bundled configs: "
+                              f"{bundled}") from None
         except (OSError, UnicodeDecodeError) as exc:
             raise ConfigError(f"cannot read config file {source}: {exc}") from None
         try:

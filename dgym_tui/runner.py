@@ -6,12 +6,17 @@ and writes into ``<output_dir>/<task>/``:
 
 - ``trajectory.jsonl`` — the episode, flushed step by step;
 - ``patch.diff`` — the working copy's changes (git-style unified diff);
-- ``status.json`` — ``{"task", "state": "done" | "error", "resolved", "score",
-  "max_score", "steps", "reason", "prompt_tokens", "completion_tokens",
-  "cost", "wall_time", "error"}``.
+- ``status.json`` — ``{"task", "state": "done" | "error" | "interrupted",
+  "resolved", "score", "max_score", "steps", "reason", "prompt_tokens",
+  "completion_tokens", "cost", "wall_time", "error"}``.
 
 A task whose ``status.json`` says ``"done"`` is skipped unless ``force``;
-tasks that failed with an error are run again. Tasks run in threads
+tasks that failed with an error or were interrupted are run again.
+
+Ctrl-C (``KeyboardInterrupt``) stops the run cleanly: every running episode
+ends with footer reason ``"interrupted"`` (its trajectory and status are
+kept), its processes / container are closed, queued tasks are not started,
+``summary.json`` is written, and the ``KeyboardInterrupt`` is raised again. Tasks run in threads
 (``workers``), each with its own environment. ``<output_dir>/summary.json``
 holds every status after the run.
 """
@@ -49,8 +54,9 @@ class TaskStatus:
     Attributes:
         task: task name.
         state: ``"done"`` (the episode ended), ``"error"`` (it crashed; see
-            ``error``) or ``"skipped"`` (done in an earlier run; values are
-            read back from disk).
+            ``error``), ``"interrupted"`` (stopped by Ctrl-C; run again next
+            time) or ``"skipped"`` (done in an earlier run; values are read
+            back from disk).
         resolved / score / max_score / steps / reason: from the trajectory footer.
         prompt_tokens / completion_tokens / cost: LLM usage of the episode (US$).
         wall_time: seconds the episode took.
@@ -166,9 +172,45 @@ def agent_tools(kind: str, agent: str) -> list[str] | None:
     return list(tools) if tools else None
 
 
+INTERRUPTED = "interrupted"
+
+
+class _Interrupt:
+    """Shared stop signal of one run: set by Ctrl-C, read by every episode loop.
+
+    ``envs`` holds the environments of running episodes so the main thread can
+    close them (killing their processes) when a worker is blocked in a step.
+    """
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+        self.lock = threading.Lock()
+        self.envs: dict[str, Any] = {}
+
+    def add(self, name: str, env: Any) -> None:
+        with self.lock:
+            self.envs[name] = env
+
+    def discard(self, name: str) -> None:
+        with self.lock:
+            self.envs.pop(name, None)
+
+    def trigger(self) -> None:
+        """Stop every episode: no new step starts; running commands are killed."""
+        self.event.set()
+        with self.lock:
+            envs = list(self.envs.values())
+        for env in envs:
+            try:
+                env.terminal.close()
+            except Exception as exc:  # noqa: BLE001  best effort: env.close() follows
+                log.debug("closing a terminal on interrupt failed: %s", exc)
+
+
 def run_task(config: RunConfig, benchmark: Any, task_name: str, output_dir: Path,
              policy_factory: PolicyFactory | None = None,
-             on_event: Callable[[str, Any], None] | None = None) -> TaskStatus:
+             on_event: Callable[[str, Any], None] | None = None,
+             interrupt: _Interrupt | None = None) -> TaskStatus:
     """Run one episode of ``task_name`` and write its result folder.
 
     Args:
@@ -179,10 +221,18 @@ def run_task(config: RunConfig, benchmark: Any, task_name: str, output_dir: Path
         policy_factory: ``(task, env) -> Policy``; None builds the policy
             from ``config`` (:func:`make_policy`).
         on_event: ``(task_name, SessionEvent)`` callback for progress display.
+        interrupt: the run's stop signal (:func:`run_tasks` passes it); when
+            set, the episode ends after the current step with reason
+            ``"interrupted"``.
 
     Returns:
         The :class:`TaskStatus` (also written to ``status.json``). Errors
         during the episode do not raise: they give ``state="error"``.
+
+    Raises:
+        KeyboardInterrupt: Ctrl-C in the thread running the episode; the
+            footer (reason ``"interrupted"``) and ``status.json`` are written
+            and the environment closed first.
     """
     from dgym_tui.session import Session
 
@@ -191,6 +241,8 @@ def run_task(config: RunConfig, benchmark: Any, task_name: str, output_dir: Path
     status = TaskStatus(task=task_name)
     started = time.monotonic()
     env = session = None
+    stopped = interrupt.event if interrupt is not None else threading.Event()
+    interrupted = False
     try:
         task = benchmark.load(task_name)
         overrides = config.env_overrides()
@@ -198,6 +250,8 @@ def run_task(config: RunConfig, benchmark: Any, task_name: str, output_dir: Path
         if tools:
             overrides["tools"] = tools
         env = task.make_env(**overrides)
+        if interrupt is not None:
+            interrupt.add(task_name, env)
         policy = (policy_factory(task, env) if policy_factory
                   else make_policy(config.policy, config.agent, config.llm, config.llm_config,
                                    task))
@@ -210,10 +264,14 @@ def run_task(config: RunConfig, benchmark: Any, task_name: str, output_dir: Path
                        "task_name": task_name})
         if on_event is not None:
             session.subscribe(lambda event: on_event(task_name, event))
+        if stopped.is_set():
+            raise KeyboardInterrupt
         session.start()
-        session.run()
-        if not session.done:  # run() only returns early on a pause; none is requested here
-            session.finish("stopped")
+        session.run(should_pause=stopped.is_set)
+        if not session.done:  # run() returns early only when the run is interrupted
+            session.finish(INTERRUPTED if stopped.is_set() else "stopped")
+        if session.reason == INTERRUPTED:
+            status.state = INTERRUPTED
         footer = session.footer or {}
         status.resolved = bool(footer.get("resolved"))
         status.score = int(footer.get("score") or 0)
@@ -221,15 +279,24 @@ def run_task(config: RunConfig, benchmark: Any, task_name: str, output_dir: Path
         status.steps = int(footer.get("steps") or 0)
         status.reason = str(footer.get("reason") or "")
         (folder / PATCH_FILE).write_text(footer.get("patch") or "", encoding="utf-8")
+    except KeyboardInterrupt:
+        interrupted = True
+        stopped.set()
+        _end_interrupted(status, session)
     except Exception as exc:  # noqa: BLE001  one task's failure must not end the run
-        status.state = "error"
-        status.error = f"{type(exc).__name__}: {exc}".splitlines()[0][:500]
-        if session is not None and session.initial is not None:
-            session.finish(f"error: {status.error}")
-            footer = session.footer or {}
-            status.steps = int(footer.get("steps") or 0)
-            status.reason = str(footer.get("reason") or "")
+        if stopped.is_set():  # its terminal was closed under it by the interrupt
+            _end_interrupted(status, session)
+        else:
+            status.state = "error"
+            status.error = f"{type(exc).__name__}: {exc}".splitlines()[0][:500]
+            if session is not None and session.initial is not None:
+                session.finish(f"error: {status.error}")
+                footer = session.footer or {}
+                status.steps = int(footer.get("steps") or 0)
+                status.reason = str(footer.get("reason") or "")
     finally:
+        if interrupt is not None:
+            interrupt.discard(task_name)
         if session is not None:
             status.prompt_tokens = session.usage.prompt_tokens
             status.completion_tokens = session.usage.completion_tokens
@@ -239,9 +306,25 @@ def run_task(config: RunConfig, benchmark: Any, task_name: str, output_dir: Path
                 env.close()
             except Exception as exc:  # noqa: BLE001  cleanup must not mask the result
                 log.warning("closing the environment of %s failed: %s", task_name, exc)
-    status.wall_time = round(time.monotonic() - started, 3)
-    _write_json(folder / STATUS_FILE, status.to_dict())
+        status.wall_time = round(time.monotonic() - started, 3)
+        _write_json(folder / STATUS_FILE, status.to_dict())
+    if interrupted:
+        raise KeyboardInterrupt
     return status
+
+
+def _end_interrupted(status: TaskStatus, session: Any) -> None:
+    """Mark ``status`` interrupted; write the footer when the episode had started."""
+    status.state = INTERRUPTED
+    status.reason = INTERRUPTED
+    if session is not None and session.initial is not None:
+        session.finish(INTERRUPTED)  # idempotent: keeps a footer written before
+        footer = session.footer or {}
+        status.resolved = bool(footer.get("resolved"))
+        status.score = int(footer.get("score") or 0)
+        status.max_score = int(footer.get("max_score") or 0)
+        status.steps = int(footer.get("steps") or 0)
+        status.reason = str(footer.get("reason") or INTERRUPTED)
 
 
 def select_tasks(config: RunConfig, benchmark: Any) -> list[str]:
@@ -329,34 +412,71 @@ def run_tasks(config: RunConfig, workers: int | None = None, force: bool = False
             todo.append(name)
 
     lock = threading.Lock()
+    interrupt = _Interrupt()
     bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                    TimeElapsedColumn(), TextColumn("{task.fields[last]}"), console=err,
                    disable=not progress, transient=False)
     with bar:
         bar_id = bar.add_task("tasks", total=len(todo), last="")
 
-        def one(name: str) -> TaskStatus:
-            status = run_task(config, benchmark, name, output_dir, policy_factory)
+        def one(name: str) -> TaskStatus | None:
+            if interrupt.event.is_set():
+                return None  # queued when Ctrl-C came: not started
+            status = run_task(config, benchmark, name, output_dir, policy_factory,
+                              interrupt=interrupt)
             with lock:
                 mark = "resolved" if status.resolved else status.state
                 bar.update(bar_id, advance=1, last=f"{name}: {mark}")
             return status
 
-        if workers <= 1 or len(todo) <= 1:
-            for name in todo:
-                results[name] = one(name)
-        else:
-            with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="dgym-task") as pool:
-                futures = {pool.submit(one, name): name for name in todo}
-                for future in as_completed(futures):
-                    results[futures[future]] = future.result()
+        try:
+            if workers <= 1 or len(todo) <= 1:
+                for name in todo:
+                    try:
+                        status = one(name)
+                    except KeyboardInterrupt:
+                        results[name] = read_status(task_folder(output_dir, name)) \
+                            or TaskStatus(task=name, state=INTERRUPTED, reason=INTERRUPTED)
+                        raise
+                    if status is not None:
+                        results[name] = status
+            else:
+                pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="dgym-task")
+                futures: dict[Any, str] = {}
+                try:
+                    futures = {pool.submit(one, name): name for name in todo}
+                    for future in as_completed(futures):
+                        status = future.result()
+                        if status is not None:
+                            results[futures[future]] = status
+                except KeyboardInterrupt:
+                    interrupt.trigger()  # running episodes stop after their current step
+                    pool.shutdown(wait=True, cancel_futures=True)
+                    for future, name in futures.items():
+                        if (future.done() and not future.cancelled()
+                                and future.exception() is None and future.result() is not None):
+                            results[name] = future.result()
+                    raise
+                finally:
+                    pool.shutdown(wait=True, cancel_futures=True)
+        except KeyboardInterrupt:
+            interrupt.trigger()
+            _write_summary(output_dir, names, results)
+            raise
 
-    summary = RunSummary(output_dir, [results[name] for name in names])
-    _write_json(output_dir / "summary.json", [s.to_dict() for s in summary.statuses])
+    summary = _write_summary(output_dir, names, results)
     out.print(summary_table(summary))
     for status in summary.statuses:
         if status.error:
             out.print(f"{status.task}: {status.error}", markup=False, highlight=False)
+    return summary
+
+
+def _write_summary(output_dir: Path, names: list[str],
+                   results: dict[str, TaskStatus]) -> RunSummary:
+    """Write ``summary.json`` with the statuses of the tasks that have one; return them."""
+    summary = RunSummary(output_dir, [results[name] for name in names if name in results])
+    _write_json(output_dir / "summary.json", [s.to_dict() for s in summary.statuses])
     return summary
 
 

@@ -12,9 +12,10 @@ Loader modules are imported only when their benchmark is asked for.
 from dgym_tui.benchmarks.base import (
     REGISTRY,
     Benchmark,
+    BenchmarkOptionError,
     Task,
     benchmark_names,
     get_benchmark,
 )
 
-__all__ = ["REGISTRY", "Benchmark", "Task", "benchmark_names", "get_benchmark"]
+__all__ = ["REGISTRY", "Benchmark", "BenchmarkOptionError", "Task", "benchmark_names", "get_benchmark"]

@@ -299,9 +299,11 @@ def get_benchmark(name: str, **options: Any) -> Benchmark:
         a :class:`Benchmark` (``.name``, ``.tasks()``, ``.load(task_name)``).
 
     Raises:
-        ValueError: unknown name (the message lists the known ones), the
-            loader's module is missing, an option the loader does not take or
-            a required option not given (the message names it).
+        ValueError: unknown name (the message lists the known ones), or the
+            loader's module is missing.
+        BenchmarkOptionError: (a ValueError and a TypeError) an option the
+            loader does not take, or a required option not given; the message
+            names it and lists the options.
     """
     targets = {**_entry_point_targets(), **REGISTRY}
     if name not in targets:
@@ -311,8 +313,15 @@ def get_benchmark(name: str, **options: Any) -> Benchmark:
     return factory(**options)
 
 
+class BenchmarkOptionError(ValueError, TypeError):
+    """Options that do not fit a benchmark loader (one line naming the option).
+
+    A TypeError too, as the loader's own call would raise, so older callers
+    catching TypeError keep working."""
+
+
 def _check_options(name: str, factory: Callable[..., Any], options: dict[str, Any]) -> None:
-    """Raise ValueError (one line) when ``options`` do not fit the loader's signature."""
+    """Raise BenchmarkOptionError when ``options`` do not fit the loader's signature."""
     try:
         signature = inspect.signature(factory)
     except (TypeError, ValueError):  # a builtin or C callable: let the call decide
@@ -326,8 +335,8 @@ def _check_options(name: str, factory: Callable[..., Any], options: dict[str, An
         if option not in named:
             close = difflib.get_close_matches(option, named, n=1)
             hint = f"did you mean {close[0]!r}?" if close else f"options: {', '.join(named) or 'none'}"
-            raise ValueError(f"benchmark {name!r} has no option {option!r}; {hint}")
+            raise BenchmarkOptionError(f"benchmark {name!r} has no option {option!r}; {hint}")
     for p in params:
         if p.name in named and p.default is inspect.Parameter.empty and p.name not in options:
-            raise ValueError(f"benchmark {name!r} needs the option {p.name!r} "
+            raise BenchmarkOptionError(f"benchmark {name!r} needs the option {p.name!r} "
                              f"(e.g. {p.name}=...); options: {', '.join(named)}")
