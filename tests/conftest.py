@@ -18,6 +18,9 @@ from pathlib import Path
 
 import pytest
 
+#: The scripted LLM server fixture ``llm_server`` (tests/llm_stub.py) for every test.
+pytest_plugins = ["llm_stub"]
+
 #: A pytest command that starts fast: no third-party plugins, no cache folder.
 FAST_PYTEST = "PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 python -m pytest -q -p no:cacheprovider"
 

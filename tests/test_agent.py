@@ -1,12 +1,10 @@
 """LLMAgent against the HTTP stub through the real litellm client."""
 
-# ruff: noqa: F811  (the llm_server fixture is imported, then requested by name)
 from __future__ import annotations
 
 import json
 
 import pytest
-from llm_stub import llm_server  # noqa: F401  (pytest fixture)
 
 from dgym_tui.agent import AgentSpecError, LLMAgent, load_agent_spec
 from dgym_tui.core.types import StepResult, ToolCall

@@ -1,6 +1,5 @@
 """llm.yaml loading and the real litellm client path against the HTTP stub."""
 
-# ruff: noqa: F811  (the llm_server fixture is imported, then requested by name)
 from __future__ import annotations
 
 import subprocess
@@ -8,7 +7,6 @@ import sys
 
 import pytest
 import yaml
-from llm_stub import llm_server  # noqa: F401  (pytest fixture)
 
 from dgym_tui.llm import (
     LLM,

@@ -1,6 +1,5 @@
 """The headless runner: two tiny tasks, result folders, skip/force, errors, workers."""
 
-# ruff: noqa: F811  (the llm_server fixture is imported, then requested by name)
 from __future__ import annotations
 
 import io
@@ -8,7 +7,6 @@ import json
 from pathlib import Path
 
 import pytest
-from llm_stub import llm_server  # noqa: F401  (pytest fixture)
 from rich.console import Console
 from scripted import BUGGY, ENTRYPOINT, FIX, TOOLS, ScriptedPolicy, write_repo
 

@@ -2,13 +2,11 @@
 take, the auto loop, budgets, pauses, and one end-to-end episode of the real
 LLMAgent against the HTTP LLM stub, replayed without divergence."""
 
-# ruff: noqa: F811  (the llm_server fixture is imported, then requested by name)
 from __future__ import annotations
 
 import threading
 
 import pytest
-from llm_stub import llm_server  # noqa: F401  (pytest fixture)
 from scripted import ENTRYPOINT, FIX, TOOLS, ScriptedPolicy, write_repo
 
 from dgym_tui.core.env import RepoEnv

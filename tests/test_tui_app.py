@@ -18,7 +18,6 @@ from dgym_tui.session import Session
 from dgym_tui.trajectory import read_trajectory
 from dgym_tui.tui.app import DgymApp
 from dgym_tui.tui.replay_model import ReplayModel
-from llm_stub import llm_server  # noqa: F401  (pytest fixture)
 
 ENTRYPOINT = "python -m pytest -q -p no:cacheprovider"
 SIZE = (160, 48)

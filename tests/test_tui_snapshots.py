@@ -18,7 +18,6 @@ from dgym_tui.session import Session
 from dgym_tui.trajectory import read_trajectory
 from dgym_tui.tui.app import DgymApp
 from dgym_tui.tui.replay_model import ReplayModel
-from llm_stub import llm_server  # noqa: F401  (pytest fixture)
 from test_tui_app import CALC, FIX, TESTS, _stub_agent, settle
 
 SIZE = (160, 48)
