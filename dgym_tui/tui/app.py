@@ -13,12 +13,15 @@ fresh environment and continues live.
 
 from __future__ import annotations
 
+import inspect
 import threading
 from collections.abc import Callable, Iterable
+from functools import partial
 from typing import Any
 
 from rich.text import Text
 from textual import on, work
+from textual.actions import parse as parse_action
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
@@ -270,7 +273,9 @@ class DgymApp(App[int]):
         if session.done:
             self._offer_apply()
             return
-        if session.mode == "auto" and self._pause_requested:
+        if session.mode == "auto":
+            # The auto loop returned without ending the episode: paused, or the agent /
+            # the step failed. Hand the decision back to the person.
             self._pause_requested = False
             session.mode = "approve"
         if session.mode == "approve":
@@ -461,26 +466,38 @@ class DgymApp(App[int]):
         self._open(message.path, 1)
 
     # -- actions -----------------------------------------------------------------
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """Enable only the keys that make sense now (the footer shows those)."""
-        replay_only = {"replay_step", "replay_goto", "fork"}
-        live_only = {"approve", "edit", "reject", "take_over", "go", "pause", "ask_agent",
-                     "run_eval", "apply_patch"}
-        if action in replay_only:
+    _REPLAY_ONLY = frozenset({"replay_step", "replay_goto", "fork"})
+    _LIVE_ONLY = frozenset({"approve", "edit", "reject", "take_over", "go", "pause",
+                            "ask_agent", "run_eval", "apply_patch"})
+
+    def action_available(self, action: str) -> bool:
+        """True when the action (name without arguments) makes sense in the current state."""
+        if action in self._REPLAY_ONLY:
             return self.replay is not None
-        if action in live_only:
-            if self.session is None or self._typing_or_modal():
+        if action in self._LIVE_ONLY:
+            if self.session is None:
                 return False
             pending = self.session.pending is not None and self.session.mode == "approve"
             agent = self.session.policy is not None
             if action in ("approve", "edit", "reject"):
                 return pending
-            if action in ("take_over",):
+            if action == "take_over":
                 return agent and self.session.mode != "human"
             if action in ("go", "ask_agent"):
                 return agent and self.session.mode != "auto"
             if action == "pause":
                 return self.session.mode == "auto"
+        return True
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Enable only the keys that make sense now (the footer shows those).
+
+        Session keys are off while a dialog is open or a text field has the focus.
+        """
+        if not self.action_available(action):
+            return False
+        if action in self._LIVE_ONLY and self._typing_or_modal():
+            return False
         return True
 
     def _typing_or_modal(self) -> bool:
@@ -742,16 +759,25 @@ class DgymApp(App[int]):
 
     # -- command palette -----------------------------------------------------------
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
-        """Built-in commands (themes, quit, ...) plus one per key action of the app."""
+        """Built-in commands (themes, quit, ...) plus one per key action available now."""
         yield from super().get_system_commands(screen)
+        seen: set[str] = set()
         for binding in self.BINDINGS:
-            if not isinstance(binding, Binding) or binding.action == "quit_app" and \
-                    binding.key == "ctrl+c":
+            if not isinstance(binding, Binding) or binding.action in seen:
                 continue
-            name, _, arg = binding.action.partition("(")
-            if self.check_action(name, ()) is False:
+            seen.add(binding.action)
+            name = binding.action.partition("(")[0]
+            if not self.action_available(name):
                 continue
             help_text = self.ACTION_HELP.get(binding.action, binding.description)
             title = f"{binding.description} [{self._key_label(binding)}]"
-            yield SystemCommand(title, help_text,
-                                (lambda a=binding.action: self.run_action(a)))
+            yield SystemCommand(title, help_text, partial(self._palette_action, binding.action))
+
+    async def _palette_action(self, action: str) -> None:
+        """Run a key action chosen in the command palette (the palette is closing, so the
+        dialog check of :meth:`check_action` does not apply)."""
+        name, params = parse_action(action)[1:]
+        if self.action_available(name):
+            result = getattr(self, f"action_{name}")(*params)
+            if inspect.isawaitable(result):
+                await result
