@@ -30,7 +30,9 @@ Per instance:
 - **swebench** keeps the new tests out of the working copy: setup commands
   store the test files as the ``test_patch`` leaves them in a private folder
   of the container, and the entrypoint runs the tests on a scratch copy of the
-  working copy with those files laid over it.
+  working copy with those files laid over it, with ``--tb=no`` (pytest
+  commands) so the output shows test ids and assertion messages, never the
+  tests' source.
 - **swebench-debug** applies ``test_patch`` to the working copy before the
   episode, so the failing tests exist and pdb can run them (its entrypoint:
   the FAIL_TO_PASS tests under pdb).
@@ -369,9 +371,12 @@ class SWEBenchBenchmark(Benchmark):
                 files[fp.path] = new
         task.setup_commands = hidden_file_commands(files)
         task.readonly = [p for p in task.readonly if (task.path / p).exists()]
+        # pytest's tracebacks quote the source of failing tests: without them the
+        # eval output names the tests and their assertion messages, not their code.
+        run_tests = task.entrypoint if self.test_command else f"{task.entrypoint} --tb=no"
         task.entrypoint = (f"rm -rf {EVAL_COPY_DIR} && cp -a . {EVAL_COPY_DIR} && "
                            f"cp -a {HIDDEN_TESTS_DIR}/. {EVAL_COPY_DIR}/ && "
-                           f"cd {EVAL_COPY_DIR} && {task.entrypoint}")
+                           f"cd {EVAL_COPY_DIR} && {run_tests}")
         existing = [t for t in instance["PASS_TO_PASS"]
                     if (task.path / t.split("::", 1)[0]).is_file()]
         task.debug_entrypoint = _debug(self.command_for(instance, existing, python))
