@@ -354,7 +354,9 @@ def load_config(path: str | os.PathLike[str] | None, overrides: list[str] = ()) 
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             where = f" line {mark.line + 1}" if mark is not None else ""
-            raise ConfigError(f"config file {source}{where}: invalid YAML") from None
+            problem = getattr(exc, "problem", None)
+            detail = f" ({problem})" if problem else ""
+            raise ConfigError(f"config file {source}{where}: invalid YAML{detail}") from None
         if loaded is None:
             loaded = {}
         if not isinstance(loaded, dict):

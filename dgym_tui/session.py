@@ -261,6 +261,10 @@ class Session:
         self._writer: TrajectoryWriter | None = None
         self._propose_time: dict[int, float] = {}
         self._started = time.monotonic()
+        # the patch after the last step that changed a file: the footer falls back
+        # to it when the environment was closed under the session (SIGTERM cleanup)
+        self._patch: str | None = None
+        self._patch_generation: int | None = 0  # RepoEnv.generation after reset
 
     # -- mode ---------------------------------------------------------------
     def _check_mode(self, mode: str) -> None:
@@ -521,6 +525,7 @@ class Session:
         try:
             with self._env_lock:
                 result = self.env.step(action)
+                self._remember_patch()
         except Exception as exc:
             self._emit("error", f"step failed: {exc}")
             raise
@@ -532,6 +537,17 @@ class Session:
                     raw=proposal.raw if proposal else None)
         self.last = result
         return self._record(turn)
+
+    def _remember_patch(self) -> None:
+        """Keep the working copy's patch when the last step changed a file."""
+        generation = getattr(self.env, "generation", None)
+        if generation is None or generation == self._patch_generation:
+            return
+        try:
+            self._patch = self.env.patch()
+            self._patch_generation = generation
+        except Exception as exc:  # noqa: BLE001  the footer computes it again anyway
+            log.debug("could not compute the patch: %s", exc)
 
     def _record(self, turn: Turn) -> Turn:
         self.pending = None
@@ -568,6 +584,8 @@ class Session:
         except Exception as exc:  # noqa: BLE001  an env closed early must not lose the footer
             log.warning("could not compute the patch: %s", exc)
             patch = None
+        if getattr(self.env, "workspace", True) is None or patch is None:
+            patch = self._patch  # closed env (e.g. SIGTERM cleanup): the last known patch
         self.footer = {"resolved": bool(last.resolved), "score": last.score,
                        "max_score": last.max_score, "steps": len(self.turns),
                        "patch": patch, "reason": reason, "ended_at": _now(),

@@ -4,6 +4,7 @@ play on stdin, run, and one-line errors with exit status 2."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -139,6 +140,34 @@ def test_play_ends_cleanly_at_end_of_input(tmp_path):
 
 @pytest.mark.parametrize("argv, message", [
     (["run", "{config}", "-p", "max_stepz=3"], "unknown config key 'max_stepz'"),
+    (["run", "{syntax}"], "line 4: invalid YAML (expected ',' or ']'"),
+    (["run", "no_such_config"], "not found; bundled configs: "),
+    (["run", "{config}", "-p", "benchmark=nope"], "unknown benchmark 'nope'"),
+    (["run", "{config}", "-p", "tasks=nope"], "unknown mini task 'nope'"),
+    (["run", "{config}", "-p", "benchmark=local", "-p", "benchmark.path=/no/such"],
+     "repository folder '/no/such' does not exist"),
+    (["run", "{config}", "-p", "benchmark=local"], "benchmark 'local' needs the option 'path'"),
+    (["run", "{config}", "-p", "benchmark.colour=red"], "benchmark 'mini' has no option 'colour'"),
+    (["run", "{config}", "-p", "max_steps"], "bad override 'max_steps'; write -p key.sub=value"),
+    (["run", "{config}", "-p", "max_steps=-1"], "'max_steps' must be an integer >= 1, got -1"),
+    (["run", "{config}", "-p", "terminal=foo"], "'terminal' must be one of local, docker"),
+    (["run", "{config}", "-n", "0"], "expected a whole number >= 1, got 0"),
+    (["run", "{config}", "-p", "policy=agent", "-p", "llm=nope"], "no LLM config at"),
+    (["run"], "the following arguments are required: config"),
+    (["frobnicate"], "invalid choice: 'frobnicate'"),
+    (["replay", "{notjson}"], ":1: corrupt entry (not JSON"),
+    (["replay", "{empty}"], "empty trajectory (no header)"),
+    (["replay", "{cut}"], "empty trajectory (no header)"),
+    (["replay", "{other}"], ":1: unknown entry type"),
+    (["replay", "{tmp}"], "cannot read trajectory"),
+    (["replay", "{cut}", "--until", "x"], "invalid int value: 'x'"),
+    (["export", "{empty}", "--format", "html"], "invalid choice: 'html'"),
+    (["export", "{notjson}", "--format", "sft"], ":1: corrupt entry (not JSON"),
+    (["list-tasks", "local"], "needs the option 'path'"),
+    (["play", "/no/such/repo"], "repository folder '/no/such/repo' does not exist"),
+    (["play", "--task", "nope"], "unknown mini task 'nope'"),
+    (["play", "--task", "mini/"], "--task needs TASK or BENCHMARK/TASK"),
+    (["play", "--task", "pagination", "--max-steps", "-1"], "expected a whole number >= 1"),
     (["run", "{config}", "-p", "env.pdb_timeout=-1"], "'env.pdb_timeout' must be a positive"),
     (["run", "/no/such.yaml"], "config file /no/such.yaml not found"),
     (["replay", "/no/such.jsonl"], "no such trajectory file"),
@@ -147,12 +176,22 @@ def test_play_ends_cleanly_at_end_of_input(tmp_path):
     (["play"], "give a repository PATH or --task"),
 ])
 def test_user_errors_are_one_line_exit_2(tmp_path, argv, message):
-    config = tmp_path / "c.yaml"
-    config.write_text("benchmark: mini\npolicy: solution\n")
-    argv = [a.replace("{config}", str(config)) for a in argv]
-    proc = subprocess.run(DGYM + argv, capture_output=True, text=True, timeout=120, check=False)
-    assert proc.returncode == 2
-    assert proc.stderr.startswith("dgym: error: ") and message in proc.stderr
+    files = {"config": "benchmark: mini\npolicy: solution\n",
+             "syntax": "benchmark: mini\npolicy: solution\ntasks: [a, b\n",
+             "notjson": "hello\n", "empty": "", "other": '{"a": 1}\n',
+             "cut": '{"type": "header", "schema_version": 1, "task": {"na'}
+    names = {"tmp": str(tmp_path)}
+    for key, text in files.items():
+        (tmp_path / f"{key}.txt").write_text(text)
+        names[key] = str(tmp_path / f"{key}.txt")
+    argv = [a.format(**names) if a.startswith("{") else a for a in argv]
+    env = {k: v for k, v in os.environ.items() if k != "DGYM_LLM_CONFIG"}
+    env["XDG_CONFIG_HOME"] = str(tmp_path / "xdg")  # no llm.yaml there
+    proc = subprocess.run(DGYM + argv, capture_output=True, text=True, timeout=120, check=False,
+                          cwd=tmp_path, env=env)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.startswith("dgym") and ": error: " in proc.stderr, proc.stderr
+    assert message in proc.stderr, proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
 
 
@@ -174,3 +213,30 @@ def test_cli_does_not_import_heavy_libraries():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=60, check=False).stdout
     assert out.split() == ["False", "False"]
+
+
+def test_fork_with_an_unknown_llm_entry_is_one_line(recorded, tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "DGYM_LLM_CONFIG"}
+    env["XDG_CONFIG_HOME"] = str(tmp_path / "xdg")
+    base = DGYM + ["replay", str(recorded), "--until", "1", "--llm", "nope"]
+    proc = subprocess.run(base, capture_output=True, text=True, timeout=120, check=False, env=env)
+    assert proc.returncode == 2 and proc.stderr.startswith("dgym: error: no LLM config at ")
+    assert str(tmp_path / "xdg") in proc.stderr and len(proc.stderr.splitlines()) == 1
+    assert main(["init-llm-config", str(tmp_path / "cfg")]) == 0
+    proc = subprocess.run(base + ["--llm-config", str(tmp_path / "cfg" / "llm.yaml")],
+                          capture_output=True, text=True, timeout=120, check=False, env=env)
+    assert proc.returncode == 2 and "no LLM entry 'nope'" in proc.stderr
+    assert len(proc.stderr.splitlines()) == 1
+    assert not (tmp_path / "episode.fork1.jsonl").exists()  # nothing started
+
+
+def test_play_task_without_benchmark_means_mini(tmp_path):
+    traj = tmp_path / "t.jsonl"
+    proc = subprocess.run(DGYM + ["play", "--task", "pagination", "-o", str(traj)],
+                          input="listdir\n", text=True, capture_output=True, timeout=240,
+                          check=False, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    recorded = read_trajectory(traj)
+    assert recorded.header["task"]["benchmark"] == "mini"
+    assert recorded.header["task"]["task_name"] == "pagination"
+    assert "paging.py" in recorded.steps[0]["observation"]

@@ -215,3 +215,90 @@ def test_dgym_run_with_the_llm_agent_over_the_stub(tmp_path, tiny, llm_server, m
     # the agent really offered the env's tools to the model
     offered = [t["function"]["name"] for t in llm_server.requests[0]["tools"]]
     assert offered == list(TOOLS)
+
+
+# ---------------------------------------------------------------- Ctrl-C / SIGTERM
+def _slow_tasks(root: Path, token: str, names=("a", "b", "c")) -> Path:
+    """Mini-style tasks whose tests sleep 120 s once the reference fix (x = 2) is in."""
+    for name in names:
+        task = root / name
+        task.mkdir(parents=True)
+        (task / "x.py").write_text("x = 1\n")
+        (task / f"test_{token}.py").write_text(
+            "import time\nimport x\n\n\ndef test_slow():\n    time.sleep(120 if x.x == 2 else 0)\n")
+        (task / ".fix.patch").write_text("--- a/x.py\n+++ b/x.py\n@@ -1 +1 @@\n-x = 1\n+x = 2\n")
+        (task / "task.yaml").write_text(f"description: slow\nentrypoint: python -m pytest -q "
+                                        f"test_{token}.py\nfix: .fix.patch\n")
+    return root
+
+
+def _alive_with(token: str) -> list[str]:
+    """Command lines of live processes that mention ``token``."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            cmd = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if token in cmd and "pytest" in cmd:
+            found.append(cmd)
+    return found
+
+
+def _wait_for_step(paths: list[Path], timeout: float = 120.0) -> None:
+    """Wait until each trajectory has recorded a step (the episodes are in their submit)."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if all(p.is_file() and '"type": "step"' in p.read_text() for p in paths):
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"no step recorded in time: {paths}")
+
+
+@pytest.mark.parametrize("workers, signum", [(2, "SIGINT"), (1, "SIGTERM")])
+def test_interrupt_stops_the_run_cleanly(tmp_path, workers, signum):
+    import signal
+    import subprocess
+    import sys
+    import time
+    import uuid
+
+    token = f"slow{uuid.uuid4().hex[:10]}"
+    tasks = _slow_tasks(tmp_path / "tasks", token)
+    config = tmp_path / "slow.yaml"
+    config.write_text(f"benchmark: {{name: mini, path: {tasks}}}\npolicy: solution\n"
+                      f"workers: {workers}\n")
+    out = tmp_path / "out"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "import sys; from dgym_tui.cli import main; sys.exit(main())",
+         "run", str(config), "--output", str(out), "--no-progress"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    try:
+        running = ["a", "b"][:workers]
+        _wait_for_step([out / name / "trajectory.jsonl" for name in running])
+        assert _alive_with(token), "the slow submit eval should be running"
+        proc.send_signal(getattr(signal, signum))
+        started = time.monotonic()
+        _, err = proc.communicate(timeout=60)
+        stopped_in = time.monotonic() - started
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    assert err.strip().splitlines()[-1] == "dgym: interrupted" and "Traceback" not in err
+    assert stopped_in < 30  # not the 120 s the tests sleep
+    time.sleep(0.5)
+    assert not _alive_with(token), "no test process outlives the run"
+    summary = json.loads((out / "summary.json").read_text())
+    assert [(s["task"], s["state"], s["reason"]) for s in summary] == \
+        [(name, "interrupted", "interrupted") for name in running]
+    for name in running:
+        status = read_status(out / name)
+        assert status.state == "interrupted" and status.steps >= 1
+        traj = read_trajectory(out / name / "trajectory.jsonl")
+        assert traj.finished and traj.footer["reason"] == "interrupted"
+        assert traj.steps[0]["action"]["name"] == "rewrite"
+        assert "+x = 2" in traj.footer["patch"]
+    assert not (out / "c").exists()  # queued, never started
