@@ -104,9 +104,10 @@ def test_cli_runs_from_the_unpacked_wheel(wheel, tmp_path):
         return subprocess.run([sys.executable, "-m", "dgym_tui.cli", *args], cwd=cwd, env=env,
                               capture_output=True, text=True, timeout=120, check=False)
 
+    code = ("import dgym_tui.resources as r; "
+            "print(r.__file__); print(r.resource_dir('data')); print(r.resource_dir('agents'))")
     where = subprocess.run(
-        [sys.executable, "-c", "import dgym_tui.resources as r; "
-         "print(r.__file__); print(r.resource_dir('data')); print(r.resource_dir('agents'))"],
+        [sys.executable, "-c", code],
         cwd=cwd, env=env, capture_output=True, text=True, timeout=60, check=True).stdout.split()
     assert where[0].startswith(str(site))  # the unpacked copy, not the checkout
     assert where[1] == str(site / "dgym_tui" / "_data")
