@@ -11,8 +11,11 @@ WORK="$(mktemp -d)"
 DGYM_TUI="${DGYM_TUI:-dgym-tui}"
 TIMEOUT="${SMOKE_TIMEOUT:-120}"
 
+# A private tmux server (-L): other tmux servers and their options cannot interfere.
+tmux() { command tmux -L "$SESSION" -f /dev/null "$@"; }
+
 cleanup() {
-    tmux kill-session -t "$SESSION" 2>/dev/null || true
+    tmux kill-server 2>/dev/null || true
     rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -43,10 +46,10 @@ wait_for() {
 
 keys() { tmux send-keys -t "$SESSION" "$@"; sleep 0.3; }
 
-command -v tmux >/dev/null || { echo "tmux_smoke: tmux is not installed" >&2; exit 2; }
+type -P tmux >/dev/null || { echo "tmux_smoke: tmux is not installed" >&2; exit 2; }
 
 tmux new-session -d -s "$SESSION" -x 160 -y 48 \
-    "cd '$WORK' && $DGYM_TUI --task '$TASK' --trajectory '$WORK/traj.jsonl' --no-apply-prompt; echo \"EXIT=\$?\" > '$WORK/exit'; sleep 60"
+    "cd '$WORK' && unset COLUMNS LINES && $DGYM_TUI --task '$TASK' --trajectory '$WORK/traj.jsonl' --no-apply-prompt; echo \"EXIT=\$?\" > '$WORK/exit'; sleep 60"
 
 # First paint, then the initial eval: the status bar shows the failing tests.
 wait_for "step 0/[0-9]+ │ human │ tests [0-9]+/[0-9]+"
