@@ -14,6 +14,7 @@ import pytest
 import dgym_tui.core.tools  # noqa: F401  registers the built-in tools
 import dgym_tui.core.tools.pdb  # noqa: F401  (until tools/__init__ imports it)
 from dgym_tui.core.env import RepoEnv
+from dgym_tui.core.types import ToolCall
 from dgym_tui.session import Session
 from dgym_tui.trajectory import read_trajectory
 from dgym_tui.tui.app import DgymApp
@@ -293,3 +294,79 @@ async def test_replay_and_fork(calc_repo, tmp_path):
         await pilot.pause()
     steps = [r for r in records(forked_out) if r["type"] == "step"]
     assert len(steps) == 3 and steps[-1]["action"]["arguments"] == {"command": "p total"}
+
+
+async def test_human_episode_on_a_mini_task(tmp_path):
+    """`dgym-tui --task pagination` as built by the command line: debug and fix it by hand."""
+    from dgym_tui.tui.main import build_app, build_parser
+
+    out = tmp_path / "mini.jsonl"
+    app = build_app(build_parser().parse_args(["--task", "pagination", "--trajectory", str(out),
+                                               "--no-apply-prompt"]))
+    session = app.session
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        assert "mini/pagination" in app.status.text
+        # The failing assertion is in the test file: the view starts there.
+        assert app.source_view.path == "test_pagination.py"
+        assert app.source_view.cursor_line > 1
+        tree = app.query_one("FileTree")
+        tree.focus()
+        await pilot.press("home")
+        while tree.cursor_node is None or tree.cursor_node.data != "paging.py":
+            await pilot.press("down")
+        await pilot.press("enter")  # open the file from the tree
+        await pilot.pause()
+        assert app.source_view.path == "paging.py"
+        text = session.env.workspace.read_text("paging.py")
+        line = next(i for i, s in enumerate(text.splitlines(), 1)
+                    if "len(self.items) // self.per_page" in s)
+        app.source_view.go_to(line)
+        app.source_view.focus()
+        await pilot.press("b")
+        await settle(app, pilot)
+        assert app.source_view.breakpoints == {line: None}
+        await pilot.press("c")
+        await settle(app, pilot)
+        assert app.source_view.frame_line == line
+        await type_console(app, pilot, "p len(self.items), self.per_page")
+        assert "(" in session.turns[-1].result.observation
+        fixed = "        return max(1, -(-len(self.items) // self.per_page))"
+        await type_console(app, pilot, f"rewrite path=paging.py start={line} end={line} "
+                                       f"new_code='{fixed}'")
+        assert app.source_view.lines[line - 1] == fixed
+        await type_console(app, pilot, "eval")
+        assert session.last.resolved, session.last.observation
+        await pilot.press("q")  # typed into the focused console: no quit
+        assert not session.done
+        await pilot.press("escape", "q")  # escape leaves the console, q quits
+        await pilot.pause()
+    assert session.done and session.env.workspace is None
+    lines = records(out)
+    assert lines[0]["task"]["benchmark"] == "mini" and lines[-1]["resolved"] is True
+    assert [r["action"]["name"] for r in lines[1:-1]] == ["pdb", "pdb", "pdb", "rewrite", "eval"]
+
+
+async def test_crash_keeps_the_trajectory(calc_repo, tmp_path):
+    out = tmp_path / "crash.jsonl"
+    env = RepoEnv(calc_repo, entrypoint=ENTRYPOINT, tools=("view", "eval"))
+    session = Session(env, trajectory_path=out)
+    app = DgymApp(session=session)
+
+    def broken_handler(turn):
+        raise RuntimeError("a bug in the app")
+
+    with pytest.raises(RuntimeError, match="a bug in the app"):
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(app, pilot)
+            app._event_turn = broken_handler
+            app.act(ToolCall("view", {"path": "calc.py"}))
+            await app.workers.wait_for_complete()
+            for _ in range(50):
+                await pilot.pause()
+    # The step was on disk before the app died; main() then closes like this:
+    assert [r["type"] for r in records(out)] == ["header", "step"]
+    app.close_session("error: the app crashed")
+    lines = records(out)
+    assert lines[-1]["type"] == "footer" and lines[-1]["reason"] == "error: the app crashed"
+    assert env.workspace is None
