@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-import dgym_tui.core.tools  # noqa: F401  registers the built-in tools
+import dgym_tui.core.tools
 import dgym_tui.core.tools.pdb  # noqa: F401  (until tools/__init__ imports it)
 from dgym_tui.core.env import RepoEnv
 from dgym_tui.core.types import ToolCall
@@ -242,8 +242,8 @@ async def _record_episode(repo: Path, out: Path) -> None:
     env = RepoEnv(repo, entrypoint=ENTRYPOINT)
     session = Session(env, trajectory_path=out, task_name="calc")
     session.start()
-    from dgym_tui.tui.actions import pdb_call
     from dgym_tui.core.types import ToolCall
+    from dgym_tui.tui.actions import pdb_call
 
     session.act(pdb_call("b calc.py:5"))
     session.act(pdb_call("c"))

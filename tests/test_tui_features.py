@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import pytest
+from llm_stub import llm_server  # noqa: F401  (pytest fixture)
+from test_tui_app import CALC, ENTRYPOINT, FIX, SIZE, TESTS, _stub_agent, records, settle
 
 import dgym_tui.core.tools  # noqa: F401  registers the built-in tools
 from dgym_tui.core.env import RepoEnv
 from dgym_tui.core.types import ToolCall
 from dgym_tui.session import Session
 from dgym_tui.tui.app import DgymApp
-from llm_stub import llm_server  # noqa: F401  (pytest fixture)
-from test_tui_app import CALC, ENTRYPOINT, FIX, SIZE, TESTS, _stub_agent, records, settle
 
 
 @pytest.fixture
@@ -80,7 +80,7 @@ async def test_submit_offers_the_patch(calc_repo, tmp_path):
         await pilot.pause()
 
 
-async def test_auto_mode_and_pause(calc_repo, tmp_path, llm_server):
+async def test_auto_mode_and_pause(calc_repo, tmp_path, llm_server):  # noqa: F811
     # eval steps run pytest (about a second each), so the pause lands mid-run.
     evaluate = {"tool_calls": [{"name": "eval", "arguments": {}}],
                 "usage": {"prompt_tokens": 10, "completion_tokens": 1}}

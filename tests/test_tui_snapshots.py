@@ -9,8 +9,9 @@ Regenerate with ``pytest tests/test_tui_snapshots.py --snapshot-update``.
 from __future__ import annotations
 
 import pytest
+from test_tui_app import CALC, FIX, TESTS, _stub_agent, settle
 
-import dgym_tui.core.tools  # noqa: F401  registers the built-in tools
+import dgym_tui.core.tools
 import dgym_tui.core.tools.pdb  # noqa: F401  (until tools/__init__ imports it)
 from dgym_tui.core.env import RepoEnv
 from dgym_tui.core.types import ToolCall
@@ -18,7 +19,6 @@ from dgym_tui.session import Session
 from dgym_tui.trajectory import read_trajectory
 from dgym_tui.tui.app import DgymApp
 from dgym_tui.tui.replay_model import ReplayModel
-from test_tui_app import CALC, FIX, TESTS, _stub_agent, settle
 
 SIZE = (160, 48)
 # Runs pytest for real and pins the "in 0.12s" timing so the screen is stable.

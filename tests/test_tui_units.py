@@ -193,7 +193,7 @@ def test_no_docker_is_a_one_line_error(tmp_path):
     repo.mkdir()
     env = {"DOCKER_HOST": "unix:///nonexistent/docker.sock", "PATH": "/usr/bin:/bin"}
     import os
-    proc = subprocess.run([sys.executable, "-m", "dgym_tui.tui.main", str(repo), "--terminal",
+    proc = subprocess.run(check=False, args=[sys.executable, "-m", "dgym_tui.tui.main", str(repo), "--terminal",
                            "docker", "--image", "x"], capture_output=True, text=True,
                           env={**os.environ, **env}, timeout=60)
     assert proc.returncode == 2
@@ -206,7 +206,7 @@ def test_human_mode_never_imports_litellm(tmp_path):
             f"app = build_app(build_parser().parse_args([{str(tmp_path)!r}, '--trajectory', "
             f"{str(tmp_path / 't.jsonl')!r}])); "
             "print('litellm' in sys.modules, 'dgym_tui.agent' in sys.modules)")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+    proc = subprocess.run(check=False, args=[sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=60, cwd=Path(__file__).parent.parent)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["False", "False"]

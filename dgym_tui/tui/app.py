@@ -14,16 +14,16 @@ fresh environment and continues live.
 from __future__ import annotations
 
 import inspect
+import logging
 import threading
 from collections.abc import Callable, Iterable
 from functools import partial
-from typing import Any
+from typing import Any, ClassVar
 
-from rich.text import Text
 from textual import on, work
 from textual.actions import parse as parse_action
 from textual.app import App, ComposeResult, SystemCommand
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.screen import Screen
@@ -41,6 +41,8 @@ from dgym_tui.tui.widgets.file_tree import FileTree
 from dgym_tui.tui.widgets.source_view import SourceView
 from dgym_tui.tui.widgets.status_bar import StatusBar
 from dgym_tui.tui.widgets.transcript import Transcript, format_action
+
+log = logging.getLogger(__name__)
 
 #: Busy labels per tool name (shown next to the spinner).
 _BUSY = {"eval": "running eval", "pdb": "pdb", "rewrite": "rewriting", "submit": "submitting"}
@@ -76,7 +78,7 @@ class DgymApp(App[int]):
     TITLE = "dgym-tui"
     ENABLE_COMMAND_PALETTE = True
 
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit_app", "Quit"),
         Binding("ctrl+c", "quit_app", "Quit", show=False, priority=True),
         Binding("question_mark", "help", "Keys"),
@@ -103,7 +105,7 @@ class DgymApp(App[int]):
     ]
 
     #: Descriptions for the help screen and the command palette, per action.
-    ACTION_HELP: dict[str, str] = {
+    ACTION_HELP: ClassVar[dict[str, str]] = {
         "quit_app": "quit: finish the episode, close the environment, keep the trajectory",
         "help": "show this key help",
         "approve": "approve the agent's proposed action",
@@ -125,7 +127,7 @@ class DgymApp(App[int]):
         "fork": "replay: fork here (re-execute up to this step, then continue live)",
     }
 
-    SOURCE_KEYS = [("n / s / c / r", "pdb next / step / continue / return"),
+    SOURCE_KEYS: ClassVar[list[tuple[str, str]]] = [("n / s / c / r", "pdb next / step / continue / return"),
                    ("u / d", "pdb up / down the stack"),
                    ("b or gutter click", "toggle a breakpoint at the cursor line"),
                    ("up / down / pgup / pgdn", "move the cursor")]
@@ -496,9 +498,7 @@ class DgymApp(App[int]):
         """
         if not self.action_available(action):
             return False
-        if action in self._LIVE_ONLY and self._typing_or_modal():
-            return False
-        return True
+        return not (action in self._LIVE_ONLY and self._typing_or_modal())
 
     def _typing_or_modal(self) -> bool:
         """True while a dialog is open or a text field has the focus."""
@@ -530,8 +530,8 @@ class DgymApp(App[int]):
             finisher.join(timeout)
             try:
                 self.session.env.close()
-            except Exception:  # noqa: BLE001  closing must go on
-                pass
+            except Exception:
+                log.exception("closing the environment failed")
         if self.replay is not None:
             self.replay.close()
 

@@ -87,12 +87,12 @@ class ReplayModel:
                 continue
             try:
                 out = tool.run(**action.arguments)
-            except Exception:  # noqa: BLE001  the recorded step failed the same way
+            except Exception:  # noqa: BLE001, S112  the recorded step failed the same way
                 continue
             rel = (getattr(out, "data", None) or {}).get("path") or action.arguments.get("path")
             try:
                 text = ws.read_text(rel)
-            except Exception:  # noqa: BLE001
+            except Exception:  # noqa: BLE001, S112  file deleted / hidden later: skip it
                 continue
             steps, texts = self._versions.setdefault(rel, ([], []))
             steps.append(turn.index)

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, ClassVar
 
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Static, TextArea
@@ -42,10 +42,10 @@ def parse_action_json(text: str, call_id: str | None = None) -> ToolCall:
     except json.JSONDecodeError as exc:
         raise ValueError(f"not valid JSON (line {exc.lineno}, column {exc.colno}): {exc.msg}")
     if not isinstance(data, dict) or not isinstance(data.get("name"), str):
-        raise ValueError('write an object like {"name": "pdb", "arguments": {...}}')
+        raise ValueError('write an object like {"name": "pdb", "arguments": {...}}')  # noqa: TRY004
     arguments = data.get("arguments", {})
     if not isinstance(arguments, dict):
-        raise ValueError('"arguments" must be a JSON object')
+        raise ValueError('"arguments" must be a JSON object')  # noqa: TRY004
     return ToolCall(name=data["name"], arguments=arguments, id=call_id or data.get("id") or
                     ToolCall(name="x").id)
 
@@ -56,7 +56,7 @@ class EditActionScreen(ModalScreen[ToolCall | None]):
     DEFAULT_CSS = _MODAL_CSS.format(name="EditActionScreen") + """
     EditActionScreen TextArea { height: 16; }
     """
-    BINDINGS = [Binding("escape", "cancel", "Cancel"), Binding("ctrl+s", "save", "Run edited")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel"), Binding("ctrl+s", "save", "Run edited")]
 
     def __init__(self, action: ToolCall) -> None:
         super().__init__()
@@ -96,7 +96,7 @@ class RejectScreen(ModalScreen[str | None]):
     """Ask for a rejection note; dismisses with the note or None (cancelled)."""
 
     DEFAULT_CSS = _MODAL_CSS.format(name="RejectScreen")
-    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
 
     def compose(self) -> ComposeResult:
         with Vertical():
@@ -116,7 +116,7 @@ class ConfirmScreen(ModalScreen[bool]):
     """A yes / no question; dismisses with True (y) or False (n / escape)."""
 
     DEFAULT_CSS = _MODAL_CSS.format(name="ConfirmScreen")
-    BINDINGS = [Binding("y", "answer(True)", "Yes"), Binding("n,escape", "answer(False)", "No")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("y", "answer(True)", "Yes"), Binding("n,escape", "answer(False)", "No")]
 
     def __init__(self, question: str, detail: str = "") -> None:
         super().__init__()
@@ -146,7 +146,7 @@ class HelpScreen(ModalScreen[None]):
     DEFAULT_CSS = _MODAL_CSS.format(name="HelpScreen") + """
     HelpScreen VerticalScroll { height: auto; max-height: 36; }
     """
-    BINDINGS = [Binding("escape,q,question_mark", "close", "Close")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,q,question_mark", "close", "Close")]
 
     def __init__(self, sections: list[tuple[str, list[tuple[str, str]]]]) -> None:
         super().__init__()

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.message import Message
 from textual.suggester import SuggestFromList
@@ -24,7 +26,7 @@ COMPLETIONS = [
 class HistoryInput(Input):
     """An Input that remembers submitted lines (Up / Down) and accepts completions with Tab."""
 
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("up", "history(-1)", "Previous", show=False),
         Binding("down", "history(1)", "Next", show=False),
         Binding("tab", "complete", "Complete", show=False),

@@ -8,6 +8,7 @@ with pygments when it is loaded; segments are built lazily per line and cached.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from pygments.lexer import Lexer
 from pygments.lexers import TextLexer, get_lexer_for_filename
@@ -15,13 +16,13 @@ from pygments.util import ClassNotFound
 from rich.segment import Segment
 from rich.style import Style
 from rich.syntax import PygmentsSyntaxTheme
-from textual.binding import Binding
+from textual import events
+from textual.binding import Binding, BindingType
 from textual.geometry import Size
 from textual.message import Message
 from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
-from textual import events
 
 #: Files larger than this (characters) are shown without highlighting.
 MAX_HIGHLIGHT_CHARS = 2_000_000
@@ -83,7 +84,7 @@ class SourceView(ScrollView, can_focus=True):
         SourceView.BreakpointToggle: the gutter was clicked or ``b`` pressed.
     """
 
-    COMPONENT_CLASSES = {
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
         "source-view--gutter",
         "source-view--breakpoint",
         "source-view--condition",
@@ -102,7 +103,7 @@ class SourceView(ScrollView, can_focus=True):
     SourceView > .source-view--cursor { background: $accent 20%; }
     """
 
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("up,k", "cursor(-1)", "Up", show=False),
         Binding("down,j", "cursor(1)", "Down", show=False),
         Binding("pageup", "page(-1)", "Page up", show=False),
@@ -301,9 +302,7 @@ class SourceView(ScrollView, can_focus=True):
     # -- input -------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """pdb keys and breakpoint toggles only when ``interactive`` (not in replay)."""
-        if action in ("pdb", "toggle_breakpoint") and not self.interactive:
-            return False
-        return True
+        return self.interactive or action not in ("pdb", "toggle_breakpoint")
 
     def watch_cursor_line(self) -> None:
         self.refresh()
