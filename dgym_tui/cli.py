@@ -46,9 +46,9 @@ def _user_errors() -> tuple[type[BaseException], ...]:
     from dgym_tui.config import ConfigError
     from dgym_tui.trajectory import TrajectoryError
 
+    # OSError: a file or folder named on the command line cannot be read / written
     errors: list[type[BaseException]] = [UserError, ConfigError, TrajectoryError,
-                                         FileNotFoundError, NotADirectoryError,
-                                         PermissionError, ValueError, KeyError]
+                                         OSError, ValueError, KeyError]
     try:
         from dgym_tui.llm import LLMConfigError
 
@@ -59,6 +59,8 @@ def _user_errors() -> tuple[type[BaseException], ...]:
 
 
 def _message(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.strerror and exc.filename is not None:
+        return f"{exc.filename}: {exc.strerror.lower()}"
     if isinstance(exc, KeyError) and exc.args:
         text = str(exc.args[0])
     else:
@@ -112,10 +114,12 @@ def _cmd_replay(args: argparse.Namespace) -> int:
         if args.until is None:
             raise UserError("forking needs --until N (the step to continue from)")
         output = Path(args.output or traj.path.with_name(f"{traj.path.stem}.fork{args.until}.jsonl"))
-        session = fork(traj, args.until, policy, output, max_steps=args.max_steps)
+        session = fork(traj, args.until, policy, output, max_steps=args.max_steps, start=False)
         try:
             if getattr(policy, "actor", None) == "human":
                 _drive_human(session)
+            else:
+                _drive_agent(session)
             footer = session.footer or {}
             print(f"forked at step {args.until}: {len(session.turns)} step(s), "
                   f"resolved={footer.get('resolved')}, reason={footer.get('reason')}; "
@@ -201,7 +205,7 @@ def _cmd_config_keys(args: argparse.Namespace) -> int:
 
 
 def _drive_human(session: Any) -> None:
-    """Run a human-policy session until it ends or stdin closes."""
+    """Run a human-policy session until it ends or stdin closes (Ctrl-C: quit too)."""
     if session.done:
         return
     session.mode = "auto"
@@ -211,6 +215,20 @@ def _drive_human(session: Any) -> None:
         pass
     if not session.done:
         session.finish("quit")
+
+
+def _drive_agent(session: Any) -> None:
+    """Run an agent session to its end; Ctrl-C writes the footer (reason
+    ``interrupted``) before the interrupt goes on."""
+    if session.done:
+        return
+    try:
+        session.run()
+    except KeyboardInterrupt:
+        session.finish("interrupted")
+        raise
+    if not session.done:
+        session.finish("stopped")
 
 
 def _cmd_play(args: argparse.Namespace) -> int:

@@ -144,8 +144,8 @@ def test_play_ends_cleanly_at_end_of_input(tmp_path):
     (["run", "no_such_config"], "not found; bundled configs: "),
     (["run", "{config}", "-p", "benchmark=nope"], "unknown benchmark 'nope'"),
     (["run", "{config}", "-p", "tasks=nope"], "unknown mini task 'nope'"),
-    (["run", "{config}", "-p", "benchmark=local", "-p", "benchmark.path=/no/such"],
-     "repository folder '/no/such' does not exist"),
+    (["run", "{config}", "-p", "benchmark=local", "-p", "benchmark.path=/no/such/repo"],
+     "repository folder '/no/such/repo' does not exist"),
     (["run", "{config}", "-p", "benchmark=local"], "benchmark 'local' needs the option 'path'"),
     (["run", "{config}", "-p", "benchmark.colour=red"], "benchmark 'mini' has no option 'colour'"),
     (["run", "{config}", "-p", "max_steps"], "bad override 'max_steps'; write -p key.sub=value"),
@@ -164,6 +164,8 @@ def test_play_ends_cleanly_at_end_of_input(tmp_path):
     (["export", "{empty}", "--format", "html"], "invalid choice: 'html'"),
     (["export", "{notjson}", "--format", "sft"], ":1: corrupt entry (not JSON"),
     (["list-tasks", "local"], "needs the option 'path'"),
+    (["init-llm-config", "{notjson}"], "notjson.txt: file exists"),
+    (["run", "{config}", "--output", "{notjson}/out"], "notjson.txt/out: not a directory"),
     (["play", "/no/such/repo"], "repository folder '/no/such/repo' does not exist"),
     (["play", "--task", "nope"], "unknown mini task 'nope'"),
     (["play", "--task", "mini/"], "--task needs TASK or BENCHMARK/TASK"),
@@ -240,3 +242,13 @@ def test_play_task_without_benchmark_means_mini(tmp_path):
     assert recorded.header["task"]["benchmark"] == "mini"
     assert recorded.header["task"]["task_name"] == "pagination"
     assert "paging.py" in recorded.steps[0]["observation"]
+
+
+def test_fork_by_a_person_whose_input_ends_at_once(recorded, tmp_path):
+    out = tmp_path / "fork.jsonl"
+    proc = subprocess.run(DGYM + ["replay", str(recorded), "--until", "2", "--human",
+                                  "-o", str(out)], input="", text=True, capture_output=True,
+                          timeout=240, check=False)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    fork = read_trajectory(out)
+    assert len(fork) == 2 and fork.footer["reason"] == "quit"
