@@ -370,3 +370,36 @@ async def test_crash_keeps_the_trajectory(calc_repo, tmp_path):
     lines = records(out)
     assert lines[-1]["type"] == "footer" and lines[-1]["reason"] == "error: the app crashed"
     assert env.workspace is None
+
+
+@pytest.mark.docker
+async def test_docker_episode_in_the_app(docker_ready, tmp_path):
+    """`dgym-tui --task pagination --terminal docker`: eval and pdb run in a container."""
+    import os
+
+    import docker
+
+    from dgym_tui.core.terminals.docker import LABEL, LABEL_PID
+    from dgym_tui.tui.main import build_app, build_parser
+
+    out = tmp_path / "docker.jsonl"
+    app = build_app(build_parser().parse_args([
+        "--task", "pagination", "--terminal", "docker", "--image", docker_ready,
+        "--trajectory", str(out), "--no-apply-prompt"]))
+    session = app.session
+    client = docker.from_env()
+
+    def ours():
+        return [c for c in client.containers.list(all=True, filters={"label": LABEL})
+                if c.labels.get(LABEL_PID) == str(os.getpid())]
+
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        assert session.env.terminal.workdir == "/workspace" and len(ours()) == 1
+        assert "tests " in app.status.text and "tests -/-" not in app.status.text
+        await type_console(app, pilot, "p 6 * 7")
+        assert "42" in session.turns[-1].result.observation
+        await pilot.press("escape", "q")
+        await pilot.pause()
+    assert session.done and ours() == []  # the container is gone after q
+    assert records(out)[-1]["type"] == "footer"

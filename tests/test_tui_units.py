@@ -210,3 +210,40 @@ def test_human_mode_never_imports_litellm(tmp_path):
                           timeout=60, cwd=Path(__file__).parent.parent)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["False", "False"]
+
+
+async def test_source_view_scrolls_long_lines():
+    app = ViewApp()
+    async with app.run_test(size=(40, 10)) as pilot:
+        view = app.query_one(SourceView)
+        view.load("long.py", "x = '" + "a" * 200 + "'\n", 1)
+        view.focus()
+        await pilot.pause()
+        await pilot.press("right", "right")
+        await pilot.pause()
+        assert view.scroll_offset.x == 8
+        assert view.render_line(0).text.split("│", 1)[1].startswith("aaaa")
+        await pilot.press("left", "left", "left")
+        assert view.scroll_offset.x == 0
+
+
+def test_replay_app_from_the_command_line(tmp_path):
+    from dgym_tui.tui.main import build_app, build_parser
+
+    repo = tmp_path / "r"
+    repo.mkdir()
+    (repo / "test_a.py").write_text("def test_a():\n    assert 1 == 2\n")
+    from dgym_tui.core.env import RepoEnv
+    from dgym_tui.session import Session
+
+    traj = tmp_path / "t.jsonl"
+    env = RepoEnv(repo, tools=("view", "eval"))
+    session = Session(env, trajectory_path=traj)
+    session.start()
+    session.finish("quit")
+    env.close()
+    app = build_app(build_parser().parse_args(["--replay", str(traj), "--trajectory",
+                                               str(tmp_path / "fork.jsonl")]))
+    assert app.replay is not None and app.session is None and app.fork_factory is not None
+    assert len(app.replay) == 0 and app.replay.files() == ["test_a.py"]
+    app.close_session()

@@ -130,7 +130,8 @@ class DgymApp(App[int]):
     SOURCE_KEYS: ClassVar[list[tuple[str, str]]] = [("n / s / c / r", "pdb next / step / continue / return"),
                    ("u / d", "pdb up / down the stack"),
                    ("b or gutter click", "toggle a breakpoint at the cursor line"),
-                   ("up / down / pgup / pgdn", "move the cursor")]
+                   ("up / down / pgup / pgdn / home / end", "move the cursor"),
+                   ("left / right", "scroll long lines")]
 
     def __init__(self, session: Any = None, replay: Any = None,
                  fork: Callable[[int], Any] | None = None, ask_apply: bool = True,

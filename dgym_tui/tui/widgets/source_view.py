@@ -106,6 +106,8 @@ class SourceView(ScrollView, can_focus=True):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("up,k", "cursor(-1)", "Up", show=False),
         Binding("down,j", "cursor(1)", "Down", show=False),
+        Binding("left", "scroll_columns(-4)", "Scroll left", show=False),
+        Binding("right", "scroll_columns(4)", "Scroll right", show=False),
         Binding("pageup", "page(-1)", "Page up", show=False),
         Binding("pagedown", "page(1)", "Page down", show=False),
         Binding("home", "goto_top", "Top", show=False),
@@ -336,6 +338,9 @@ class SourceView(ScrollView, can_focus=True):
         height = max(self.scrollable_content_region.height - 1, 1)
         self.scroll_to(y=self.scroll_offset.y + direction * height, animate=False, immediate=True)
         self.go_to(self.cursor_line + direction * height)
+
+    def action_scroll_columns(self, delta: int) -> None:
+        self.scroll_to(x=max(0, self.scroll_offset.x + delta), animate=False, immediate=True)
 
     def action_goto_top(self) -> None:
         self.go_to(1)
