@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 import dgym_tui.core.tools
-import dgym_tui.core.tools.pdb  # noqa: F401  (until tools/__init__ imports it)
 from dgym_tui.core.env import RepoEnv
 from dgym_tui.core.types import ToolCall
 from dgym_tui.session import Session

@@ -12,7 +12,6 @@ import pytest
 from test_tui_app import CALC, FIX, TESTS, _stub_agent, settle
 
 import dgym_tui.core.tools
-import dgym_tui.core.tools.pdb  # noqa: F401  (until tools/__init__ imports it)
 from dgym_tui.core.env import RepoEnv
 from dgym_tui.core.types import ToolCall
 from dgym_tui.session import Session

@@ -247,3 +247,24 @@ def test_replay_app_from_the_command_line(tmp_path):
     assert app.replay is not None and app.session is None and app.fork_factory is not None
     assert len(app.replay) == 0 and app.replay.files() == ["test_a.py"]
     app.close_session()
+
+
+def test_entrypoint_from_the_folder_config(tmp_path):
+    from dgym_tui.tui.main import DEFAULT_ENTRYPOINT, build_app, build_parser
+
+    repo = tmp_path / "r"
+    repo.mkdir()
+    (repo / "task.yaml").write_text("entrypoint: python -m pytest -q tests\nreadonly: [tests/]\n")
+
+    def env_of(*extra):
+        app = build_app(build_parser().parse_args([str(repo), "--trajectory",
+                                                   str(tmp_path / "t.jsonl"), *extra]))
+        try:
+            return app.session.env.entrypoint, app.session.env.readonly
+        finally:
+            app.close_session()
+
+    assert env_of() == ("python -m pytest -q tests", ["tests/"])
+    assert env_of("--entrypoint", "python -m pytest -x")[0] == "python -m pytest -x"
+    (repo / "task.yaml").unlink()
+    assert env_of()[0] == DEFAULT_ENTRYPOINT
