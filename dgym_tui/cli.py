@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import shutil
 import signal
 import sys
 import threading
@@ -373,6 +374,7 @@ def main(argv: list[str] | None = None) -> int:
     """
     parser = build_parser()
     args = parser.parse_args(argv)
+    _own_python_first()
     handler = _warnings_to_stderr()
     previous_term = _sigterm_as_interrupt()
     try:
@@ -394,6 +396,23 @@ def main(argv: list[str] | None = None) -> int:
             logging.getLogger().removeHandler(handler)
         if previous_term is not None:
             signal.signal(signal.SIGTERM, previous_term)
+
+
+def _own_python_first() -> None:
+    """Put this interpreter's folder first on PATH (for this process and its children).
+
+    Local episodes run commands such as ``python -m pytest``; without this, a
+    ``dgym`` started from a virtualenv that is not activated (pipx, a full
+    path) would run the tasks with whatever ``python`` comes first on PATH —
+    often one without pytest, and every eval would score 0.
+    """
+    folder = os.path.dirname(sys.executable)
+    if not folder or not os.path.isfile(os.path.join(folder, "python")):
+        return
+    found = shutil.which("python")
+    if found and os.path.realpath(found) == os.path.realpath(sys.executable):
+        return
+    os.environ["PATH"] = folder + os.pathsep + os.environ.get("PATH", "")
 
 
 class _OneLine(logging.Formatter):
@@ -442,6 +461,7 @@ def tui_main(argv: list[str] | None = None) -> int:
     """Entry point of ``dgym-tui``: delegates to ``dgym_tui.tui.main.main`` (imported lazily)."""
     from dgym_tui.tui.main import main as tui
 
+    _own_python_first()
     return int(tui(sys.argv[1:] if argv is None else argv) or 0)
 
 

@@ -399,6 +399,8 @@ def run_tasks(config: RunConfig, workers: int | None = None, force: bool = False
     names = select_tasks(config, benchmark)
     output_dir.mkdir(parents=True, exist_ok=True)
     out = console or Console()
+    if console is None and not out.is_terminal:  # piped / redirected: no 80-column squeeze
+        out = Console(width=160)
     err = console or Console(stderr=True)
 
     results: dict[str, TaskStatus] = {}

@@ -252,3 +252,22 @@ def test_fork_by_a_person_whose_input_ends_at_once(recorded, tmp_path):
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
     fork = read_trajectory(out)
     assert len(fork) == 2 and fork.footer["reason"] == "quit"
+
+
+def test_episodes_use_dgyms_own_python_not_the_first_on_path(tmp_path):
+    """A `python` earlier on PATH (an unactivated venv, pipx) must not run the tasks."""
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "python").write_text("#!/bin/sh\necho 'not the interpreter of dgym'\nexit 3\n")
+    (fake / "python").chmod(0o755)
+    repo = write_repo(tmp_path / "repo")
+    traj = tmp_path / "t.jsonl"
+    env = {**os.environ, "PATH": f"{fake}{os.pathsep}/usr/bin{os.pathsep}/bin"}
+    proc = subprocess.run(DGYM + ["play", str(repo), "--entrypoint", ENTRYPOINT, "-o", str(traj)],
+                          input='rewrite calc.py start=2 end=2 "new_code=    return a + b"\n'
+                                "submit\n", text=True, capture_output=True, timeout=240,
+                          check=False, env=env)
+    assert proc.returncode == 0, proc.stderr
+    recorded = read_trajectory(traj)
+    assert "not the interpreter" not in recorded.steps[-1]["observation"]
+    assert recorded.footer["resolved"] is True
