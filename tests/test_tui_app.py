@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-import dgym_tui.core.tools
 from dgym_tui.core.env import RepoEnv
 from dgym_tui.core.types import ToolCall
 from dgym_tui.session import Session

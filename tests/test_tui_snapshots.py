@@ -11,7 +11,6 @@ from __future__ import annotations
 import pytest
 from test_tui_app import CALC, FIX, TESTS, _stub_agent, settle
 
-import dgym_tui.core.tools
 from dgym_tui.core.env import RepoEnv
 from dgym_tui.core.types import ToolCall
 from dgym_tui.session import Session
