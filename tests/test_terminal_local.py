@@ -147,3 +147,26 @@ def test_without_registration_the_process_would_leak(tmp_path):
         assert not _wait_dead(pid, seconds=1.0)
     finally:
         os.killpg(pid, signal.SIGKILL)
+
+
+def test_close_from_another_thread_ends_a_running_command(tmp_path):
+    """close() while run() waits (e.g. the app quitting mid-eval) ends the command;
+    run() returns normally instead of raising."""
+    import threading
+
+    from dgym_tui.core.terminals.local import LocalTerminal
+
+    terminal = LocalTerminal()
+    terminal.start(str(tmp_path))
+    results = []
+    worker = threading.Thread(target=lambda: results.append(terminal.run("sleep 30", timeout=60)))
+    worker.start()
+    import time
+
+    deadline = time.monotonic() + 10
+    while not terminal._children and time.monotonic() < deadline:
+        time.sleep(0.01)
+    terminal.close()
+    worker.join(timeout=20)
+    assert not worker.is_alive()
+    assert results and results[0].exit_code != 0

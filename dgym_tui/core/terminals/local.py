@@ -70,7 +70,8 @@ class LocalTerminal(Terminal):
             _kill_group(proc.pid)
         proc.stdout.close()
         code = proc.wait()
-        self._children.remove(proc)
+        if proc in self._children:  # close() from another thread may have cleared the list
+            self._children.remove(proc)
         return RunResult(exit_code=None if timed_out else code, output=out.text(),
                          timed_out=timed_out, truncated_bytes=out.dropped)
 
