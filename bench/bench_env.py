@@ -22,7 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 from plan import actions, find_probe, summarize  # noqa: E402
 
-from dgym_tui import RepoEnv, ToolCall  # noqa: E402
+from dgym_tui import ToolCall  # noqa: E402
 from dgym_tui.benchmarks import get_benchmark  # noqa: E402
 
 LABELS = ["reset", "view", "eval", "rewrite", "pdb b N", "pdb c", "pdb p x", "pdb n"]
@@ -83,7 +83,10 @@ def table(columns: dict[str, dict]) -> str:
         row = f"{label:<10}"
         for n in names:
             cell = columns[n].get(label)
-            row += (f"{cell['median']:>16.1f}{cell['p90']:>14.1f}" if cell else f"{'-':>16}{'-':>14}")
+            if cell:
+                row += f"{cell['median']:>16.1f}{cell['p90']:>14.1f}"
+            else:
+                row += f"{'-':>16}{'-':>14}"
         rows.append(row)
     if ref:
         rows.append("")
@@ -94,7 +97,8 @@ def table(columns: dict[str, dict]) -> str:
             parts = []
             for label in LABELS:
                 if label in ref and label in columns[n] and columns[n][label]["median"] > 0:
-                    parts.append(f"{label} {ref[label]['median'] / columns[n][label]['median']:.1f}x")
+                    ratio = ref[label]["median"] / columns[n][label]["median"]
+                    parts.append(f"{label} {ratio:.1f}x")
             rows.append(f"  {n}: " + ", ".join(parts))
     return "\n".join(rows)
 

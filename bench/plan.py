@@ -17,7 +17,8 @@ def find_probe(repo: Path, module: str) -> dict:
     """Pick a breakpoint target in ``module`` (a path relative to ``repo``).
 
     Returns ``{"path": str, "line": int, "var": str}``: the first statement in
-    the body of the first function with a parameter other than self / cls, and that parameter's name.
+    the body of the first function with a parameter other than self / cls, and
+    that parameter's name.
 
     Raises:
         ValueError: the module has no function with a parameter.
@@ -29,7 +30,8 @@ def find_probe(repo: Path, module: str) -> dict:
         if params:
             arg = params[0]
             first = node.body[0]
-            if isinstance(first, ast.Expr) and isinstance(getattr(first, "value", None), ast.Constant):
+            docstring = isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
+            if docstring:
                 if len(node.body) < 2:
                     continue
                 first = node.body[1]

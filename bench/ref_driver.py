@@ -15,11 +15,10 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from plan import actions, dump, find_probe, summarize  # noqa: E402
-
 from debug_gym.gym.envs.local import LocalEnv  # noqa: E402
 from debug_gym.gym.tools.tool import ToolCall  # noqa: E402
 from debug_gym.gym.tools.toolbox import Toolbox  # noqa: E402
+from plan import actions, dump, find_probe, summarize  # noqa: E402
 
 
 def main() -> None:

@@ -36,7 +36,7 @@ class ToolCall:
         return {"id": self.id, "name": self.name, "arguments": self.arguments}
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "ToolCall":
+    def from_dict(cls, data: dict[str, Any]) -> ToolCall:
         """Build from the dict made by :meth:`to_dict`; a missing id gets a new one."""
         return cls(
             name=data["name"],
@@ -68,7 +68,7 @@ class EvalSummary:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "EvalSummary":
+    def from_dict(cls, data: dict[str, Any]) -> EvalSummary:
         return cls(**{k: data[k] for k in data if k in cls.__dataclass_fields__})
 
 
@@ -120,7 +120,7 @@ class StepResult:
         return data
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "StepResult":
+    def from_dict(cls, data: dict[str, Any]) -> StepResult:
         """Inverse of :meth:`to_dict`; unknown keys are ignored."""
         kwargs = {k: data[k] for k in data if k in cls.__dataclass_fields__}
         if kwargs.get("action"):

@@ -99,7 +99,7 @@ class Terminal(abc.ABC):
             return norm[len(root) + 1:]
         return None
 
-    def __enter__(self) -> "Terminal":
+    def __enter__(self) -> Terminal:
         return self
 
     def __exit__(self, *exc) -> None:

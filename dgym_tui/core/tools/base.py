@@ -48,7 +48,7 @@ class Tool:
     parameters: ClassVar[dict[str, Any]] = {"type": "object", "properties": {},
                                             "additionalProperties": False}
 
-    def __init__(self, env: "RepoEnv") -> None:
+    def __init__(self, env: RepoEnv) -> None:
         self.env = env
 
     def run(self, **arguments: Any) -> ToolOutput:
