@@ -123,6 +123,18 @@ def test_condition_survives_restart_and_program_end(prog_env):
     assert "stop only if x > 1" in pdb(env, "b").observation
 
 
+def test_new_breakpoint_on_a_line_replaces_the_old_one_in_pdb_too(prog_env):
+    """The store keeps one breakpoint per line; pdb must not keep the older one active,
+    or the unconditional breakpoint would still stop where the condition fails."""
+    env = prog_env
+    pdb(env, "b prog.py:3")
+    r = pdb(env, "b prog.py:3, x > 1")
+    assert "[breakpoint 1 at prog.py:3 replaced by breakpoint 2]" in r.observation
+    assert r.breakpoints == [("prog.py", 3)] and r.conditions == {"prog.py:3": "x > 1"}
+    pdb(env, "c")
+    assert pdb(env, "p x").observation.strip() == "2"  # x == 0 and 1 did not stop
+
+
 def test_breakpoints_follow_a_rewrite_and_an_outside_write(prog_env):
     env = prog_env
     pdb(env, "b prog.py:2, x == 3")

@@ -390,6 +390,7 @@ class PdbTool(Tool):
                     _, comma, cond = arg.partition(",")
                     store.add(rel, line, cond.strip() if comma else None,
                               temporary=kind == "tbreak")
+                    self._replace_older(num, rel, line, after)
                     self._numbers[num] = (rel, line)
         for match in DELETED_RE.finditer(output):
             loc = self._numbers.pop(int(match["num"]), None)
@@ -406,6 +407,18 @@ class PdbTool(Tool):
             if bp is not None and ("New condition set" in output or "now unconditional" in output):
                 store.add(bp.path, bp.line, cond.strip() or None, enabled=bp.enabled,
                           temporary=bp.temporary)
+
+
+    def _replace_older(self, num: int, rel: str, line: int, after: list[str]) -> None:
+        """Keep one breakpoint per line, as the store does: a new one replaces older ones."""
+        older = [n for n, loc in self._numbers.items() if loc == (rel, line) and n != num]
+        if not older:
+            return
+        self.session.send(f"clear {' '.join(map(str, older))}", self.env.pdb_timeout)
+        for n in older:
+            del self._numbers[n]
+        after.append(f"[breakpoint {', '.join(map(str, older))} at {rel}:{line} replaced by "
+                     f"breakpoint {num}]")
 
 
 def _cut_after_end(output: str) -> str:
