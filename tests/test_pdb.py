@@ -42,6 +42,8 @@ def prog_env(make_repo, make_env, terminal_kind):
 @pytest.mark.parametrize("entrypoint, expected", [
     ("python -m pytest -q tests/", "python -m pdb -m pytest -s -p no:cacheprovider -q tests/"),
     ("pytest test_a.py", "python -m pdb -m pytest -s -p no:cacheprovider test_a.py"),
+    ("python -m pytest -q -s -p no:cacheprovider t.py",
+     "python -m pdb -m pytest -q -s -p no:cacheprovider t.py"),
     ("python3 prog.py --n 3", "python3 -m pdb prog.py --n 3"),
     ("PYTHONPATH=src python -X dev -m mymod", "PYTHONPATH=src python -X dev -m pdb -m mymod"),
 ])

@@ -104,7 +104,11 @@ def debug_command(entrypoint: str) -> str:
                         "set debug_entrypoint, e.g. 'python -m pdb script.py'")
     target = rest[j:]
     if target[0] == "-m" and target[1] == "pytest":
-        target = ["-m", "pytest", "-s", "-p", "no:cacheprovider", *target[2:]]
+        args = target[2:]
+        extra = [] if "-s" in args or "--capture=no" in args else ["-s"]
+        if "no:cacheprovider" not in args:
+            extra += ["-p", "no:cacheprovider"]
+        target = ["-m", "pytest", *extra, *args]
     out = [*prefix, *rest[:j], "-m", "pdb", *target]
     return " ".join(shlex.quote(w) for w in out)
 
