@@ -7,6 +7,11 @@ it, with ratios reference / ours. Targets: shared/DESIGN.md "Performance".
 
     python bench/bench_env.py [--task pagination] [--rounds 20] [--resets 5]
                               [--terminals local,docker] [--ref-python PATH]
+
+Locally, eval and reset are dominated by the host's pytest start-up: a host
+with many pytest plugins (hypothesis's alone costs ~2 s here) pays it on every
+run, for both systems. ``PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 python bench/...``
+measures with a plain pytest, as the Docker sandbox has.
 """
 
 from __future__ import annotations
