@@ -1,4 +1,4 @@
-"""Benchmarks of the Textual app (headless): first paint, a 10,000-line file, a 1,000-step trajectory.
+"""Benchmarks of the Textual app (headless): first paint, a 10,000-line file, 1,000 steps.
 
 Run: ``python bench/bench_tui.py``. Prints a table of wall times with the
 design targets. Everything is measured on the real app in Textual's headless
@@ -27,7 +27,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-CALC = "def average(xs):\n    total = 0\n    for x in xs:\n        total += x\n    return total / len(xs[1:])\n"
+CALC = ("def average(xs):\n    total = 0\n    for x in xs:\n        total += x\n"
+        "    return total / len(xs[1:])\n")
 TESTS = "from calc import average\n\n\ndef test_one():\n    assert average([4]) == 4\n"
 
 

@@ -55,7 +55,7 @@ tmux new-session -d -s "$SESSION" -x 160 -y 48 \
 wait_for "step 0/[0-9]+ │ human │ tests [0-9]+/[0-9]+"
 # The source view already shows code (a .py file in its title, numbered lines).
 grep -Eq "╭─ [^ ]+\.py ─" "$WORK/screen" || fail "no source file shown on start"
-grep -Eq "│ *1 │" "$WORK/screen" || fail "no numbered source lines"
+grep -Eq "│ *[0-9]+ │" "$WORK/screen" || fail "no numbered source lines"
 
 # Key help.
 keys "?"

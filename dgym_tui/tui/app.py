@@ -44,6 +44,28 @@ from dgym_tui.tui.widgets.transcript import Transcript, format_action
 
 log = logging.getLogger(__name__)
 
+
+def tool_syntax(name: str, parameters: dict[str, Any]) -> str:
+    """Console syntax of a tool call, e.g. ``rewrite path=.. start=N end=N new_code=".."``."""
+    props = parameters.get("properties", {}) if isinstance(parameters, dict) else {}
+    required = set(parameters.get("required", [])) if isinstance(parameters, dict) else set()
+    samples = {"integer": "N", "number": "N", "boolean": "true"}
+    parts = [name]
+    for key, spec in props.items():
+        kind = spec.get("type") if isinstance(spec, dict) else None
+        if isinstance(kind, list):  # e.g. ["integer", "null"]
+            kind = next((k for k in kind if k != "null"), None)
+        value = samples.get(kind, '".."') if isinstance(kind, str) else '".."'
+        parts.append(f"{key}={value}" if key in required else f"[{key}={value}]")
+    return " ".join(parts)
+
+
+def _first_line(tool: Any) -> str:
+    text = (getattr(tool, "instructions", "") or getattr(tool, "__doc__", "") or "").strip()
+    line = text.splitlines()[0] if text else ""
+    return line if len(line) <= 70 else line[:67] + "..."
+
+
 #: Busy labels per tool name (shown next to the spinner).
 _BUSY = {"eval": "running eval", "pdb": "pdb", "rewrite": "rewriting", "submit": "submitting"}
 
@@ -68,6 +90,8 @@ class DgymApp(App[int]):
             disables forking.
         ask_apply: offer to apply the patch to the original repository when
             the episode ends.
+        can_apply: False when the original is not the user's (a benchmark
+            task's scratch copy): ``w`` is off and nothing is offered.
         theme_name: theme to start with (default ``dgym-dark``).
 
     The app's return code (``app.return_code``) is 2 when the episode could
@@ -127,15 +151,16 @@ class DgymApp(App[int]):
         "fork": "replay: fork here (re-execute up to this step, then continue live)",
     }
 
-    SOURCE_KEYS: ClassVar[list[tuple[str, str]]] = [("n / s / c / r", "pdb next / step / continue / return"),
-                   ("u / d", "pdb up / down the stack"),
-                   ("b or gutter click", "toggle a breakpoint at the cursor line"),
-                   ("up / down / pgup / pgdn / home / end", "move the cursor"),
-                   ("left / right", "scroll long lines")]
+    SOURCE_KEYS: ClassVar[list[tuple[str, str]]] = [
+        ("n / s / c / r", "pdb next / step / continue / return"),
+        ("u / d", "pdb up / down the stack"),
+        ("b or gutter click", "toggle a breakpoint at the cursor line"),
+        ("up / down / pgup / pgdn / home / end", "move the cursor"),
+        ("left / right", "scroll long lines")]
 
     def __init__(self, session: Any = None, replay: Any = None,
                  fork: Callable[[int], Any] | None = None, ask_apply: bool = True,
-                 theme_name: str = "dgym-dark") -> None:
+                 theme_name: str = "dgym-dark", can_apply: bool = True) -> None:
         super().__init__()
         if (session is None) == (replay is None):
             raise ValueError("give exactly one of session= or replay=")
@@ -143,6 +168,7 @@ class DgymApp(App[int]):
         self.replay = replay
         self.fork_factory = fork
         self.ask_apply = ask_apply
+        self.can_apply = can_apply
         self._theme_name = theme_name
         self.step_index = 0  # replay position
         self.busy = False
@@ -150,6 +176,9 @@ class DgymApp(App[int]):
         self.start_error: str | None = None
         self._closed = False
         self._close_lock = threading.Lock()
+        self._calls = 0  # session calls running in worker threads
+        self._idle = threading.Event()
+        self._idle.set()
         self._generation_seen: int | None = None
         self._pause_requested = False
         self._current_path: str | None = None
@@ -218,20 +247,47 @@ class DgymApp(App[int]):
         """Session callback; runs on the loop's (worker) thread."""
         self.post_message(SessionMessage(event))
 
+    def _calling(self, running: bool) -> None:
+        """Count session calls running in worker threads (any thread may call this)."""
+        with self._close_lock:
+            self._calls += 1 if running else -1
+            if self._calls:
+                self._idle.clear()
+            else:
+                self._idle.set()
+
+    def _to_ui(self, callback: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
+        """Run ``callback`` on the app's thread from a worker, unless the app is closing.
+
+        While the app quits, its event loop may be waiting for this very
+        worker (or already be gone), so nothing is handed over any more.
+        """
+        if self._closed:
+            return
+        try:
+            self.call_from_thread(callback, *args, **kwargs)
+        except RuntimeError:  # the app stopped meanwhile
+            log.debug("app gone before %s", getattr(callback, "__name__", callback))
+
     @work(thread=True, group="session", exit_on_error=False)
     def _start_session(self) -> None:
+        self._calling(True)
         try:
             self.session.start()
         except Exception as exc:  # noqa: BLE001  shown as one line, exit code 2
             message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            self.call_from_thread(self._start_failed, message)
+            self._to_ui(self._start_failed, message)
             return
-        self.call_from_thread(self._after_session_call)
+        finally:
+            self._calling(False)
+        self._to_ui(self._after_session_call)
 
     def _start_failed(self, message: str) -> None:
-        self.start_error = f"dgym-tui: could not start the episode: {message}"
         self._set_busy(None)
-        self.exit(2, return_code=2, message=self.start_error)
+        if self._closed:  # quit while starting: not an error
+            return
+        self.start_error = f"dgym-tui: could not start the episode: {message}"
+        self.exit(2, return_code=2)
 
     def _set_busy(self, label: str | None) -> None:
         self.busy = label is not None
@@ -260,13 +316,15 @@ class DgymApp(App[int]):
 
     @work(thread=True, group="session", exit_on_error=False)
     def _run_session_call(self, fn: Callable[[], Any]) -> None:
+        self._calling(True)
         try:
             fn()
         except Exception as exc:  # noqa: BLE001  the session already emitted "error"
             text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            self.call_from_thread(self.notify, text, severity="error", title="step failed")
+            self._to_ui(self.notify, text, severity="error", title="step failed")
         finally:
-            self.call_from_thread(self._after_session_call)
+            self._calling(False)
+            self._to_ui(self._after_session_call)
 
     def _after_session_call(self) -> None:
         self._set_busy(None)
@@ -317,6 +375,7 @@ class DgymApp(App[int]):
         self._refresh_marks(result)
         self._update_status(result)
         self.pdb_console.write(result.observation, style="")
+        self._check_entrypoint(result)
 
     def _event_proposing(self, _data: Any) -> None:
         if self.busy:  # events may arrive after the worker already finished
@@ -344,6 +403,8 @@ class DgymApp(App[int]):
             self.pdb_console.write(result.observation, style="red" if result.error else "")
             self._last_result = result
             self._after_step(result)
+            if turn.action is not None and turn.action.name == "eval":
+                self._check_entrypoint(result)
         self._update_status(result or self._last_result)
 
     def _event_mode(self, mode: str) -> None:
@@ -355,7 +416,18 @@ class DgymApp(App[int]):
     def _event_done(self, footer: dict) -> None:
         reason = footer.get("reason") or ""
         self.status.update_status(extra=f"done: {reason}" if reason else "done")
+        if isinstance(self.focused, Input) and self.focused.id == "console-input":
+            self.source_view.focus()  # the console is of no use now; q / ? work again
         self.refresh_bindings()
+        if reason and not self._closed:
+            self.notify(f"episode over ({reason}); q quits", title="done")
+
+    def _check_entrypoint(self, result: StepResult) -> None:
+        """Warn when the entrypoint could not run at all (a typo in --entrypoint)."""
+        summary = result.eval
+        if summary is not None and summary.exit_code in (126, 127) and summary.passed == 0:
+            self.notify(f"the entrypoint could not run (exit code {summary.exit_code}); "
+                        "check --entrypoint", severity="error", timeout=10)
 
     def _event_error(self, text: str) -> None:
         self.pdb_console.write(f"error: {text}", style="bold red")
@@ -490,6 +562,8 @@ class DgymApp(App[int]):
                 return agent and self.session.mode != "auto"
             if action == "pause":
                 return self.session.mode == "auto"
+            if action == "apply_patch":
+                return self.can_apply
         return True
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
@@ -508,38 +582,87 @@ class DgymApp(App[int]):
         return isinstance(self.focused, (Input, TextArea))
 
     async def action_quit_app(self) -> None:
-        """Finish the episode, close the environment (in a thread), then exit."""
+        """Finish the episode, close the environment (in a thread), then exit.
+
+        A step still running is cut short: closing the environment ends its
+        pdb / terminal processes, so quitting never waits for a step's timeout.
+        """
+        if self._closed:
+            return
         self._set_busy("closing")
         import asyncio
 
         await asyncio.to_thread(self.close_session, "quit")
         self.exit(self.return_code or 0)
 
-    def close_session(self, reason: str = "quit", timeout: float = 30.0) -> None:
+    def close_session(self, reason: str = "quit", timeout: float = 10.0) -> None:
         """Write the trajectory footer and close the environment / replay. Idempotent.
 
-        Safe from any thread. Waits up to ``timeout`` seconds for a running
-        step to end before closing the environment anyway.
+        Safe from any thread except the one running a session call. When no
+        step runs, the footer is written first (with the final patch), then
+        the environment is closed. When a step runs, the environment is
+        closed first: that ends the step's processes, the step returns (or
+        fails) and is recorded as usual, and then the footer is written.
+
+        Args:
+            reason: the footer's reason (``"quit"``, ``"error: ..."``).
+            timeout: seconds to wait for a cut-short step to return before
+                the footer is written anyway.
         """
         with self._close_lock:
             if self._closed:
                 return
             self._closed = True
-        if self.session is not None:
-            finisher = threading.Thread(target=self.session.finish, args=(reason,), daemon=True)
-            finisher.start()
-            finisher.join(timeout)
-            try:
-                self.session.env.close()
-            except Exception:
-                log.exception("closing the environment failed")
+            running = self._calls > 0
+        session = self.session
+        if session is not None:
+            if running:
+                self._close_env(session)
+                if not self._idle.wait(timeout):
+                    log.warning("a step did not return %.0f s after the environment closed",
+                                timeout)
+                self._finish(session, reason, timeout)
+            else:
+                self._finish(session, reason, timeout)
+                self._close_env(session)
         if self.replay is not None:
             self.replay.close()
 
+    @staticmethod
+    def _finish(session: Any, reason: str, timeout: float) -> None:
+        """``session.finish(reason)`` in a helper thread, waiting at most ``timeout`` s."""
+        finisher = threading.Thread(target=session.finish, args=(reason,), daemon=True)
+        finisher.start()
+        finisher.join(timeout)
+
+    @staticmethod
+    def _close_env(session: Any) -> None:
+        try:
+            session.env.close()
+        except Exception:
+            log.exception("closing the environment failed")
+
     def action_help(self) -> None:
+        """Show the keys that work now, the source view's keys and the console's syntax."""
         rows = [(self._key_label(b), self.ACTION_HELP.get(b.action, b.description))
-                for b in self.BINDINGS if isinstance(b, Binding)]
-        self.push_screen(HelpScreen([("App", rows), ("Source view (focused)", self.SOURCE_KEYS)]))
+                for b in self.BINDINGS if isinstance(b, Binding)
+                and self.action_available(b.action.partition("(")[0])]
+        sections = [("App", rows), ("Source view (focused)", self.SOURCE_KEYS)]
+        if self.replay is None:
+            sections.append(("Console (: or i)", self._console_help()))
+        self.push_screen(HelpScreen(sections))
+
+    def _console_help(self) -> list[tuple[str, str]]:
+        """Rows describing what the console accepts, one per tool of the environment."""
+        rows = [("p x / n / b f.py:12", "any other line is one pdb command"),
+                ("up / down / tab", "history / accept the grey completion")]
+        tools = getattr(self.env, "tools", None) or {}
+        for name, tool in tools.items():
+            if name == "pdb":
+                continue
+            rows.append((tool_syntax(name, tool.parameters), _first_line(tool)))
+        rows.append(("", 'values with spaces go in quotes; \\n is a newline in new_code="..."'))
+        return rows
 
     @staticmethod
     def _key_label(binding: Binding) -> str:
@@ -618,13 +741,14 @@ class DgymApp(App[int]):
         self.query_one(TabbedContent).active = "tab-diff"
 
     def _offer_apply(self) -> None:
-        if self.ask_apply and not self._asked_apply and self.env is not None:
+        if (self.ask_apply and self.can_apply and not self._asked_apply
+                and self.env is not None):
             self._asked_apply = True
             self.action_apply_patch()
 
     def action_apply_patch(self) -> None:
         env = self.env
-        if env is None or env.workspace is None:
+        if env is None or env.workspace is None or not self.can_apply:
             return
         patch = env.patch()
         if not patch.strip():

@@ -95,16 +95,31 @@ def default_trajectory_path(task: str) -> Path:
     raise UsageError("no writable folder for the trajectory; pass --trajectory OUT.jsonl")
 
 
-def check_docker() -> None:
-    """Raise UsageError when the Docker daemon is not reachable."""
+def check_docker(image: str | None = None) -> None:
+    """Raise UsageError when the Docker daemon is not reachable or ``image`` is missing.
+
+    Args:
+        image: a local image tag to look for (None: only ping the daemon).
+    """
     try:
         import docker
 
-        docker.from_env(timeout=5).ping()
+        client = docker.from_env(timeout=5)
+        client.ping()
     except Exception as exc:  # noqa: BLE001  any failure means "no Docker"
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise UsageError(f"Docker is not reachable ({first[:120]}); start the Docker daemon "
                          "or use --terminal local") from None
+    if image:
+        from docker.errors import ImageNotFound
+
+        try:
+            client.images.get(image)
+        except ImageNotFound:
+            raise UsageError(f"Docker image {image} not found; build or pull it, "
+                             "or pass another --image") from None
+        except Exception:  # noqa: BLE001, S110  other failures surface when the container starts
+            pass
 
 
 def make_policy(args: argparse.Namespace) -> Any:
@@ -147,7 +162,7 @@ def make_env(args: argparse.Namespace) -> tuple[Any, str, dict[str, Any]]:
         if args.entrypoint:
             overrides["entrypoint"] = args.entrypoint
         if overrides.get("terminal") == "docker":
-            check_docker()
+            check_docker(overrides.get("image") or getattr(task, "image", None))
         try:
             env = task.make_env(**overrides)
         except (ValueError, TypeError) as exc:
@@ -157,6 +172,9 @@ def make_env(args: argparse.Namespace) -> tuple[Any, str, dict[str, Any]]:
     if not args.path:
         raise UsageError("give a repository folder (dgym-tui PATH), --task NAME or --replay FILE")
     folder = Path(args.path).expanduser()
+    if folder.exists() and not folder.is_dir():
+        raise UsageError(f"{args.path} is a file, not a folder; give the repository folder "
+                         "that holds it")
     if not folder.is_dir():
         raise UsageError(f"no such folder: {args.path}; give the path of a repository folder")
     config = read_folder_config(folder)
@@ -167,7 +185,7 @@ def make_env(args: argparse.Namespace) -> tuple[Any, str, dict[str, Any]]:
         if not image:
             raise UsageError("--terminal docker needs an image: pass --image TAG "
                              "or set 'image' in dgym.yaml")
-        check_docker()
+        check_docker(str(image))
     kwargs: dict[str, Any] = {"entrypoint": str(entrypoint), "terminal": terminal}
     if image:
         kwargs["image"] = image
@@ -185,6 +203,17 @@ def make_env(args: argparse.Namespace) -> tuple[Any, str, dict[str, Any]]:
     return env, folder.resolve().name, {"name": folder.resolve().name}
 
 
+def check_theme(name: str) -> None:
+    """Raise UsageError unless ``name`` is one of ours or a Textual built-in theme."""
+    from textual.theme import BUILTIN_THEMES
+
+    from dgym_tui.tui.themes import load_themes
+
+    names = [t.name for t in load_themes()] + sorted(BUILTIN_THEMES)
+    if name not in names:
+        raise UsageError(f"unknown theme {name!r}; pick one of: {', '.join(names)}")
+
+
 def build_app(args: argparse.Namespace) -> Any:
     """Build the DgymApp for parsed arguments (live session or replay).
 
@@ -192,6 +221,8 @@ def build_app(args: argparse.Namespace) -> Any:
         UsageError: any user-fixable problem.
     """
     from dgym_tui.tui.app import DgymApp
+
+    check_theme(args.theme)
 
     if args.replay:
         from dgym_tui.trajectory import TrajectoryError, read_trajectory
@@ -230,7 +261,9 @@ def build_app(args: argparse.Namespace) -> Any:
               "front_end": "tui"}
     session = Session(env, policy, mode=mode, max_steps=args.max_steps, trajectory_path=out,
                       task_name=task_name, config=config, task_info=task_info)
-    return DgymApp(session=session, ask_apply=not args.no_apply_prompt, theme_name=args.theme)
+    # A benchmark task's source is a scratch copy: there is nothing to apply a patch to.
+    return DgymApp(session=session, ask_apply=not args.no_apply_prompt, theme_name=args.theme,
+                   can_apply=not args.task)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -263,6 +296,7 @@ def main(argv: list[str] | None = None) -> int:
                 and Path(app.session.trajectory_path).exists()):
             print(f"trajectory: {app.session.trajectory_path}", file=sys.stderr)
     if app.start_error is not None:
+        print(app.start_error, file=sys.stderr)
         return 2
     return int(app.return_code or 0)
 

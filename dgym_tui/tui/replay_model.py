@@ -4,8 +4,10 @@ Breakpoints, the frame, the eval summary and the observation come straight
 from the recorded ``StepResult`` of each step. File contents are NOT recorded
 in trajectories, so the source at step N is re-derived: the original
 repository (the header's ``task.path``) is copied once into a scratch working
-copy and every successful recorded ``rewrite`` action is re-applied in order
-with the real rewrite tool; the text of each rewritten file is kept per step.
+copy and the successful recorded ``rewrite`` actions are re-applied in order
+with the real rewrite tool, lazily (only up to the step shown so far); the
+text of each rewritten file is kept per step. A benchmark task whose scratch
+folder is gone is loaded again from its benchmark.
 Changes made by other means (e.g. a pdb ``!open(...).write``) are not
 re-derived; when the original repository is missing the source is reported
 as not available rather than guessed.
@@ -46,6 +48,9 @@ class ReplayModel:
         for turn in self.turns:
             self._results.append(turn.result if turn.result is not None else self._results[-1])
         self._workspace = None
+        self._tool: Any = None
+        self._task: Any = None
+        self._applied = 0  # turns whose rewrites were re-applied
         self._versions: dict[str, tuple[list[int], list[str]]] | None = None
 
     def __len__(self) -> int:
@@ -66,27 +71,65 @@ class ReplayModel:
         return self.turns[:max(0, step)]
 
     # -- files -----------------------------------------------------------------
+    def _find_source(self) -> Path | None:
+        """The recorded source folder, or the benchmark task's folder loaded again.
+
+        Benchmark tasks (e.g. ``mini``) run on a scratch copy that is gone
+        after the episode; the header names the benchmark and task, so the
+        task is loaded again (a fresh copy of the same files).
+        """
+        if self.source_root is not None:
+            return self.source_root
+        task = self.trajectory.header.get("task") or {}
+        bench, name = task.get("benchmark"), task.get("task_name")
+        if not (bench and name):
+            return None
+        try:
+            from dgym_tui.benchmarks import get_benchmark
+
+            loaded = get_benchmark(bench, **(task.get("benchmark_options") or {})).load(name)
+        except Exception:  # noqa: BLE001  no such task here any more: source not available
+            return None
+        path = Path(loaded.path)
+        self._task = loaded  # keeps a scratch copy alive while the model lives
+        self.source_root = path if path.is_dir() else None
+        return self.source_root
+
     def _ensure_workspace(self) -> bool:
+        """Create the scratch working copy once (rewrites are re-applied lazily)."""
         if self._versions is not None:
             return self._workspace is not None
         self._versions = {}
-        if self.source_root is None:
+        root = self._find_source()
+        if root is None:
             return False
         from dgym_tui.core.tools.rewrite import RewriteTool
         from dgym_tui.core.workspace import Workspace
 
         task = self.trajectory.header.get("task") or {}
-        ws = Workspace(self.source_root, ignore=task.get("ignore") or (),
+        ws = Workspace(root, ignore=task.get("ignore") or (),
                        readonly=task.get("readonly") or ())
         self._workspace = ws
-        tool = RewriteTool(SimpleNamespace(workspace=ws))
-        for turn in self.turns:
+        self._tool = RewriteTool(SimpleNamespace(workspace=ws))
+        return True
+
+    def _apply_until(self, step: int) -> None:
+        """Re-apply the recorded successful rewrites of turns 1..``step`` not applied yet.
+
+        Opening a long trajectory therefore costs nothing for its rewrites;
+        moving forward applies only the new ones, and every version of a
+        rewritten file is kept, so moving back costs nothing either.
+        """
+        ws = self._workspace
+        while self._applied < min(step, len(self.turns)):
+            turn = self.turns[self._applied]
+            self._applied += 1
             action = turn.action
             if (action is None or action.name != "rewrite" or turn.result is None
                     or turn.result.error or not isinstance(action.arguments, dict)):
                 continue
             try:
-                out = tool.run(**action.arguments)
+                out = self._tool.run(**action.arguments)
             except Exception:  # noqa: BLE001, S112  the recorded step failed the same way
                 continue
             rel = (getattr(out, "data", None) or {}).get("path") or action.arguments.get("path")
@@ -97,10 +140,10 @@ class ReplayModel:
             steps, texts = self._versions.setdefault(rel, ([], []))
             steps.append(turn.index)
             texts.append(text)
-        return True
 
     def files(self) -> list[str]:
-        """Visible files of the original repository (plus files created by rewrites)."""
+        """Visible files of the original repository (plus files created by the
+        rewrites re-applied so far)."""
         if not self._ensure_workspace():
             return sorted({p for r in self._results for p in r.changed_files})
         return self._workspace.files()
@@ -113,11 +156,12 @@ class ReplayModel:
         """Text of ``rel`` after ``step``, or None when it cannot be re-derived honestly."""
         if not self._ensure_workspace():
             return None
+        self._apply_until(step)
         steps, texts = self._versions.get(rel, ([], []))
         i = bisect_right(steps, step)
         if i:
             return texts[i - 1]
-        original = self.source_root / rel
+        original = self.source_root / rel  # never rewritten up to ``step``
         try:
             return original.read_text(encoding="utf-8", errors="replace")
         except OSError:

@@ -40,7 +40,8 @@ def parse_action_json(text: str, call_id: str | None = None) -> ToolCall:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ValueError(f"not valid JSON (line {exc.lineno}, column {exc.colno}): {exc.msg}")
+        raise ValueError(f"not valid JSON (line {exc.lineno}, column {exc.colno}): "
+                         f"{exc.msg}") from None
     if not isinstance(data, dict) or not isinstance(data.get("name"), str):
         raise ValueError('write an object like {"name": "pdb", "arguments": {...}}')  # noqa: TRY004
     arguments = data.get("arguments", {})
@@ -56,7 +57,8 @@ class EditActionScreen(ModalScreen[ToolCall | None]):
     DEFAULT_CSS = _MODAL_CSS.format(name="EditActionScreen") + """
     EditActionScreen TextArea { height: 16; }
     """
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel"), Binding("ctrl+s", "save", "Run edited")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel"),
+                                             Binding("ctrl+s", "save", "Run edited")]
 
     def __init__(self, action: ToolCall) -> None:
         super().__init__()
@@ -116,7 +118,8 @@ class ConfirmScreen(ModalScreen[bool]):
     """A yes / no question; dismisses with True (y) or False (n / escape)."""
 
     DEFAULT_CSS = _MODAL_CSS.format(name="ConfirmScreen")
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("y", "answer(True)", "Yes"), Binding("n,escape", "answer(False)", "No")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("y", "answer(True)", "Yes"),
+                                             Binding("n,escape", "answer(False)", "No")]
 
     def __init__(self, question: str, detail: str = "") -> None:
         super().__init__()

@@ -23,10 +23,15 @@ COMPLETIONS = [
 ]
 
 
+#: The console's empty-line hint: the two kinds of lines, most important first.
+PLACEHOLDER = 'p x, n, b f.py:3 (pdb) · rewrite path=f.py start=3 end=3 new_code=".."'
+
+
 class HistoryInput(Input):
     """An Input that remembers submitted lines (Up / Down) and accepts completions with Tab."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "app.focus_source", "Back to source"),
         Binding("up", "history(-1)", "Previous", show=False),
         Binding("down", "history(1)", "Next", show=False),
         Binding("tab", "complete", "Complete", show=False),
@@ -80,9 +85,7 @@ class PdbConsole(Vertical):
 
     def compose(self) -> ComposeResult:
         yield RichLog(id="console-log", wrap=True, max_lines=5000, markup=False)
-        yield HistoryInput(placeholder="pdb command (p x, n, b file.py:12) or tool call "
-                                       "(rewrite path=... start=.. end=.. new_code=...)",
-                           id="console-input")
+        yield HistoryInput(placeholder=PLACEHOLDER, id="console-input")
 
     @property
     def log_widget(self) -> RichLog:

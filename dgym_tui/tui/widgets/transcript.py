@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from rich.style import Style
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.containers import Vertical, VerticalScroll
-from textual.widgets import Collapsible, Static
+from textual.containers import VerticalScroll
+from textual.widgets import Static
 
-#: Observations longer than this many lines are folded (expandable).
+#: Observations longer than this many lines are folded (a click expands them).
 FOLD_LINES = 6
 #: Only the most recent turns are mounted; older ones are summarised in one line.
 MAX_SHOWN = 25
@@ -27,101 +28,111 @@ def format_action(action: Any) -> str:
     return f"{action.name}({inner})"
 
 
-class TurnEntry(Vertical):
-    """One turn of the episode."""
+def render_turn(turn: Any, expanded: bool = False) -> Text:
+    """Return the transcript text of one turn (a session ``Turn``).
 
-    DEFAULT_CSS = """
-    TurnEntry { height: auto; margin-bottom: 1; }
-    TurnEntry Collapsible { padding: 0; border-top: none; }
-    TurnEntry Collapsible Contents { padding: 0 0 0 2; }
+    Observations longer than :data:`FOLD_LINES` lines are folded to their first
+    lines unless ``expanded``; the fold marker carries a click action
+    ``toggle(<turn index>)`` for the :class:`Transcript`.
     """
-
-    def __init__(self, turn: Any) -> None:
-        super().__init__()
-        self.turn = turn
-
-    def compose(self) -> ComposeResult:
-        # One Static for the summary keeps the widget count (and layout time) low.
-        t = self.turn
-        text = Text(f"#{t.index} {t.actor} · {t.decision}", style="bold")
-        if t.result is not None and t.result.error:
-            text.append("  (refused)", style="red")
-        if t.reasoning:
-            text.append("\n" + t.reasoning.strip(), style="italic")
-        if t.proposed is not None and (t.action is None
-                                       or t.proposed.to_dict() != t.action.to_dict()):
-            text.append("\nproposed: " + format_action(t.proposed))
-        if t.action is not None:
-            text.append("\naction:   " + format_action(t.action), style="bold")
-        if t.note:
-            text.append("\nnote:     " + t.note, style="italic")
-        observation = (t.result.observation if t.result is not None else "").rstrip("\n")
-        lines = observation.split("\n") if observation else []
-        if lines and len(lines) <= FOLD_LINES:
-            text.append("\n" + observation, style="dim")
-        yield Static(text)
+    t = turn
+    text = Text(f"#{t.index} {t.actor} · {t.decision}", style="bold")
+    if t.result is not None and t.result.error:
+        text.append("  (refused)", style="red")
+    if t.reasoning:
+        text.append("\n" + t.reasoning.strip(), style="italic")
+    if t.proposed is not None and (t.action is None
+                                   or t.proposed.to_dict() != t.action.to_dict()):
+        text.append("\nproposed: " + format_action(t.proposed))
+    if t.action is not None:
+        text.append("\naction:   " + format_action(t.action), style="bold")
+    if t.note:
+        text.append("\nnote:     " + t.note, style="italic")
+    observation = (t.result.observation if t.result is not None else "").rstrip("\n")
+    lines = observation.split("\n") if observation else []
+    if not lines:
+        return text
+    click = Style.from_meta({"@click": f"toggle({int(t.index)})"})
+    if len(lines) <= FOLD_LINES or expanded:
+        text.append("\n" + "\n".join(lines), style="dim")
         if len(lines) > FOLD_LINES:
-            yield Collapsible(Static(Text(observation)),
-                              title=f"observation ({len(lines)} lines)", collapsed=True)
+            text.append("\n")
+            text.append("▼ fold", style=Style(bold=True) + click)
+    else:
+        text.append("\n" + "\n".join(lines[:FOLD_LINES - 1]), style="dim")
+        text.append("\n")
+        text.append(f"▶ {len(lines) - FOLD_LINES + 1} more lines (click)",
+                    style=Style(bold=True) + click)
+    return text
 
 
 class Transcript(VerticalScroll):
-    """All turns of the episode, newest at the bottom (only the last MAX_SHOWN mounted)."""
+    """The episode's turns, newest at the bottom; only the last MAX_SHOWN are rendered.
+
+    All shown turns are drawn by ONE Static (mounting a widget per turn made
+    opening a long trajectory slow); a click on a fold marker expands or
+    folds that turn's observation.
+    """
 
     DEFAULT_CSS = """
     Transcript { padding: 0 1; }
     Transcript > #transcript-earlier { color: $text-muted; }
+    Transcript > #transcript-body { height: auto; }
     """
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
-        self._count = 0
         self._turns: list[Any] = []
+        self._expanded: set[int] = set()
+        self._cache: dict[tuple[int, int, bool], Text] = {}
 
     def compose(self) -> ComposeResult:
         yield Static("", id="transcript-earlier")
+        yield Static("", id="transcript-body")
 
-    def _update_earlier(self, mounted: int | None = None) -> None:
-        if mounted is None:
-            mounted = len(self.query(TurnEntry))
-        hidden = self._count - mounted
+    @property
+    def shown(self) -> list[Any]:
+        """The turns currently drawn (the last MAX_SHOWN)."""
+        return self._turns[-MAX_SHOWN:]
+
+    @property
+    def text(self) -> str:
+        """The transcript as plain text (for tests)."""
+        return self._body_text().plain
+
+    def _turn_text(self, turn: Any) -> Text:
+        key = (id(turn), int(turn.index), turn.index in self._expanded)
+        text = self._cache.get(key)
+        if text is None:
+            text = render_turn(turn, key[2])
+            self._cache[key] = text
+        return text
+
+    def _body_text(self) -> Text:
+        return Text("\n\n").join(self._turn_text(t) for t in self.shown)
+
+    def _redraw(self, scroll: bool = True) -> None:
+        hidden = len(self._turns) - len(self.shown)
         self.query_one("#transcript-earlier", Static).update(
             f"… {hidden} earlier turns" if hidden > 0 else "")
+        self.query_one("#transcript-body", Static).update(self._body_text())
+        if len(self._cache) > 4 * MAX_SHOWN:
+            keep = {id(t) for t in self.shown}
+            self._cache = {k: v for k, v in self._cache.items() if k[0] in keep}
+        if scroll:
+            self.call_after_refresh(self.scroll_end, animate=False)
 
     def add_turn(self, turn: Any) -> None:
         """Append ``turn`` (a session Turn) and scroll to it."""
-        self._count += 1
         self._turns.append(turn)
-        self.mount(TurnEntry(turn))
-        entries = self.query(TurnEntry)
-        if len(entries) > MAX_SHOWN:
-            entries.first().remove()
-        self._update_earlier()
-        self.call_after_refresh(self.scroll_end, animate=False)
+        self._redraw()
 
     def set_turns(self, turns: list[Any]) -> None:
-        """Show ``turns`` (oldest first); only the last MAX_SHOWN are mounted.
+        """Show ``turns`` (oldest first); only the last MAX_SHOWN are rendered."""
+        self._turns = list(turns)
+        self._redraw()
 
-        One step forward or back (replay) only mounts / removes one entry.
-        """
-        turns = list(turns)
-        current = self._turns
-        if len(turns) == len(current) + 1 and all(a is b for a, b in zip(turns, current)):
-            self.add_turn(turns[-1])
-            return
-        entries = self.query(TurnEntry)
-        if (len(turns) == len(current) - 1 and len(entries) > MAX_SHOWN // 2
-                and all(a is b for a, b in zip(turns, current))):
-            entries.last().remove()
-            self._turns.pop()
-            self._count -= 1
-            self._update_earlier(len(entries) - 1)
-            return
-        entries.remove()
-        self._turns = turns
-        self._count = len(turns)
-        shown = turns[-MAX_SHOWN:]
-        if shown:
-            self.mount_all([TurnEntry(t) for t in shown])
-        self._update_earlier(len(shown))
-        self.call_after_refresh(self.scroll_end, animate=False)
+    def action_toggle(self, index: int) -> None:
+        """Expand or fold the observation of turn ``index`` (1-based)."""
+        self._expanded ^= {index}
+        self._redraw(scroll=False)
