@@ -56,16 +56,20 @@ class FileTree(Tree[str]):
             readonly: the read-only subset.
             changed: files that differ from the original repository.
         """
-        self._readonly = set(readonly or ())
-        self._changed = set(changed or ())
+        readonly, changed = set(readonly or ()), set(changed or ())
         files = sorted(files)
         if files != self._files:
+            self._readonly, self._changed = readonly, changed
             self._files = files
             self._rebuild()
-        else:
-            for path, node in self._leaves.items():
-                node.set_label(self._label(path.rsplit("/", 1)[-1], path in self._readonly,
-                                           path in self._changed))
+        elif (readonly, changed) != (self._readonly, self._changed):
+            touched = (readonly ^ self._readonly) | (changed ^ self._changed)
+            self._readonly, self._changed = readonly, changed
+            for path in touched:  # relabel only the leaves whose marks changed
+                node = self._leaves.get(path)
+                if node is not None:
+                    node.set_label(self._label(path.rsplit("/", 1)[-1], path in readonly,
+                                               path in changed))
 
     def _rebuild(self) -> None:
         self.clear()

@@ -143,6 +143,7 @@ class SourceView(ScrollView, can_focus=True):
                  classes: str | None = None) -> None:
         super().__init__(name=name, id=id, classes=classes)
         self.path: str | None = None
+        self._text: str | None = None
         self.lines: list[str] = []
         self._chunks: dict[int, list[list[tuple[object, str]]]] = {}
         self._lexer: Lexer = TextLexer()
@@ -167,7 +168,14 @@ class SourceView(ScrollView, can_focus=True):
                 the cursor when the same file is reloaded, else line 1).
         """
         same = path == self.path
+        if same and path is not None and text == self._text:
+            # Same content (e.g. replay moving between steps): keep the lexed
+            # lines and caches, only move the cursor.
+            if line is not None:
+                self.go_to(line)
+            return
         self.path = path
+        self._text = text
         text = text.expandtabs(4)
         self.lines = text.split("\n") if path is not None else []
         if self.lines and self.lines[-1] == "" and len(self.lines) > 1:
