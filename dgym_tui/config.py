@@ -29,7 +29,7 @@ output_dir           runs/<name>  where results go; ``<name>`` is the config fil
                                   stem (``runs/run`` without a file)
 workers              1            tasks run in parallel (threads); ``-n`` wins
 env.eval_timeout     120          seconds the entrypoint may run
-env.pdb_timeout      10           seconds one pdb command may take
+env.pdb_timeout      30           seconds one pdb command may take
 env.max_output       65536        characters of tool output kept per observation
 ==================== ============ ===================================================
 """
@@ -71,7 +71,7 @@ KEYS: dict[str, tuple[Any, str]] = {
     "output_dir": (None, "results folder; empty: runs/<config file stem>"),
     "workers": (1, "tasks run in parallel (threads); `dgym run -n` wins"),
     "env.eval_timeout": (120, "seconds the entrypoint may run"),
-    "env.pdb_timeout": (10, "seconds one pdb command may take"),
+    "env.pdb_timeout": (30, "seconds one pdb command may take (pytest under pdb starts slowly)"),
     "env.max_output": (65536, "characters of tool output kept per observation"),
 }
 ENV_KEYS = tuple(k.split(".", 1)[1] for k in KEYS if k.startswith("env."))

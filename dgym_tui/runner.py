@@ -178,29 +178,31 @@ INTERRUPTED = "interrupted"
 class _Interrupt:
     """Shared stop signal of one run: set by Ctrl-C, read by every episode loop.
 
-    ``envs`` holds the environments of running episodes so the main thread can
-    close them (killing their processes) when a worker is blocked in a step.
+    ``episodes`` holds the sessions and environments of running episodes so the
+    main thread can abort them and close their terminals (killing their
+    processes) when a worker is blocked in a step.
     """
 
     def __init__(self) -> None:
         self.event = threading.Event()
         self.lock = threading.Lock()
-        self.envs: dict[str, Any] = {}
+        self.episodes: dict[str, tuple[Any, Any]] = {}
 
-    def add(self, name: str, env: Any) -> None:
+    def add(self, name: str, session: Any, env: Any) -> None:
         with self.lock:
-            self.envs[name] = env
+            self.episodes[name] = (session, env)
 
     def discard(self, name: str) -> None:
         with self.lock:
-            self.envs.pop(name, None)
+            self.episodes.pop(name, None)
 
     def trigger(self) -> None:
         """Stop every episode: no new step starts; running commands are killed."""
         self.event.set()
         with self.lock:
-            envs = list(self.envs.values())
-        for env in envs:
+            episodes = list(self.episodes.values())
+        for session, env in episodes:
+            session.abort(INTERRUPTED)  # a step cut short must not end as "submitted"
             try:
                 env.terminal.close()
             except Exception as exc:  # noqa: BLE001  best effort: env.close() follows
@@ -250,8 +252,6 @@ def run_task(config: RunConfig, benchmark: Any, task_name: str, output_dir: Path
         if tools:
             overrides["tools"] = tools
         env = task.make_env(**overrides)
-        if interrupt is not None:
-            interrupt.add(task_name, env)
         policy = (policy_factory(task, env) if policy_factory
                   else make_policy(config.policy, config.agent, config.llm, config.llm_config,
                                    task))
@@ -264,6 +264,8 @@ def run_task(config: RunConfig, benchmark: Any, task_name: str, output_dir: Path
                        "task_name": task_name})
         if on_event is not None:
             session.subscribe(lambda event: on_event(task_name, event))
+        if interrupt is not None:
+            interrupt.add(task_name, session, env)
         if stopped.is_set():
             raise KeyboardInterrupt
         session.start()

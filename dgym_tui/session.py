@@ -258,6 +258,7 @@ class Session:
         self._subscribers: list[Callable[[SessionEvent], None]] = []
         self._env_lock = threading.RLock()
         self._pause = threading.Event()
+        self._abort_reason: str | None = None
         self._writer: TrajectoryWriter | None = None
         self._propose_time: dict[int, float] = {}
         self._started = time.monotonic()
@@ -472,6 +473,14 @@ class Session:
         self.pending = None
         self.mode = "human"
 
+    def abort(self, reason: str = "interrupted") -> None:
+        """Mark the episode as cut short (thread-safe): call it BEFORE closing the
+        environment under a running step. That step is still recorded, but the
+        episode then ends with ``reason`` instead of ``"submitted"`` or
+        ``"resolved"``, which a killed eval must not claim."""
+        self._abort_reason = reason
+        self._pause.set()
+
     def request_pause(self) -> None:
         """Ask :meth:`run` to stop after the current turn (thread-safe)."""
         self._pause.set()
@@ -557,7 +566,9 @@ class Session:
             self._writer.write_step(turn.to_record())
         self._emit("turn", turn)
         result = turn.result
-        if result is not None and result.done:
+        if self._abort_reason is not None:
+            self.finish(self._abort_reason)
+        elif result is not None and result.done:
             self.finish("submitted")
         elif result is not None and self.stop_on_resolved and result.resolved:
             self.finish("resolved")

@@ -95,7 +95,7 @@ class RepoEnv:
                  terminal: str | Terminal = "local", image: str | None = None,
                  tools: Sequence[str] = DEFAULT_TOOLS, debug_entrypoint: str | None = None,
                  task: str = "", ignore: Iterable[str] = (), readonly: Iterable[str] = (),
-                 eval_timeout: float = 120, pdb_timeout: float = 10,
+                 eval_timeout: float = 120, pdb_timeout: float = 30,
                  max_output: int = DEFAULT_MAX_OUTPUT,
                  setup_commands: Sequence[str] = (),
                  terminal_options: dict[str, Any] | None = None) -> None:
