@@ -217,6 +217,20 @@ def test_pytest_entrypoint_frame_outside_repo_is_none(make_repo, make_env, termi
     assert r.frame is None and r.breakpoints == [("m.py", 2)]
 
 
+def test_frame_after_pytest_progress_dots(make_repo, make_env, fast_pytest):
+    """pytest prints a passed test's dot on the line where pdb then prints the frame:
+    "..> m.py(2)inc()" must still give the frame."""
+    assert last_frame(".F> /w/m.py(2)inc()\n-> return v").line == 2
+    root = make_repo({"m.py": "def inc(v):\n    return v + 2\n",
+                      "test_m.py": "from m import inc\n\ndef test_a():\n    assert True\n\n"
+                                   "def test_inc():\n    assert inc(1) == 2\n"})
+    env = make_env(root, entrypoint=f"{fast_pytest} test_m.py", tools=TOOLS, pdb_timeout=20)
+    env.reset()
+    pdb(env, "b m.py:2")
+    r = pdb(env, "c")
+    assert r.frame == ("m.py", 2), r.observation
+
+
 def test_refusals_empty_and_garbage(prog_env):
     env = prog_env
     r = pdb(env, "")

@@ -39,7 +39,8 @@ _KEEP = max(len(PROMPT), *(len(q) for q in CONFIRMATIONS)) - 1
 
 _ML = re.MULTILINE
 #: "> /abs/file.py(12)func()" (pdb's current-frame line; "->value" may follow on return).
-FRAME_RE = re.compile(r"^> (?P<path>.+?)\((?P<line>\d+)\)(?P<func>[^\s(]*)\(\)", _ML)
+#: pytest's progress characters (". F E s x X") may stand before it on the same line.
+FRAME_RE = re.compile(r"^[.FEsxX]*> (?P<path>.+?)\((?P<line>\d+)\)(?P<func>[^\s(]*)\(\)", _ML)
 #: a frame line or a stack entry of ``where``: "> /abs/f.py(12)func()" or "  /abs/f.py(12)func()"
 STACK_RE = re.compile(r"^[> ] (?P<path>.+?)\((?P<line>\d+)\)(?P<func>[^\s(]*)\(\)", _ML)
 #: "Breakpoint 3 at /abs/file.py:12"
