@@ -32,7 +32,14 @@ from textual.widgets import Footer, Input, TabbedContent, TabPane, TextArea
 from dgym_tui.core.types import StepResult, ToolCall
 from dgym_tui.tui.actions import console_action, pdb_call
 from dgym_tui.tui.locate import first_source_file, locate_failure
-from dgym_tui.tui.screens.modals import ConfirmScreen, EditActionScreen, HelpScreen, RejectScreen
+from dgym_tui.tui.screens.modals import (
+    CodeEditScreen,
+    ConfirmScreen,
+    EditActionScreen,
+    HelpScreen,
+    RejectScreen,
+    describe,
+)
 from dgym_tui.tui.themes import load_themes
 from dgym_tui.tui.widgets.approve_panel import ApprovePanel
 from dgym_tui.tui.widgets.console import PdbConsole
@@ -149,12 +156,15 @@ class DgymApp(App[int]):
         "replay_goto(0)": "replay: first step",
         "replay_goto(-1)": "replay: last step",
         "fork": "replay: fork here (re-execute up to this step, then continue live)",
+        "edit_code": "edit the selected source lines (the cursor line) and rewrite them",
     }
 
     SOURCE_KEYS: ClassVar[list[tuple[str, str]]] = [
         ("n / s / c / r", "pdb next / step / continue / return"),
         ("u / d", "pdb up / down the stack"),
         ("b or gutter click", "toggle a breakpoint at the cursor line"),
+        ("E", "edit the selected lines (else the cursor line); ctrl+s rewrites, esc cancels"),
+        ("V, then j / k", "select lines (vim visual-line); V or esc ends the selection"),
         ("up / down / pgup / pgdn / home / end", "move the cursor"),
         ("left / right", "scroll long lines")]
 
@@ -536,6 +546,10 @@ class DgymApp(App[int]):
             return
         self.act(action)
 
+    @on(SourceView.EditCode)
+    def _edit_code_key(self, message: SourceView.EditCode) -> None:
+        self.edit_code(message.path, message.start, message.end)
+
     @on(FileTree.FileChosen)
     def _file_chosen(self, message: FileTree.FileChosen) -> None:
         self._open(message.path, 1)
@@ -732,6 +746,64 @@ class DgymApp(App[int]):
         else:
             self._session_call("asking the agent", session.propose)
 
+    def action_edit_code(self) -> None:
+        """Edit the source view's selected lines (the cursor line without a selection)."""
+        view = self.source_view
+        if view.path is None:
+            self.notify("open a file first (file tree)", severity="warning")
+            return
+        first, last = view.selection
+        self.edit_code(view.path, first, last)
+
+    def _edit_refusal(self, path: str) -> str | None:
+        """Why lines of ``path`` cannot be edited now (one line), or None."""
+        if self.replay is not None or self.session is None:
+            return "replay: fork (f) to edit code"
+        if not self.started:
+            return "the episode has not started yet"
+        if self.session.done:
+            return "the episode is over"
+        if self.busy:
+            return "busy: wait for the current step to finish"
+        if "rewrite" not in (getattr(self.env, "tools", None) or {}):
+            return "the rewrite tool is not enabled in this episode"
+        ws = self.env.workspace
+        if ws.is_ignored(path):
+            return f"{path} is hidden by .debugignore: it cannot be edited"
+        if ws.is_readonly(path):
+            return f"{path} is read-only (.debugreadonly): it cannot be edited"
+        return None
+
+    def edit_code(self, path: str, start: int, end: int) -> None:
+        """Open the code editor on lines ``start``..``end`` (1-based, inclusive) of ``path``.
+
+        Ctrl+S in the editor runs ONE ``rewrite`` tool call through the session,
+        recorded as a manual action; a read-only / ignored file, replay or a
+        busy / finished episode is refused with a notification saying why.
+        """
+        why = self._edit_refusal(path)
+        if why is not None:
+            self.notify(why, severity="warning")
+            return
+        try:
+            text = self.env.workspace.read_text(path)
+        except Exception as exc:  # noqa: BLE001  deleted / binary file
+            self.notify(f"cannot read {path}: {describe(exc)}", severity="error")
+            return
+        old = "".join(text.splitlines(keepends=True)[start - 1:end])
+
+        def done(new_code: str | None) -> None:
+            self.source_view.clear_selection()
+            if new_code is None:
+                return
+            if new_code == old or new_code == old.rstrip("\n"):
+                self.notify("unchanged: nothing rewritten")
+                return
+            self.act(ToolCall(name="rewrite", arguments={
+                "path": path, "start": start, "end": end, "new_code": new_code}))
+
+        self.push_screen(CodeEditScreen(path, start, end, old), done)
+
     def action_run_eval(self) -> None:
         self.act(ToolCall(name="eval", arguments={}))
 
@@ -897,6 +969,9 @@ class DgymApp(App[int]):
             help_text = self.ACTION_HELP.get(binding.action, binding.description)
             title = f"{binding.description} [{self._key_label(binding)}]"
             yield SystemCommand(title, help_text, partial(self._palette_action, binding.action))
+        if self.session is not None:
+            yield SystemCommand("Edit code [E]", self.ACTION_HELP["edit_code"],
+                                self.action_edit_code)
 
     async def _palette_action(self, action: str) -> None:
         """Run a key action chosen in the command palette (the palette is closing, so the

@@ -1,4 +1,4 @@
-"""Modal dialogs: edit an action, reject with a note, confirm, key help."""
+"""Modal dialogs: edit an action, edit source lines, reject with a note, confirm, key help."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Static, TextArea
 
 from dgym_tui.core.types import ToolCall
+from dgym_tui.tui.widgets.code_area import CodeArea
 
 _MODAL_CSS = """
 {name} {{ align: center middle; }}
@@ -86,6 +87,58 @@ class EditActionScreen(ModalScreen[ToolCall | None]):
             self.query_one("#edit-error", Static).update(Text(str(exc)))
             return
         self.dismiss(call)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        self.action_save() if event.button.id == "save" else self.action_cancel()
+
+
+class CodeEditScreen(ModalScreen[str | None]):
+    """Edit lines ``start``..``end`` of a file; dismisses with the new code or None.
+
+    Ctrl+S returns the edited text (the caller turns it into one ``rewrite``
+    tool call); Escape cancels. Tab indents inside the editor.
+
+    Args:
+        path: relative path of the file (title and lexer).
+        start: first line (1-based) of the selection.
+        end: last line (inclusive).
+        text: the current text of those lines.
+    """
+
+    DEFAULT_CSS = _MODAL_CSS.format(name="CodeEditScreen") + """
+    CodeEditScreen > Vertical { width: 100; }
+    CodeEditScreen CodeArea { height: auto; min-height: 5; max-height: 24; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "cancel", "Cancel", priority=True),
+        Binding("ctrl+s", "save", "Rewrite", priority=True)]
+
+    def __init__(self, path: str, start: int, end: int, text: str) -> None:
+        super().__init__()
+        self.path = path
+        self.start = start
+        self.end = end
+        self.text = text
+
+    def compose(self) -> ComposeResult:
+        lines = f"line {self.start}" if self.start == self.end else \
+            f"lines {self.start}-{self.end}"
+        with Vertical():
+            yield Static(Text(f"Edit {self.path}, {lines} — ctrl+s rewrites, escape cancels"),
+                         classes="modal-title")
+            yield CodeArea(self.text, path=self.path, id="code-edit")
+            with Horizontal():
+                yield Button("Cancel", id="cancel")
+                yield Button("Rewrite", id="save", variant="primary")
+
+    def on_mount(self) -> None:
+        self.query_one(CodeArea).focus()
+
+    def action_save(self) -> None:
+        self.dismiss(self.query_one(CodeArea).text)
 
     def action_cancel(self) -> None:
         self.dismiss(None)

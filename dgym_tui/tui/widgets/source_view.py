@@ -82,6 +82,12 @@ class SourceView(ScrollView, can_focus=True):
     Messages:
         SourceView.PdbCommand: a pdb key (n, s, c, r, u, d) was pressed.
         SourceView.BreakpointToggle: the gutter was clicked or ``b`` pressed.
+        SourceView.EditCode: ``E`` asks to edit the selected lines.
+
+    ``V`` starts a line selection (like vim's visual-line mode): the lines
+    from where ``V`` was pressed to the cursor are selected and marked in the
+    gutter; ``V`` again or ``escape`` ends it. Without a selection the cursor
+    line is the selection.
     """
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {
@@ -91,6 +97,7 @@ class SourceView(ScrollView, can_focus=True):
         "source-view--frame",
         "source-view--frame-arrow",
         "source-view--cursor",
+        "source-view--selection",
     }
 
     DEFAULT_CSS = """
@@ -101,6 +108,7 @@ class SourceView(ScrollView, can_focus=True):
     SourceView > .source-view--frame { background: $warning 25%; }
     SourceView > .source-view--frame-arrow { color: $warning; text-style: bold; }
     SourceView > .source-view--cursor { background: $accent 20%; }
+    SourceView > .source-view--selection { background: $accent; color: $text; }
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -119,6 +127,9 @@ class SourceView(ScrollView, can_focus=True):
         Binding("r", "pdb('r')", "return"),
         Binding("u", "pdb('u')", "up"),
         Binding("d", "pdb('d')", "down"),
+        Binding("E,shift+e", "edit_code", "Edit code"),
+        Binding("V,shift+v", "select_lines", "Select lines", show=False),
+        Binding("escape", "clear_selection", "End selection", show=False),
     ]
 
     class PdbCommand(Message):
@@ -135,6 +146,15 @@ class SourceView(ScrollView, can_focus=True):
             self.path = path
             self.line = line
             self.present = present  # True: a breakpoint is there now (so remove it)
+            super().__init__()
+
+    class EditCode(Message):
+        """Edit lines ``start``..``end`` (1-based, inclusive) of ``path``."""
+
+        def __init__(self, path: str, start: int, end: int) -> None:
+            self.path = path
+            self.start = start
+            self.end = end
             super().__init__()
 
     cursor_line: reactive[int] = reactive(1, init=False)
@@ -155,6 +175,7 @@ class SourceView(ScrollView, can_focus=True):
         self.placeholder = "(no file)"
         #: False in replay: pdb keys and breakpoint clicks do nothing.
         self.interactive = True
+        self._anchor: int | None = None  # line where ``V`` started a selection
 
     # -- content -----------------------------------------------------------------
     def load(self, path: str | None, text: str, line: int | None = None) -> None:
@@ -176,6 +197,7 @@ class SourceView(ScrollView, can_focus=True):
             return
         self.path = path
         self._text = text
+        self._anchor = None
         text = text.expandtabs(4)
         self.lines = text.split("\n") if path is not None else []
         if self.lines and self.lines[-1] == "" and len(self.lines) > 1:
@@ -214,6 +236,33 @@ class SourceView(ScrollView, can_focus=True):
     def frame_line(self) -> int | None:
         """The current frame's line in this file, or None."""
         return self._marks.frame
+
+    @property
+    def selection(self) -> tuple[int, int]:
+        """Selected lines ``(first, last)``, 1-based and inclusive (the cursor line
+        when no ``V`` selection is active)."""
+        anchor = self.cursor_line if self._anchor is None else self._anchor
+        return min(anchor, self.cursor_line), max(anchor, self.cursor_line)
+
+    @property
+    def selecting(self) -> bool:
+        """True while a ``V`` line selection is active."""
+        return self._anchor is not None
+
+    def selected_text(self) -> str:
+        """The original text (tabs kept) of the selected lines, newline-terminated."""
+        if self._text is None:
+            return ""
+        first, last = self.selection
+        lines = self._text.splitlines(keepends=True)[first - 1:last]
+        text = "".join(lines)
+        return text if text.endswith("\n") or not text else text + "\n"
+
+    def clear_selection(self) -> None:
+        """End the ``V`` selection (if any)."""
+        if self._anchor is not None:
+            self._anchor = None
+            self.refresh()
 
     @property
     def gutter_width(self) -> int:
@@ -298,7 +347,14 @@ class SourceView(ScrollView, can_focus=True):
         arrow = (Segment("▶", self.get_component_rich_style("source-view--frame-arrow"))
                  if marks.frame == lineno else Segment(" ", gutter_style))
         digits = self.gutter_width - 4
-        gutter = Strip([mark, arrow, Segment(f"{lineno:>{digits}} │", gutter_style)])
+        number = [Segment(f"{lineno:>{digits}} │", gutter_style)]
+        if self._anchor is not None:
+            first, last = self.selection
+            if first <= lineno <= last:  # the selection is marked on the line numbers
+                number = [Segment(f"{lineno:>{digits}}",
+                                  self.get_component_rich_style("source-view--selection")),
+                          Segment(" │", gutter_style)]
+        gutter = Strip([mark, arrow, *number])
         code_width = max(width - gutter.cell_length, 0)
         code = Strip(self._code_segments(index)).crop_extend(scroll_x, scroll_x + code_width,
                                                              None)
@@ -311,8 +367,12 @@ class SourceView(ScrollView, can_focus=True):
 
     # -- input -------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """pdb keys and breakpoint toggles only when ``interactive`` (not in replay)."""
-        return self.interactive or action not in ("pdb", "toggle_breakpoint")
+        """pdb keys, breakpoint toggles and editing only when ``interactive`` (not in
+        replay); ``escape`` is the source view's only while a selection is active."""
+        if action == "clear_selection":
+            return self._anchor is not None
+        return self.interactive or action not in ("pdb", "toggle_breakpoint", "edit_code",
+                                                  "select_lines")
 
     def watch_cursor_line(self) -> None:
         self.refresh()
@@ -361,3 +421,21 @@ class SourceView(ScrollView, can_focus=True):
 
     def action_pdb(self, command: str) -> None:
         self.post_message(self.PdbCommand(command))
+
+    def action_select_lines(self) -> None:
+        """Start a line selection at the cursor, or end the one in progress."""
+        if self._anchor is None and self.lines:
+            self._anchor = self.cursor_line
+        else:
+            self._anchor = None
+        self.refresh()
+
+    def action_clear_selection(self) -> None:
+        self.clear_selection()
+
+    def action_edit_code(self) -> None:
+        """Ask the app to edit the selected lines (``EditCode``)."""
+        if self.path is None or not self.lines:
+            return
+        first, last = self.selection
+        self.post_message(self.EditCode(self.path, first, last))

@@ -1,0 +1,81 @@
+"""A TextArea that highlights code with pygments (no tree-sitter needed).
+
+Textual's TextArea highlights through tree-sitter, an optional extra that is
+not installed with dgym-tui; pygments (which the source view already uses) is
+always there. The highlight map is rebuilt from pygments tokens after every
+edit, which is cheap for the few lines one edits at a time.
+"""
+
+from __future__ import annotations
+
+from pygments.lexer import Lexer
+from pygments.token import Token, _TokenType
+from textual.widgets import TextArea
+
+from dgym_tui.tui.widgets.source_view import lexer_for
+
+#: pygments token type -> TextArea theme highlight name (most specific first).
+_NAMES: list[tuple[_TokenType, str]] = [
+    (Token.Keyword.Constant, "boolean"),
+    (Token.Keyword.Namespace, "include"),
+    (Token.Keyword, "keyword"),
+    (Token.Name.Builtin.Pseudo, "variable.builtin"),
+    (Token.Name.Builtin, "type.builtin"),
+    (Token.Name.Function, "function"),
+    (Token.Name.Class, "class"),
+    (Token.Name.Decorator, "function"),
+    (Token.Name.Exception, "exception"),
+    (Token.Literal.String.Doc, "string.documentation"),
+    (Token.Literal.String, "string"),
+    (Token.Literal.Number.Float, "float"),
+    (Token.Literal.Number, "number"),
+    (Token.Comment, "comment"),
+    (Token.Operator.Word, "keyword.operator"),
+    (Token.Operator, "operator"),
+    (Token.Punctuation, "punctuation.bracket"),
+]
+
+
+def highlight_name(ttype: _TokenType) -> str | None:
+    """TextArea theme name for a pygments token type, or None for plain text."""
+    for parent, name in _NAMES:
+        if ttype in parent:
+            return name
+    return None
+
+
+class CodeArea(TextArea):
+    """A code-editing TextArea highlighted with the pygments lexer for ``path``.
+
+    Args:
+        text: initial content.
+        path: file name used to choose the lexer (``.py`` -> Python).
+        **kwargs: passed to :class:`textual.widgets.TextArea`.
+    """
+
+    def __init__(self, text: str = "", *, path: str = "", **kwargs: object) -> None:
+        self._pyg_lexer: Lexer = lexer_for(path, len(text))
+        kwargs.setdefault("show_line_numbers", True)
+        kwargs.setdefault("tab_behavior", "indent")
+        kwargs.setdefault("soft_wrap", False)
+        super().__init__(text, **kwargs)  # type: ignore[arg-type]
+
+    def _build_highlight_map(self) -> None:
+        """Fill the highlight map (line -> [(start byte, end byte, name)]) from pygments."""
+        self._line_cache.clear()
+        highlights = self._highlights
+        highlights.clear()
+        lexer = getattr(self, "_pyg_lexer", None)
+        if lexer is None:
+            return
+        row, col = 0, 0  # col counts UTF-8 bytes, as the TextArea expects
+        for ttype, value in lexer.get_tokens(self.text):
+            name = highlight_name(ttype)
+            pieces = value.split("\n")
+            for i, piece in enumerate(pieces):
+                if i:
+                    row, col = row + 1, 0
+                size = len(piece.encode("utf-8"))
+                if name is not None and size:
+                    highlights[row].append((col, col + size, name))
+                col += size

@@ -1,0 +1,127 @@
+"""Editing code from the source view (E, V): one manual `rewrite` through the session."""
+
+from __future__ import annotations
+
+from test_tui_app import SIZE, records, settle
+
+from dgym_tui.tui.main import build_app, build_parser
+from dgym_tui.tui.screens.modals import CodeEditScreen
+from dgym_tui.tui.widgets.code_area import CodeArea
+
+BUGGY = "        return max(1, len(self.items) // self.per_page)"
+FIXED = "        return max(1, -(-len(self.items) // self.per_page))"
+
+
+def _mini_app(tmp_path, name="edit.jsonl"):
+    out = tmp_path / name
+    app = build_app(build_parser().parse_args(["--task", "pagination", "--trajectory", str(out),
+                                               "--no-apply-prompt"]))
+    return app, out
+
+
+async def _open(app, pilot, path: str, line: int) -> None:
+    app._open(path, line)
+    app.source_view.focus()
+    await pilot.pause()
+
+
+async def test_edit_the_buggy_line_then_eval_is_green(tmp_path):
+    app, out = _mini_app(tmp_path)
+    session = app.session
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        assert not session.initial.resolved
+        ws = session.env.workspace
+        line = ws.read_text("paging.py").splitlines().index(BUGGY) + 1
+        await _open(app, pilot, "paging.py", line - 1)
+        await pilot.press("j")  # the cursor line is the selection
+        assert app.source_view.selection == (line, line)
+        assert "Edit code" in [b.binding.description for b in app.active_bindings.values()]
+        await pilot.press("E")
+        await pilot.pause()
+        assert isinstance(app.screen, CodeEditScreen)
+        area = app.screen.query_one(CodeArea)
+        assert area.text == BUGGY + "\n"
+        assert any(name == "keyword" for _, _, name in area._highlights[0])  # `return`
+        # Edit like a person: go to `len(` and wrap the division in -(-...).
+        area.move_cursor((0, area.text.index("len(")))
+        await pilot.press(*"-(-")
+        area.move_cursor((0, area.text.index(")\n")))
+        await pilot.press(")")
+        assert area.text == FIXED + "\n"
+        await pilot.press("ctrl+s")
+        await settle(app, pilot)
+        assert not isinstance(app.screen, CodeEditScreen)
+        assert ws.read_text("paging.py").splitlines()[line - 1] == FIXED
+        assert app.source_view.lines[line - 1] == FIXED  # the view shows the new text
+        console = "\n".join(line.text for line in app.pdb_console.log_widget.lines)
+        assert "› rewrite" in console and "+" + FIXED in console  # action + diff observation
+        assert "rewrite" in app.transcript.text
+        turn = session.turns[-1]
+        assert (turn.action.name, turn.decision, turn.actor) == ("rewrite", "manual", "human")
+        assert turn.action.arguments == {"path": "paging.py", "start": line, "end": line,
+                                         "new_code": FIXED + "\n"}
+        await pilot.press("x")
+        await settle(app, pilot)
+        assert session.last.resolved, session.last.observation
+        await pilot.press("q")
+        await pilot.pause()
+    steps = [r for r in records(out) if r["type"] == "step"]
+    assert [(s["action"]["name"], s["decision"]) for s in steps] == [
+        ("rewrite", "manual"), ("eval", "manual")]
+    assert records(out)[-1]["resolved"] is True
+
+
+async def test_visual_line_selection_and_escape_cancels(tmp_path):
+    app, out = _mini_app(tmp_path)
+    session = app.session
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        text = session.env.workspace.read_text("paging.py")
+        await _open(app, pilot, "paging.py", 33)
+        await pilot.press("V", "j", "j")
+        view = app.source_view
+        assert view.selecting and view.selection == (33, 35)
+        await pilot.press("k")
+        assert view.selection == (33, 34)
+        await pilot.press("E")
+        await pilot.pause()
+        area = app.screen.query_one(CodeArea)
+        assert area.text == "".join(text.splitlines(keepends=True)[32:34])
+        area.insert("# x\n", (0, 0))
+        await pilot.press("escape")  # cancels: nothing runs, nothing recorded
+        await pilot.pause()
+        assert not isinstance(app.screen, CodeEditScreen)
+        await settle(app, pilot)
+        assert session.turns == []
+        assert session.env.workspace.read_text("paging.py") == text
+        assert not view.selecting  # the selection ends with the editor
+        await pilot.press("V", "j", "escape")  # escape also ends a selection
+        assert not view.selecting and app.focused is view
+        await pilot.press("q")
+        await pilot.pause()
+
+
+async def test_edit_refused_on_a_read_only_file(tmp_path):
+    app, out = _mini_app(tmp_path)
+    session = app.session
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        ws = session.env.workspace
+        before = ws.read_text("test_pagination.py")
+        await _open(app, pilot, "test_pagination.py", 3)
+        await pilot.press("E")
+        await pilot.pause()
+        assert not isinstance(app.screen, CodeEditScreen)
+        messages = [n.message for n in app._notifications]
+        assert any("read-only" in m and "test_pagination.py" in m for m in messages), messages
+        app.action_edit_code()  # the command palette's entry: refused the same way
+        await settle(app, pilot)
+        assert not isinstance(app.screen, CodeEditScreen)
+        assert session.turns == []
+        assert ws.read_text("test_pagination.py") == before
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        assert "Edit code [E]" in titles
+        await pilot.press("q")
+        await pilot.pause()
+    assert [r for r in records(out) if r["type"] == "step"] == []
