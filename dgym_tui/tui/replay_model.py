@@ -16,11 +16,62 @@ as not available rather than guessed.
 from __future__ import annotations
 
 from bisect import bisect_right
+from collections.abc import Sequence
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 from dgym_tui.core.types import StepResult
+
+
+class LazyTurns(Sequence):
+    """The step records of a trajectory as session ``Turn`` objects, converted on access.
+
+    Opening a long trajectory therefore converts only the turns that are
+    shown (a slice converts only its own items); each is converted once.
+
+    Args:
+        records: the trajectory's step records (dicts), oldest first.
+        start: first record of this view (0-based).
+        stop: end of this view (exclusive); None: all records.
+        cache: shared conversion cache (index -> Turn) of the full sequence.
+    """
+
+    def __init__(self, records: list[dict[str, Any]], start: int = 0, stop: int | None = None,
+                 cache: dict[int, Any] | None = None) -> None:
+        self._records = records
+        self._start = start
+        self._stop = len(records) if stop is None else min(stop, len(records))
+        self._cache: dict[int, Any] = {} if cache is None else cache
+
+    def __len__(self) -> int:
+        return max(0, self._stop - self._start)
+
+    def _turn(self, index: int) -> Any:
+        turn = self._cache.get(index)
+        if turn is None:
+            from dgym_tui.session import Turn
+
+            turn = Turn.from_record(self._records[index])
+            self._cache[index] = turn
+        return turn
+
+    def __getitem__(self, key: int | slice) -> Any:
+        """A Turn (int key, negative allowed) or a lazy view (slice with step 1)."""
+        if isinstance(key, slice):
+            start, stop, step = key.indices(len(self))
+            if step != 1:
+                return [self[i] for i in range(start, stop, step)]
+            return LazyTurns(self._records, self._start + start, self._start + max(start, stop),
+                             self._cache)
+        index = key + len(self) if key < 0 else key
+        if not 0 <= index < len(self):
+            raise IndexError(f"turn {key} out of range (0..{len(self) - 1})")
+        return self._turn(self._start + index)
+
+    def record(self, index: int) -> dict[str, Any]:
+        """The raw step record at 0-based ``index`` of this view (nothing converted)."""
+        return self._records[self._start + index]
 
 
 class ReplayModel:
@@ -33,20 +84,19 @@ class ReplayModel:
         trajectory: the trajectory read by ``read_trajectory``.
 
     Attributes:
-        turns: the recorded turns (``dgym_tui.session.Turn``), oldest first.
+        turns: the recorded turns (``dgym_tui.session.Turn``), oldest first, as a
+            :class:`LazyTurns` sequence (each converted from its record when first used).
         source_root: the original repository folder, or None when it is gone.
     """
 
     def __init__(self, trajectory: Any) -> None:
         self.trajectory = trajectory
-        self.turns = trajectory.turns()
+        self.turns = LazyTurns(trajectory.steps)
         self.initial: StepResult = trajectory.initial
         task = trajectory.header.get("task") or {}
         root = task.get("path")
         self.source_root: Path | None = Path(root) if root and Path(root).is_dir() else None
-        self._results: list[StepResult] = [self.initial]
-        for turn in self.turns:
-            self._results.append(turn.result if turn.result is not None else self._results[-1])
+        self._results: dict[int, StepResult] = {0: self.initial}  # step -> result, lazily
         self._workspace = None
         self._tool: Any = None
         self._task: Any = None
@@ -64,10 +114,21 @@ class ReplayModel:
 
     def result_at(self, step: int) -> StepResult:
         """StepResult in effect after ``step`` (0 = reset; a rejected turn keeps the previous)."""
-        return self._results[max(0, min(step, len(self.turns)))]
+        step = max(0, min(step, len(self.turns)))
+        walked = []
+        while step not in self._results:  # back to the last turn with a result
+            if self.turns.record(step - 1).get("result"):
+                self._results[step] = self.turns[step - 1].result
+                break
+            walked.append(step)
+            step -= 1
+        result = self._results[step]
+        for rejected in walked:
+            self._results[rejected] = result
+        return result
 
-    def turns_until(self, step: int) -> list[Any]:
-        """Turns 1..``step``."""
+    def turns_until(self, step: int) -> Sequence[Any]:
+        """Turns 1..``step`` (a lazy sequence: only the turns read are converted)."""
         return self.turns[:max(0, step)]
 
     # -- files -----------------------------------------------------------------
@@ -122,8 +183,12 @@ class ReplayModel:
         """
         ws = self._workspace
         while self._applied < min(step, len(self.turns)):
-            turn = self.turns[self._applied]
+            index = self._applied
             self._applied += 1
+            recorded = self.turns.record(index).get("action") or {}
+            if not isinstance(recorded, dict) or recorded.get("name") != "rewrite":
+                continue  # not a rewrite: no need to convert the record
+            turn = self.turns[index]
             action = turn.action
             if (action is None or action.name != "rewrite" or turn.result is None
                     or turn.result.error or not isinstance(action.arguments, dict)):
@@ -145,7 +210,10 @@ class ReplayModel:
         """Visible files of the original repository (plus files created by the
         rewrites re-applied so far)."""
         if not self._ensure_workspace():
-            return sorted({p for r in self._results for p in r.changed_files})
+            changed = set(self.initial.changed_files)
+            for record in self.trajectory.steps:
+                changed.update((record.get("result") or {}).get("changed_files") or ())
+            return sorted(changed)
         return self._workspace.files()
 
     def is_readonly(self, rel: str) -> bool:

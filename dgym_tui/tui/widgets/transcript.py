@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from rich.style import Style
@@ -82,7 +83,7 @@ class Transcript(VerticalScroll):
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
-        self._turns: list[Any] = []
+        self._turns: Sequence[Any] = []
         self._expanded: set[int] = set()
         self._cache: dict[tuple[int, int, bool], Text] = {}
 
@@ -124,12 +125,18 @@ class Transcript(VerticalScroll):
 
     def add_turn(self, turn: Any) -> None:
         """Append ``turn`` (a session Turn) and scroll to it."""
+        if not isinstance(self._turns, list):
+            self._turns = list(self._turns)
         self._turns.append(turn)
         self._redraw()
 
-    def set_turns(self, turns: list[Any]) -> None:
-        """Show ``turns`` (oldest first); only the last MAX_SHOWN are rendered."""
-        self._turns = list(turns)
+    def set_turns(self, turns: Sequence[Any]) -> None:
+        """Show ``turns`` (oldest first); only the last MAX_SHOWN are rendered.
+
+        A list is copied; another sequence (e.g. replay's lazy turns) is kept
+        as it is, so only the shown turns are ever read from it.
+        """
+        self._turns = list(turns) if isinstance(turns, list) else turns
         self._redraw()
 
     def action_toggle(self, index: int) -> None:
