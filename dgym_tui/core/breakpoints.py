@@ -312,7 +312,9 @@ class BreakpointStore:
         """
         if not callable(to_abs):
             workdir = str(to_abs.workdir).rstrip("/")
-            to_abs = lambda rel, _w=workdir: f"{_w}/{rel}"
+
+            def to_abs(rel: str, _w: str = workdir) -> str:
+                return f"{_w}/{rel}"
         cmds = []
         for bp in self.entries():
             verb = "tbreak" if bp.temporary else "break"

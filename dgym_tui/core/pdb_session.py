@@ -124,7 +124,7 @@ def normalize(text: str) -> str:
 def last_frame(text: str) -> Frame | None:
     """Return the last ``> path(line)func()`` frame line in ``text``, or None."""
     match = None
-    for match in FRAME_RE.finditer(text):
+    for match in FRAME_RE.finditer(text):  # noqa: B007  keep the last one
         pass
     if match is None:
         return None

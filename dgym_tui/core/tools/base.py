@@ -110,7 +110,7 @@ def get_tool(name: str) -> type[Tool]:
     try:
         return _REGISTRY[name]
     except KeyError:
-        raise KeyError(f"unknown tool {name!r}; known tools: {', '.join(sorted(_REGISTRY))}")
+        raise KeyError(f"unknown tool {name!r}; known tools: {', '.join(sorted(_REGISTRY))}") from None
 
 
 def all_tools() -> dict[str, type[Tool]]:

@@ -46,7 +46,7 @@ class GrepTool(Tool):
             regex = re.compile(pattern, re.IGNORECASE if ignore_case else 0)
         except re.error as exc:
             raise ToolError(f"invalid regular expression {pattern!r}: {exc}; escape special "
-                            "characters such as ( [ . * with a backslash")
+                            "characters such as ( [ . * with a backslash") from None
         ws = self.env.workspace
         target = ws.resolve(path, must_exist=True)
         top = ws.relative(target) or "."
