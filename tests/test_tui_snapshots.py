@@ -19,11 +19,14 @@ from dgym_tui.tui.app import DgymApp
 from dgym_tui.tui.replay_model import ReplayModel
 
 SIZE = (160, 48)
-# Runs pytest for real and pins the "in 0.12s" timing so the screen is stable.
+# Runs pytest for real and pins the "in 0.12s" timing so the screen is stable. CI and
+# BUILD_NUMBER are dropped: under them pytest stops truncating assertion explanations,
+# which would make the screen differ between CI and a developer's terminal.
 RUN_TESTS = """\
-import re, subprocess, sys
+import os, re, subprocess, sys
+env = {k: v for k, v in os.environ.items() if k not in ("CI", "BUILD_NUMBER")}
 p = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
-                   capture_output=True, text=True)
+                   capture_output=True, text=True, env=env)
 print(re.sub(r" in [0-9.]+s", " in 0.01s", p.stdout).rstrip())
 sys.exit(p.returncode)
 """
