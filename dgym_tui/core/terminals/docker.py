@@ -26,6 +26,7 @@ import socket
 import struct
 import threading
 import time
+from typing import Any
 
 from pexpect.fdpexpect import fdspawn
 
@@ -372,6 +373,37 @@ class DockerTerminal(Terminal):
                   + (f"rm -f {pidfile}" if sig == "KILL" else "true"))
         self._exec_wait(container, ["sh", "-c", script])
 
+    def _start_exec(self, command: str, env: dict[str, str] | None,
+                    tty: bool) -> tuple[str, Any, str]:
+        """Create and start an exec of ``command`` (wrapped to record its pid) in ``workdir``.
+
+        With ``tty`` the exec gets stdin and a pseudo-terminal of ``PTY_SIZE``; without,
+        stdout and stderr come multiplexed on the socket.
+
+        Returns:
+            ``(exec_id, socket, pidfile)``: the socket as returned by ``exec_start``.
+
+        Raises:
+            TerminalError: not started, or the container is gone.
+        """
+        container = self._require()
+        api = self._client.api
+        pidfile = self._new_pidfile()
+        try:
+            exec_id = api.exec_create(container.id, self._wrap(command, pidfile, tty=tty),
+                                      stdout=True, stderr=True, stdin=tty, tty=tty,
+                                      workdir=self.workdir, environment=dict(env or {}))["Id"]
+            sock = api.exec_start(exec_id, socket=True, tty=tty)
+        except Exception as exc:  # noqa: BLE001  any API failure means the container is unusable
+            raise TerminalError(f"cannot start a command in the container: {_short(exc)}; "
+                                "reset the environment") from None
+        if tty:
+            try:
+                api.exec_resize(exec_id, height=PTY_SIZE[0], width=PTY_SIZE[1])
+            except Exception:  # noqa: BLE001, S110  cosmetic: the default size also works
+                pass
+        return exec_id, sock, pidfile
+
     def run(self, command: str, timeout: float = 60.0, max_output: int = DEFAULT_MAX_OUTPUT,
             env: dict[str, str] | None = None) -> RunResult:
         """Run ``command`` through ``sh -c`` in ``workdir`` inside the container and wait for it.
@@ -391,17 +423,8 @@ class DockerTerminal(Terminal):
         Raises:
             TerminalError: not started, or the container is gone.
         """
-        container = self._require()
         api = self._client.api
-        pidfile = self._new_pidfile()
-        try:
-            exec_id = api.exec_create(container.id, self._wrap(command, pidfile, tty=False),
-                                      stdout=True, stderr=True, stdin=False, tty=False,
-                                      workdir=self.workdir, environment=dict(env or {}))["Id"]
-            sock = api.exec_start(exec_id, socket=True)
-        except Exception as exc:  # noqa: BLE001  any API failure means the container is unusable
-            raise TerminalError(f"cannot run a command in the container: {_short(exc)}; "
-                                "reset the environment") from None
+        exec_id, sock, pidfile = self._start_exec(command, env, tty=False)
         raw = getattr(sock, "_sock", sock)
         out = BoundedOutput(max_output)
         deadline = time.monotonic() + timeout
@@ -438,21 +461,7 @@ class DockerTerminal(Terminal):
         Raises:
             TerminalError: not started, or the container is gone.
         """
-        container = self._require()
-        api = self._client.api
-        pidfile = self._new_pidfile()
-        try:
-            exec_id = api.exec_create(container.id, self._wrap(command, pidfile, tty=True),
-                                      stdout=True, stderr=True, stdin=True, tty=True,
-                                      workdir=self.workdir, environment=dict(env or {}))["Id"]
-            sock = api.exec_start(exec_id, socket=True, tty=True)
-            try:
-                api.exec_resize(exec_id, height=PTY_SIZE[0], width=PTY_SIZE[1])
-            except Exception:  # noqa: BLE001, S110  cosmetic: the default size also works
-                pass
-        except Exception as exc:  # noqa: BLE001  any API failure means the container is unusable
-            raise TerminalError(f"cannot start a command in the container: {_short(exc)}; "
-                                "reset the environment") from None
+        exec_id, sock, pidfile = self._start_exec(command, env, tty=True)
         child = DockerProcess(self, sock, exec_id, pidfile)
         with self._lock:
             self._spawned = [c for c in self._spawned if not c.closed] + [child]
