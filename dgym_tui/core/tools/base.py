@@ -17,6 +17,11 @@ if TYPE_CHECKING:
     from dgym_tui.core.env import RepoEnv
 
 
+#: JSON-schema property of a ``path`` argument that names one file of the repository.
+FILE_PATH_PARAM: dict[str, Any] = {
+    "type": "string", "description": "File relative to the repository root, e.g. 'src/app.py'"}
+
+
 class ToolError(Exception):
     """The action cannot be carried out; the message becomes the observation."""
 

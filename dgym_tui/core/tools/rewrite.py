@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from dgym_tui.core.tools.base import Tool, ToolError, ToolOutput, register
+from dgym_tui.core.tools.base import FILE_PATH_PARAM, Tool, ToolError, ToolOutput, register
 from dgym_tui.core.workspace import split_lines, text_diff
 
 
@@ -23,8 +23,7 @@ class RewriteTool(Tool):
     parameters: ClassVar[dict[str, Any]] = {
         "type": "object",
         "properties": {
-            "path": {"type": "string",
-                     "description": "File relative to the repository root, e.g. 'src/app.py'"},
+            "path": FILE_PATH_PARAM,
             "start": {"type": ["integer", "null"], "minimum": 1,
                       "description": "First line to replace (1-based). Omit with `end` to "
                                      "replace or create the whole file"},

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from dgym_tui.core.tools.base import Tool, ToolError, ToolOutput, register
+from dgym_tui.core.tools.base import FILE_PATH_PARAM, Tool, ToolError, ToolOutput, register
 from dgym_tui.core.workspace import split_lines
 
 #: Most lines one view shows; longer files or ranges get a window and a note.
@@ -44,8 +44,7 @@ class ViewTool(Tool):
     parameters: ClassVar[dict[str, Any]] = {
         "type": "object",
         "properties": {
-            "path": {"type": "string",
-                     "description": "File relative to the repository root, e.g. 'src/app.py'"},
+            "path": FILE_PATH_PARAM,
             "start": {"type": ["integer", "null"], "minimum": 1,
                       "description": "First line to show (1-based). Default: 1"},
             "end": {"type": ["integer", "null"], "minimum": 1,
