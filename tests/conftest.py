@@ -5,6 +5,8 @@
   sandbox image is not reachable, except under ``CI=true`` where it fails.
 - ``sandbox_image``: the image tag (env ``DGYM_TEST_IMAGE``, default
   ``dgym-tui/sandbox:test``).
+- ``fixture_image``: the image of the offline SWE-bench fixture instance, built
+  once (cached by tag); skips without Docker, fails under ``CI=true``.
 - ``make_repo(files) -> Path``: writes ``{relative path: text}`` into a fresh
   folder under ``tmp_path``.
 - ``make_env(path, **kwargs) -> RepoEnv``: a ``RepoEnv`` on ``terminal_kind``,
@@ -56,6 +58,20 @@ def docker_ready(sandbox_image) -> str:
             pytest.fail(f"Docker tests cannot run under CI: {problem}")
         pytest.skip(problem)
     return sandbox_image
+
+
+@pytest.fixture(scope="session")
+def fixture_image() -> str:
+    """Build (once, cached by tag) the image of our offline SWE-bench instance; skip without Docker."""
+    from dgym_tui.benchmarks.swebench import SWEBenchError, build_fixture_image
+    from dgym_tui.core.terminals.base import TerminalError
+
+    try:
+        return build_fixture_image()
+    except (TerminalError, SWEBenchError) as exc:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"SWE-bench fixture image cannot be built under CI: {exc}")
+        pytest.skip(str(exc))
 
 
 @pytest.fixture(params=["local", pytest.param("docker", marks=pytest.mark.docker)])

@@ -12,7 +12,6 @@ the model.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -26,20 +25,6 @@ from dgym_tui.trajectory import read_trajectory
 INSTANCE = "dgym__calc-1"
 #: The buggy line of the fixture: `return left + right if op == "+" else left - right`.
 BUG_LINE = 30
-
-
-@pytest.fixture(scope="module")
-def fixture_image():
-    """Build (once, cached by tag) the image of our offline instance; skip without Docker."""
-    from dgym_tui.benchmarks.swebench import SWEBenchError, build_fixture_image
-    from dgym_tui.core.terminals.base import TerminalError
-
-    try:
-        return build_fixture_image()
-    except (TerminalError, SWEBenchError) as exc:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"SWE-bench fixture image cannot be built under CI: {exc}")
-        pytest.skip(str(exc))
 
 
 @pytest.fixture(scope="module")

@@ -127,22 +127,6 @@ def test_hidden_file_commands_round_trip(tmp_path):
 
 # ---------------------------------------------------------------- Docker
 
-@pytest.fixture(scope="module")
-def fixture_image():
-    """Build (once, cached by tag) the image of our offline instance; skip without Docker."""
-    import os
-
-    from dgym_tui.benchmarks.swebench import build_fixture_image
-    from dgym_tui.core.terminals.base import TerminalError
-
-    try:
-        return build_fixture_image()
-    except (TerminalError, SWEBenchError) as exc:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"SWE-bench fixture image cannot be built under CI: {exc}")
-        pytest.skip(str(exc))
-
-
 def _run_policy(env, policy):
     first = env.reset()
     policy.reset(None)
