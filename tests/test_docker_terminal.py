@@ -366,22 +366,22 @@ def test_missing_image_error_is_one_clear_line(image, repo):
                    "scripts/setup_docker.sh or pull it")
 
 
-def _child_script(repo, image: str, extra: str = "") -> str:
-    return textwrap.dedent(f"""
-        import sys, time
+def _child_holding_container(repo, image: str) -> subprocess.Popen:
+    """Start a Python process that starts a DockerTerminal, prints its container id, then sleeps."""
+    script = textwrap.dedent(f"""
+        import time
         from dgym_tui.core.terminals.docker import DockerTerminal
         t = DockerTerminal({image!r})
         t.start({str(repo)!r})
-        {extra}
         print(t.container.id, flush=True)
         time.sleep(120)
     """)
+    return subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
 
 
 @pytest.mark.docker
 def test_container_removed_after_sigterm(image, repo):
-    proc = subprocess.Popen([sys.executable, "-c", _child_script(repo, image)],
-                            stdout=subprocess.PIPE, text=True)
+    proc = _child_holding_container(repo, image)
     try:
         cid = proc.stdout.readline().strip()
         assert cid and _container_exists(cid)
@@ -395,8 +395,7 @@ def test_container_removed_after_sigterm(image, repo):
 
 @pytest.mark.docker
 def test_stale_container_of_killed_process_is_removed(image, repo):
-    proc = subprocess.Popen([sys.executable, "-c", _child_script(repo, image)],
-                            stdout=subprocess.PIPE, text=True)
+    proc = _child_holding_container(repo, image)
     try:
         cid = proc.stdout.readline().strip()
         labels = dockermod.get_client().api.inspect_container(cid)["Config"]["Labels"]
