@@ -18,29 +18,21 @@ sub-folders are exercises. The default is our own exercises in
 Because the working copy is bind-mounted whole into a sandbox (where pdb or
 test code could open any file), ``.meta`` is not merely hidden: each loaded
 task points at a staged copy of the exercise that holds only the stub, the
-tests and ``.docs``. Staged copies live in one temporary folder per process,
-removed at exit.
+tests and ``.docs`` (:func:`~dgym_tui.benchmarks.base.stage_copy`).
 """
 
 from __future__ import annotations
 
-import atexit
 import json
 import shlex
-import shutil
-import tempfile
-import threading
 from pathlib import Path
 from typing import Any
 
-from dgym_tui.benchmarks.base import Benchmark, Task
+from dgym_tui.benchmarks.base import Benchmark, Task, stage_copy
 from dgym_tui.resources import resource_dir
 
 #: Folders of an exercise that never reach the working copy.
 PRIVATE_DIRS = (".meta",)
-
-_stage_lock = threading.Lock()
-_stage_root: Path | None = None
 
 
 def default_path() -> Path:
@@ -100,19 +92,6 @@ def read_instructions(folder: Path) -> str:
     return "\n\n".join(p for p in parts if p)
 
 
-def _stage(folder: Path) -> Path:
-    """Copy the exercise without its private folders into this process's staging area."""
-    global _stage_root
-    with _stage_lock:
-        if _stage_root is None:
-            _stage_root = Path(tempfile.mkdtemp(prefix="dgym-exercism-"))
-            atexit.register(shutil.rmtree, _stage_root, True)
-        target = Path(tempfile.mkdtemp(prefix=f"{folder.name}-", dir=_stage_root)) / folder.name
-    shutil.copytree(folder, target,
-                    ignore=shutil.ignore_patterns(*PRIVATE_DIRS, "__pycache__", ".pytest_cache"))
-    return target
-
-
 class ExercismBenchmark(Benchmark):
     """Exercism Python-track practice exercises: complete the stub until its tests pass.
 
@@ -155,7 +134,7 @@ class ExercismBenchmark(Benchmark):
         return Task(
             name=task_name,
             benchmark=self.name,
-            path=_stage(folder),
+            path=stage_copy(folder, exclude=PRIVATE_DIRS),
             entrypoint=f"python -m pytest -q {shlex.quote(test)}",
             description=description,
             ignore=[f"{d}/" for d in PRIVATE_DIRS],
