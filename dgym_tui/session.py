@@ -51,7 +51,6 @@ from dgym_tui.trajectory import TrajectoryWriter
 log = logging.getLogger(__name__)
 
 MODES = ("human", "approve", "auto")
-DECISIONS = ("auto", "approved", "edited", "rejected", "manual")
 INVALID_PREFIX = "invalid proposal: "
 
 
