@@ -275,11 +275,7 @@ def run_task(config: RunConfig, benchmark: Any, task_name: str, output_dir: Path
         if session.reason == INTERRUPTED:
             status.state = INTERRUPTED
         footer = session.footer or {}
-        status.resolved = bool(footer.get("resolved"))
-        status.score = int(footer.get("score") or 0)
-        status.max_score = int(footer.get("max_score") or 0)
-        status.steps = int(footer.get("steps") or 0)
-        status.reason = str(footer.get("reason") or "")
+        _take_footer(status, footer)
         (folder / PATCH_FILE).write_text(footer.get("patch") or "", encoding="utf-8")
     except KeyboardInterrupt:
         interrupted = True
@@ -321,12 +317,16 @@ def _end_interrupted(status: TaskStatus, session: Any) -> None:
     status.reason = INTERRUPTED
     if session is not None and session.initial is not None:
         session.finish(INTERRUPTED)  # idempotent: keeps a footer written before
-        footer = session.footer or {}
-        status.resolved = bool(footer.get("resolved"))
-        status.score = int(footer.get("score") or 0)
-        status.max_score = int(footer.get("max_score") or 0)
-        status.steps = int(footer.get("steps") or 0)
-        status.reason = str(footer.get("reason") or INTERRUPTED)
+        _take_footer(status, session.footer or {}, default_reason=INTERRUPTED)
+
+
+def _take_footer(status: TaskStatus, footer: dict[str, Any], default_reason: str = "") -> None:
+    """Copy resolved, score, max_score, steps and reason of a trajectory footer into ``status``."""
+    status.resolved = bool(footer.get("resolved"))
+    status.score = int(footer.get("score") or 0)
+    status.max_score = int(footer.get("max_score") or 0)
+    status.steps = int(footer.get("steps") or 0)
+    status.reason = str(footer.get("reason") or default_reason)
 
 
 def select_tasks(config: RunConfig, benchmark: Any) -> list[str]:
@@ -491,7 +491,7 @@ def summary_table(summary: RunSummary) -> Any:
 
     table = Table(title=f"dgym run: {summary.output_dir}", show_footer=False)
     table.add_column("task", justify="left", no_wrap=True)
-    for column, justify in ( ("resolved", "center"), ("score", "right"),
+    for column, justify in (("resolved", "center"), ("score", "right"),
                             ("steps", "right"), ("tokens", "right"), ("cost $", "right"),
                             ("wall s", "right"), ("state", "left")):
         table.add_column(column, justify=justify, no_wrap=True,
@@ -500,9 +500,8 @@ def summary_table(summary: RunSummary) -> Any:
     for s in summary.statuses:
         used = s.prompt_tokens + s.completion_tokens
         tokens, cost, wall, steps = tokens + used, cost + s.cost, wall + s.wall_time, steps + s.steps
-        state = s.state
         table.add_row(s.task, "yes" if s.resolved else "no", f"{s.score}/{s.max_score}",
-                      str(s.steps), str(used), f"{s.cost:.4f}", f"{s.wall_time:.1f}", state)
+                      str(s.steps), str(used), f"{s.cost:.4f}", f"{s.wall_time:.1f}", s.state)
     total = len(summary.statuses)
     table.add_section()
     table.add_row("total", f"{summary.resolved}/{total}", "", str(steps), str(tokens),
