@@ -426,11 +426,7 @@ class Session:
             SessionError: not started or episode over.
         """
         self._require_running()
-        turn = Turn(index=len(self.turns) + 1, actor="agent", decision="rejected",
-                    proposed=proposal.action, action=None, note=note,
-                    reasoning=proposal.reasoning, usage=proposal.usage,
-                    wall_time=self._think_time(proposal), raw=proposal.raw)
-        return self._record(turn)
+        return self._record_rejected(proposal, proposal.action, note)
 
     def act(self, action: ToolCall) -> Turn:
         """Execute the person's own action (actor ``"human"``, decision ``"manual"``).
@@ -520,8 +516,12 @@ class Session:
 
     def _record_invalid(self, proposal: Proposal) -> Turn:
         error = proposal.error or "no tool call in the reply"
+        return self._record_rejected(proposal, None, INVALID_PREFIX + error)
+
+    def _record_rejected(self, proposal: Proposal, proposed: ToolCall | None, note: str) -> Turn:
+        """Record an agent turn with decision ``"rejected"``: nothing is executed."""
         turn = Turn(index=len(self.turns) + 1, actor="agent", decision="rejected",
-                    proposed=None, action=None, note=INVALID_PREFIX + error,
+                    proposed=proposed, action=None, note=note,
                     reasoning=proposal.reasoning, usage=proposal.usage,
                     wall_time=self._think_time(proposal), raw=proposal.raw)
         return self._record(turn)
