@@ -194,6 +194,12 @@ async def test_approve_mode_episode(calc_repo, tmp_path, llm_server):
         panel = app.query_one("#approve")
         assert panel.has_class("-shown")
         assert panel.proposal.action.name == "view"
+        # While the agent drives, the footer shows the decision keys only ...
+        shown = {key for key, active in app.screen.active_bindings.items() if active.binding.show}
+        assert shown == {"q", "question_mark", "a", "e", "r", "t", "g"}
+        # ... and the other keys still work (p: the diff tab).
+        await pilot.press("p")
+        assert app.query_one("TabbedContent").active == "tab-diff"
         await pilot.press("a")  # approve; the next proposal is asked for right away
         await settle(app, pilot)
         assert session.turns[-1].decision == "approved"

@@ -14,7 +14,6 @@ fresh environment and continues live.
 from __future__ import annotations
 
 import gc
-import inspect
 import logging
 import threading
 from collections.abc import Callable, Iterable
@@ -22,7 +21,6 @@ from functools import partial
 from typing import Any, ClassVar
 
 from textual import on, work
-from textual.actions import parse as parse_action
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
@@ -32,6 +30,7 @@ from textual.widgets import Footer, Input, TabbedContent, TabPane, TextArea
 
 from dgym_tui.core.types import StepResult, ToolCall
 from dgym_tui.tui.actions import console_action, pdb_call
+from dgym_tui.tui.keys import QuietKeys, action_name, with_quiet_twins
 from dgym_tui.tui.locate import first_source_file, locate_failure
 from dgym_tui.tui.screens.modals import (
     CodeEditScreen,
@@ -86,7 +85,7 @@ class SessionMessage(Message):
         super().__init__()
 
 
-class DgymApp(App[int]):
+class DgymApp(QuietKeys, App[int]):
     """The dgym-tui app.
 
     Args:
@@ -110,7 +109,12 @@ class DgymApp(App[int]):
     TITLE = "dgym-tui"
     ENABLE_COMMAND_PALETTE = True
 
-    BINDINGS: ClassVar[list[BindingType]] = [
+    #: Keys that leave the footer while an agent drives (approve / auto); they still work.
+    QUIET: ClassVar[frozenset[str]] = frozenset({"ask_agent", "run_eval", "show_diff",
+                                                 "apply_patch"})
+
+    #: The app's keys (help and command palette); BINDINGS adds their hidden twins.
+    KEYS: ClassVar[list[Binding]] = [
         Binding("q", "quit_app", "Quit"),
         Binding("ctrl+c", "quit_app", "Quit", show=False, priority=True),
         Binding("question_mark", "help", "Keys"),
@@ -135,6 +139,7 @@ class DgymApp(App[int]):
         Binding("dollar_sign", "replay_goto(-1)", "Last", show=False),
         Binding("f", "fork", "Fork here"),
     ]
+    BINDINGS: ClassVar[list[BindingType]] = with_quiet_twins(KEYS, QUIET)
 
     #: Descriptions for the help screen and the command palette, per action.
     ACTION_HELP: ClassVar[dict[str, str]] = {
@@ -589,7 +594,12 @@ class DgymApp(App[int]):
                 return self.can_apply
         return True
 
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+    @property
+    def keys_quiet(self) -> bool:
+        """True while an agent drives (approve / auto): the footer shows its keys only."""
+        return self.session is not None and self.session.mode != "human"
+
+    def check_key(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Enable only the keys that make sense now (the footer shows those).
 
         Session keys are off while a dialog is open or a text field has the focus.
@@ -675,8 +685,7 @@ class DgymApp(App[int]):
     def action_help(self) -> None:
         """Show the keys that work now, the source view's keys and the console's syntax."""
         rows = [(self._key_label(b), self.ACTION_HELP.get(b.action, b.description))
-                for b in self.BINDINGS if isinstance(b, Binding)
-                and self.action_available(b.action.partition("(")[0])]
+                for b in self.KEYS if self.action_available(action_name(b.action))]
         sections = [("App", rows), ("Source view (focused)", self.SOURCE_KEYS)]
         if self.replay is None:
             sections.append(("Console (: or i)", self._console_help()))
@@ -976,12 +985,11 @@ class DgymApp(App[int]):
         """Built-in commands (themes, quit, ...) plus one per key action available now."""
         yield from super().get_system_commands(screen)
         seen: set[str] = set()
-        for binding in self.BINDINGS:
-            if not isinstance(binding, Binding) or binding.action in seen:
+        for binding in self.KEYS:
+            if binding.action in seen:
                 continue
             seen.add(binding.action)
-            name = binding.action.partition("(")[0]
-            if not self.action_available(name):
+            if not self.action_available(action_name(binding.action)):
                 continue
             help_text = self.ACTION_HELP.get(binding.action, binding.description)
             title = f"{binding.description} [{self._key_label(binding)}]"
@@ -993,8 +1001,5 @@ class DgymApp(App[int]):
     async def _palette_action(self, action: str) -> None:
         """Run a key action chosen in the command palette (the palette is closing, so the
         dialog check of :meth:`check_action` does not apply)."""
-        name, params = parse_action(action)[1:]
-        if self.action_available(name):
-            result = getattr(self, f"action_{name}")(*params)
-            if inspect.isawaitable(result):
-                await result
+        if self.action_available(action_name(action)):
+            await self.action_direct(action)

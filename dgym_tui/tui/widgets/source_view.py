@@ -24,6 +24,8 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from dgym_tui.tui.keys import QuietKeys, with_quiet_twins
+
 #: Files larger than this (characters) are shown without highlighting.
 MAX_HIGHLIGHT_CHARS = 2_000_000
 #: Highlighted lines kept in the per-line segment cache.
@@ -76,7 +78,7 @@ class _Marks:
     frame: int | None
 
 
-class SourceView(ScrollView, can_focus=True):
+class SourceView(QuietKeys, ScrollView, can_focus=True):
     """Shows one working-copy file with line numbers, breakpoints and the frame.
 
     Messages:
@@ -88,6 +90,9 @@ class SourceView(ScrollView, can_focus=True):
     from where ``V`` was pressed to the cursor are selected and marked in the
     gutter; ``V`` again or ``escape`` ends it. Without a selection the cursor
     line is the selection.
+
+    While an agent drives (the app's ``keys_quiet``), the pdb, breakpoint and
+    edit keys still work but leave the footer to the decision keys.
     """
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {
@@ -111,7 +116,9 @@ class SourceView(ScrollView, can_focus=True):
     SourceView > .source-view--selection { background: $accent; color: $text; }
     """
 
-    BINDINGS: ClassVar[list[BindingType]] = [
+    QUIET: ClassVar[frozenset[str]] = frozenset({"pdb", "toggle_breakpoint", "edit_code"})
+
+    BINDINGS: ClassVar[list[BindingType]] = with_quiet_twins([
         Binding("up,k", "cursor(-1)", "Up", show=False),
         Binding("down,j", "cursor(1)", "Down", show=False),
         Binding("left", "scroll_columns(-4)", "Scroll left", show=False),
@@ -130,7 +137,7 @@ class SourceView(ScrollView, can_focus=True):
         Binding("E,shift+e", "edit_code", "Edit code"),
         Binding("V,shift+v", "select_lines", "Select lines", show=False),
         Binding("escape", "clear_selection", "End selection", show=False),
-    ]
+    ], QUIET)
 
     class PdbCommand(Message):
         """A pdb command chosen with a key while the source view is focused."""
@@ -366,7 +373,12 @@ class SourceView(ScrollView, can_focus=True):
         return strip.apply_style(base)
 
     # -- input -------------------------------------------------------------------
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+    @property
+    def keys_quiet(self) -> bool:
+        """The app's ``keys_quiet`` (True while an agent drives), else False."""
+        return bool(getattr(self.app, "keys_quiet", False))
+
+    def check_key(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """pdb keys, breakpoint toggles and editing only when ``interactive`` (not in
         replay); ``escape`` is the source view's only while a selection is active."""
         if action == "clear_selection":
