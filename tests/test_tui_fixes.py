@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
+from test_tui_app import ENTRYPOINT, settle
 
 from dgym_tui.core.env import RepoEnv
 from dgym_tui.core.types import ToolCall
@@ -27,7 +28,6 @@ from dgym_tui.tui.main import build_app, build_parser, main
 from dgym_tui.tui.replay_model import ReplayModel
 from dgym_tui.tui.widgets.transcript import MAX_SHOWN, Transcript
 
-ENTRYPOINT = "python -m pytest -q -p no:cacheprovider"
 CALC = "def average(xs):\n    total = 0\n    for x in xs:\n        total += x\n    return total / len(xs[1:])\n"
 TESTS = "from calc import average\n\n\ndef test_single():\n    assert average([4]) == 4\n"
 
@@ -35,16 +35,6 @@ TESTS = "from calc import average\n\n\ndef test_single():\n    assert average([4
 @pytest.fixture
 def calc_repo(make_repo) -> Path:
     return make_repo({"calc.py": CALC, "test_calc.py": TESTS})
-
-
-async def settle(app, pilot, rounds: int = 400) -> None:
-    for _ in range(rounds):
-        await app.workers.wait_for_complete()
-        await pilot.pause()
-        if not app.busy and not app.workers._workers:
-            await pilot.pause()
-            return
-    raise AssertionError("the app stayed busy")
 
 
 def _alive(pid: int) -> bool:
