@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any
 
 from dgym_tui.core.pytest_summary import describe_score
 from dgym_tui.core.tools.base import Tool, ToolOutput, register
@@ -16,7 +16,6 @@ class EvalTool(Tool):
     instructions = (
         "Run the tests (the task's entrypoint) on the current code and show their output "
         "and the score (tests passed / tests run). Takes no arguments.")
-    parameters: ClassVar[dict[str, Any]] = {"type": "object", "properties": {}, "additionalProperties": False}
 
     def run(self, **_: Any) -> ToolOutput:
         summary, output = self.env.run_eval()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any
 
 from dgym_tui.core.pytest_summary import describe_score
 from dgym_tui.core.tools.base import Tool, ToolOutput, register
@@ -16,7 +16,6 @@ class SubmitTool(Tool):
     instructions = (
         "Submit your fix and end the episode. The entrypoint runs one last time and its "
         "result is your score. Call it when the tests pass (or you cannot do better).")
-    parameters: ClassVar[dict[str, Any]] = {"type": "object", "properties": {}, "additionalProperties": False}
 
     def run(self, **_: Any) -> ToolOutput:
         summary, output = self.env.run_eval()
