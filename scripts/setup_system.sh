@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Debian packages the test suite needs on a fresh machine (idempotent: only
+# missing commands are installed). Root is needed for apt.
+#
+#   tmux        the app's terminal smoke test (tests drive it with send-keys)
+#   bubblewrap  the `bwrap` terminal (sandboxed local episodes)
+#   chromium    the app served in a browser, driven by playwright
+set -euo pipefail
+
+# command -> Debian package
+declare -A PACKAGES=(
+    [tmux]=tmux
+    [bwrap]=bubblewrap
+    [chromium]=chromium
+)
+
+missing=()
+for cmd in "${!PACKAGES[@]}"; do
+    command -v "$cmd" >/dev/null 2>&1 || missing+=("${PACKAGES[$cmd]}")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+    echo "[setup_system] installing ${missing[*]}"
+    as_root=()
+    [ "$(id -u)" -eq 0 ] || as_root=(sudo)
+    "${as_root[@]}" apt-get update -qq
+    "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
+else
+    echo "[setup_system] system packages already installed"
+fi
