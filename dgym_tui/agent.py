@@ -32,15 +32,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dgym_tui.core.types import ToolCall
-from dgym_tui.policy import EpisodeInfo, Proposal, Usage
+from dgym_tui.records import EpisodeInfo, Proposal, Turn, Usage
 
 if TYPE_CHECKING:
     from dgym_tui.llm import LLM, LLMConfig
-    from dgym_tui.session import Turn
 
 TEMPLATE_SUFFIXES = (".jinja", ".j2", ".jinja2", ".md", ".txt")
 UNLOCK_COUNTERS = {"after_rewrites": "successful rewrites", "after_steps": "steps"}
-INVALID_PREFIX = "invalid proposal: "
 _TOOL_BLOCK = re.compile(r"```[ \t]*tool_call[ \t]*\r?\n?(.*?)```", re.DOTALL)
 
 
@@ -336,8 +334,8 @@ class LLMAgent:
     def _turn_messages(self, turn: Turn) -> list[dict[str, Any]]:
         observation = turn.result.observation if turn.result is not None else ""
         note = (turn.note or "").strip()
-        if turn.proposed is None and turn.action is None:  # invalid proposal
-            error = note.removeprefix(INVALID_PREFIX)
+        if turn.invalid:
+            error = turn.error or note
             out = []
             if turn.reasoning.strip():
                 out.append({"role": "assistant", "content": turn.reasoning.strip()})

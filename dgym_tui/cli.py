@@ -271,7 +271,7 @@ def _cmd_play(args: argparse.Namespace) -> int:
         if event.kind == "reset":
             print(event.data.observation)
         elif event.kind == "turn":
-            print(event.data.observation or event.data.note)
+            print(event.data.observation or event.data.error or event.data.note)
         elif event.kind == "done":
             footer = event.data
             print(f"episode over ({footer['reason']}): resolved={footer['resolved']} "

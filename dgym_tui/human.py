@@ -17,13 +17,10 @@ from __future__ import annotations
 import json
 import shlex
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from dgym_tui.core.types import ToolCall
-from dgym_tui.policy import EpisodeInfo, Proposal
-
-if TYPE_CHECKING:
-    from dgym_tui.session import Turn
+from dgym_tui.records import EpisodeInfo, Proposal, Turn
 
 USAGE_HINT = "type `TOOL key=value ...` (e.g. `view path=app.py`) or a pdb command (e.g. `b app.py:3`)"
 

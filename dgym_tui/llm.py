@@ -31,7 +31,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from dgym_tui.policy import Usage
+from dgym_tui.records import Usage
 
 log = logging.getLogger(__name__)
 

@@ -23,8 +23,8 @@ Recording rules (also in docs/internals.md):
 - A proposal without an action (``Proposal.action is None``: the model sent
   no valid tool call) is recorded as a turn with ``decision="rejected"``,
   ``proposed=None``, ``action=None``, ``result=None`` and the error in
-  ``note`` (prefixed ``"invalid proposal: "``) so the agent reads it on its
-  next turn. It counts against the step budget.
+  ``Turn.error`` so the agent reads it on its next turn. It counts against the
+  step budget.
 - Every turn, rejected ones included, counts against ``max_steps``.
 
 The loop holds no UI: it is safe to drive from a worker thread. Environment
@@ -40,98 +40,25 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dgym_tui.core.types import StepResult, ToolCall
-from dgym_tui.policy import EpisodeInfo, Policy, Proposal, Usage
+from dgym_tui.policy import Policy
+from dgym_tui.records import EpisodeInfo, Proposal, Turn, Usage
 from dgym_tui.trajectory import TrajectoryWriter
+
+if TYPE_CHECKING:
+    from dgym_tui.core.env import RepoEnv
 
 log = logging.getLogger(__name__)
 
 MODES = ("human", "approve", "auto")
-INVALID_PREFIX = "invalid proposal: "
 
 
 class SessionError(Exception):
     """A session method was called at the wrong time (episode over, no policy, ...)."""
-
-
-@dataclass
-class Turn:
-    """One recorded turn of an episode.
-
-    Attributes:
-        index: 1-based step number.
-        actor: ``"agent"`` or ``"human"`` (see the module docstring).
-        decision: ``"auto" | "approved" | "edited" | "rejected" | "manual"``.
-        proposed: what the agent proposed (None for manual turns and for
-            invalid proposals).
-        action: what was executed (None when rejected).
-        note: the rejection note / human comment / invalid-proposal error.
-        reasoning: the model's text accompanying the proposal.
-        result: the environment's StepResult (None when nothing was executed).
-        usage: tokens and cost of the proposal.
-        wall_time: seconds spent on the turn (policy thinking + step).
-        raw: the provider message of the proposal, when the policy gave one.
-    """
-
-    index: int
-    actor: str
-    decision: str
-    proposed: ToolCall | None
-    action: ToolCall | None
-    note: str = ""
-    reasoning: str = ""
-    result: StepResult | None = None
-    usage: Usage = field(default_factory=Usage)
-    wall_time: float = 0.0
-    raw: dict | None = None
-
-    @property
-    def observation(self) -> str:
-        """The text the agent reads for this turn ("" when nothing was executed)."""
-        return self.result.observation if self.result else ""
-
-    @property
-    def invalid(self) -> bool:
-        """True for a turn recording a proposal that had no valid action."""
-        return self.proposed is None and self.action is None and self.decision == "rejected"
-
-    def to_record(self) -> dict[str, Any]:
-        """Return the trajectory ``step`` record (without ``type``)."""
-        return {
-            "step": self.index,
-            "actor": self.actor,
-            "decision": self.decision,
-            "proposed": self.proposed.to_dict() if self.proposed else None,
-            "action": self.action.to_dict() if self.action else None,
-            "note": self.note,
-            "reasoning": self.reasoning,
-            "observation": self.observation,
-            "result": self.result.to_dict() if self.result else None,
-            "wall_time": round(self.wall_time, 4),
-            "usage": self.usage.to_dict(),
-            "raw": self.raw,
-        }
-
-    @classmethod
-    def from_record(cls, record: dict[str, Any]) -> Turn:
-        """Inverse of :meth:`to_record` (accepts a record read from a file)."""
-        return cls(
-            index=int(record["step"]),
-            actor=record["actor"],
-            decision=record["decision"],
-            proposed=ToolCall.from_dict(record["proposed"]) if record.get("proposed") else None,
-            action=ToolCall.from_dict(record["action"]) if record.get("action") else None,
-            note=record.get("note") or "",
-            reasoning=record.get("reasoning") or "",
-            result=StepResult.from_dict(record["result"]) if record.get("result") else None,
-            usage=Usage.from_dict(record.get("usage")),
-            wall_time=float(record.get("wall_time") or 0.0),
-            raw=record.get("raw"),
-        )
 
 
 @dataclass
@@ -229,7 +156,7 @@ class Session:
             or ``max_steps < 1``.
     """
 
-    def __init__(self, env: Any, policy: Policy | None = None, mode: str = "human",
+    def __init__(self, env: RepoEnv, policy: Policy | None = None, mode: str = "human",
                  max_steps: int = 50, trajectory_path: Any = None, task_name: str = "",
                  config: dict[str, Any] | None = None, stop_on_resolved: bool = False,
                  task_info: dict[str, Any] | None = None) -> None:
@@ -264,7 +191,7 @@ class Session:
         # the patch after the last step that changed a file: the footer falls back
         # to it when the environment was closed under the session (SIGTERM cleanup)
         self._patch: str | None = None
-        self._patch_generation: int | None = 0  # RepoEnv.generation after reset
+        self._patch_generation = 0  # RepoEnv.generation after reset
 
     # -- mode ---------------------------------------------------------------
     def _check_mode(self, mode: str) -> None:
@@ -338,7 +265,7 @@ class Session:
         self._started = time.monotonic()
         if self.policy is not None:
             self.policy.reset(EpisodeInfo(
-                task=getattr(self.env, "task", "") or "",
+                task=self.env.task or "",
                 instructions=self.env.instructions(),
                 tool_schemas=self.env.tool_schemas(),
                 initial_observation=result.observation))
@@ -455,7 +382,7 @@ class Session:
         self._require_running()
         if turn.action is None:
             copy = Turn(index=len(self.turns) + 1, actor=turn.actor, decision=turn.decision,
-                        proposed=turn.proposed, action=None, note=turn.note,
+                        proposed=turn.proposed, action=None, note=turn.note, error=turn.error,
                         reasoning=turn.reasoning, usage=turn.usage, raw=turn.raw)
             return self._record(copy)
         proposal = Proposal(action=turn.proposed, reasoning=turn.reasoning, usage=turn.usage,
@@ -515,13 +442,14 @@ class Session:
             self.approve(proposal)
 
     def _record_invalid(self, proposal: Proposal) -> Turn:
-        error = proposal.error or "no tool call in the reply"
-        return self._record_rejected(proposal, None, INVALID_PREFIX + error)
+        return self._record_rejected(proposal, None, "",
+                                     error=proposal.error or "no tool call in the reply")
 
-    def _record_rejected(self, proposal: Proposal, proposed: ToolCall | None, note: str) -> Turn:
+    def _record_rejected(self, proposal: Proposal, proposed: ToolCall | None, note: str,
+                         error: str = "") -> Turn:
         """Record an agent turn with decision ``"rejected"``: nothing is executed."""
         turn = Turn(index=len(self.turns) + 1, actor="agent", decision="rejected",
-                    proposed=proposed, action=None, note=note,
+                    proposed=proposed, action=None, note=note, error=error,
                     reasoning=proposal.reasoning, usage=proposal.usage,
                     wall_time=self._think_time(proposal), raw=proposal.raw)
         return self._record(turn)
@@ -548,8 +476,8 @@ class Session:
 
     def _remember_patch(self) -> None:
         """Keep the working copy's patch when the last step changed a file."""
-        generation = getattr(self.env, "generation", None)
-        if generation is None or generation == self._patch_generation:
+        generation = self.env.generation
+        if generation == self._patch_generation:
             return
         try:
             self._patch = self.env.patch()
@@ -594,7 +522,7 @@ class Session:
         except Exception as exc:  # noqa: BLE001  an env closed early must not lose the footer
             log.warning("could not compute the patch: %s", exc)
             patch = None
-        if getattr(self.env, "workspace", True) is None or patch is None:
+        if self.env.workspace is None or patch is None:
             patch = self._patch  # closed env (e.g. SIGTERM cleanup): the last known patch
         self.footer = {"resolved": bool(last.resolved), "score": last.score,
                        "max_score": last.max_score, "steps": len(self.turns),

@@ -26,13 +26,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from dgym_tui.core.types import ToolCall
-from dgym_tui.policy import EpisodeInfo, Proposal
-
-if TYPE_CHECKING:
-    from dgym_tui.session import Turn
+from dgym_tui.records import EpisodeInfo, Proposal, Turn
 
 _HUNK_RE = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 

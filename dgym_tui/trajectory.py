@@ -4,7 +4,7 @@ A trajectory file holds one JSON object per line:
 
 - a ``header`` (schema version, task, run config, tool schemas, environment,
   versions, start time, the initial observation as a StepResult dict);
-- one ``step`` line per turn of the episode (see :class:`dgym_tui.session.Turn`);
+- one ``step`` line per turn of the episode (see :class:`dgym_tui.records.Turn`);
 - a ``footer`` (resolved, score, max score, steps, patch, reason, end time),
   absent when the episode was interrupted.
 
@@ -22,14 +22,12 @@ import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from jsonschema import Draft202012Validator
 
 from dgym_tui.core.types import StepResult
-
-if TYPE_CHECKING:
-    from dgym_tui.session import Turn
+from dgym_tui.records import Turn
 
 SCHEMA_VERSION = 1
 
@@ -203,9 +201,7 @@ class Trajectory:
         return StepResult.from_dict(data) if data else None
 
     def turns(self) -> list[Turn]:
-        """All steps as :class:`dgym_tui.session.Turn` objects (for replay / display)."""
-        from dgym_tui.session import Turn
-
+        """All steps as :class:`dgym_tui.records.Turn` objects (for replay / display)."""
         return [Turn.from_record(record) for record in self.steps]
 
 

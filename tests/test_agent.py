@@ -9,8 +9,8 @@ import pytest
 from dgym_tui.agent import AgentSpecError, LLMAgent, load_agent_spec
 from dgym_tui.core.types import StepResult, ToolCall
 from dgym_tui.llm import LLM, LLMConfig
-from dgym_tui.policy import EpisodeInfo, Policy
-from dgym_tui.session import Turn
+from dgym_tui.policy import Policy
+from dgym_tui.records import EpisodeInfo, Turn
 
 
 def schema(name: str, **properties: str) -> dict:
@@ -101,7 +101,7 @@ def test_history_messages(llm_server):
         Turn(index=2, actor="agent", decision="rejected", proposed=pdb_call, action=None,
              note="set it on line 5 instead"),
         Turn(index=3, actor="agent", decision="rejected", proposed=None, action=None,
-             note="invalid proposal: the reply contained no tool call", reasoning="Hmm."),
+             error="the reply contained no tool call", reasoning="Hmm."),
         Turn(index=4, actor="human", decision="edited", proposed=edited_from, action=edited_to,
              result=StepResult(observation="> cart.py(4)total()", action=edited_to)),
         Turn(index=5, actor="human", decision="manual", proposed=None, action=manual,

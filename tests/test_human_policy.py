@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from dgym_tui.human import HumanTextPolicy, parse_action
-from dgym_tui.policy import EpisodeInfo, Policy
+from dgym_tui.policy import Policy
+from dgym_tui.records import EpisodeInfo
 
 TOOLS = ["listdir", "view", "eval", "pdb", "rewrite", "grep", "submit"]
 SCHEMAS = {

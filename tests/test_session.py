@@ -12,7 +12,7 @@ from scripted import ENTRYPOINT, FIX, TOOLS, ScriptedPolicy, write_repo
 from dgym_tui.core.env import RepoEnv
 from dgym_tui.core.types import ToolCall
 from dgym_tui.replay import replay
-from dgym_tui.session import INVALID_PREFIX, Session, SessionError
+from dgym_tui.session import Session, SessionError
 from dgym_tui.trajectory import read_trajectory
 
 VIEW = ToolCall("view", {"path": "calc.py"})
@@ -97,12 +97,13 @@ def test_auto_run_records_invalid_proposal_and_tells_the_agent(env, tmp_path):
     assert session.done and session.reason == "submitted"
     first = session.turns[0]
     assert first.invalid and first.decision == "rejected" and first.actor == "agent"
-    assert first.note == INVALID_PREFIX + "no tool call found in the reply"
-    # the agent saw the invalid turn when it proposed again
-    assert policy.seen[1][0].note.startswith(INVALID_PREFIX)
+    assert first.error == "no tool call found in the reply" and first.note == ""
+    # the agent saw the invalid turn (with its error) when it proposed again
+    assert policy.seen[1][0].error == "no tool call found in the reply"
     assert [t.decision for t in session.turns] == ["rejected", "auto", "auto"]
     traj = read_trajectory(tmp_path / "t.jsonl")
     assert traj.steps[0]["proposed"] is None and traj.steps[0]["reasoning"] == "hmm"
+    assert traj.steps[0]["error"] == "no tool call found in the reply"
     assert traj.footer["resolved"] is True
 
 

@@ -422,6 +422,8 @@ class DgymApp(QuietKeys, App[int]):
                                style="bold")
         if turn.note:
             self.pdb_console.write(f"note: {turn.note}", style="italic")
+        if turn.error:
+            self.pdb_console.write(f"invalid proposal: {turn.error}", style="red")
         result = turn.result
         if result is not None:
             self.pdb_console.write(result.observation, style="red" if result.error else "")
@@ -915,6 +917,8 @@ class DgymApp(QuietKeys, App[int]):
                                    style="bold")
             if turn.note:
                 self.pdb_console.write(f"note: {turn.note}", style="italic")
+            if turn.error:
+                self.pdb_console.write(f"invalid proposal: {turn.error}", style="red")
             self.pdb_console.write(turn.observation)
 
     def action_replay_step(self, delta: int) -> None:

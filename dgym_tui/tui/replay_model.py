@@ -22,6 +22,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from dgym_tui.core.types import StepResult
+from dgym_tui.records import Turn
 
 
 class LazyTurns(Sequence):
@@ -47,11 +48,9 @@ class LazyTurns(Sequence):
     def __len__(self) -> int:
         return max(0, self._stop - self._start)
 
-    def _turn(self, index: int) -> Any:
+    def _turn(self, index: int) -> Turn:
         turn = self._cache.get(index)
         if turn is None:
-            from dgym_tui.session import Turn
-
             turn = Turn.from_record(self._records[index])
             self._cache[index] = turn
         return turn
@@ -84,7 +83,7 @@ class ReplayModel:
         trajectory: the trajectory read by ``read_trajectory``.
 
     Attributes:
-        turns: the recorded turns (``dgym_tui.session.Turn``), oldest first, as a
+        turns: the recorded turns (``dgym_tui.records.Turn``), oldest first, as a
             :class:`LazyTurns` sequence (each converted from its record when first used).
         source_root: the original repository folder, or None when it is gone.
     """

@@ -14,7 +14,7 @@ KEYS_HINT = "[a] approve  [e] edit  [r] reject with note  [t] take over  [g] go 
 
 
 class ApprovePanel(VerticalScroll):
-    """Shows a pending :class:`~dgym_tui.policy.Proposal`; hidden when there is none."""
+    """Shows a pending :class:`~dgym_tui.records.Proposal`; hidden when there is none."""
 
     DEFAULT_CSS = """
     ApprovePanel { height: auto; max-height: 14; border: round $accent; display: none;

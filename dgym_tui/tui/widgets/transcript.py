@@ -49,6 +49,8 @@ def render_turn(turn: Any, expanded: bool = False) -> Text:
         text.append("\naction:   " + format_action(t.action), style="bold")
     if t.note:
         text.append("\nnote:     " + t.note, style="italic")
+    if t.error:
+        text.append("\ninvalid:  " + t.error, style="red")
     observation = (t.result.observation if t.result is not None else "").rstrip("\n")
     lines = observation.split("\n") if observation else []
     if not lines:
