@@ -26,20 +26,19 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dgym_tui.core.types import ToolCall
 from dgym_tui.records import EpisodeInfo, Proposal, Turn, Usage
+from dgym_tui.tool_call_parsing import ParsedCall, parse_reply
 
 if TYPE_CHECKING:
     from dgym_tui.llm import LLM, LLMConfig
 
 TEMPLATE_SUFFIXES = (".jinja", ".j2", ".jinja2", ".md", ".txt")
 UNLOCK_COUNTERS = {"after_rewrites": "successful rewrites", "after_steps": "steps"}
-_TOOL_BLOCK = re.compile(r"```[ \t]*tool_call[ \t]*\r?\n?(.*?)```", re.DOTALL)
 
 
 class AgentSpecError(Exception):
@@ -209,6 +208,33 @@ def format_text_call(call: ToolCall) -> str:
     return f"```tool_call\n{body}\n```"
 
 
+_EXAMPLE_VALUES = {"integer": 1, "number": 1, "boolean": True, "array": [], "object": {}}
+
+
+def example_call(schemas: list[dict[str, Any]]) -> ToolCall | None:
+    """Build a one-line example call of a real tool for the correction message.
+
+    Args:
+        schemas: OpenAI function schemas (``{"type": "function", "function": {...}}``)
+            of the tools on offer, in prompt order.
+
+    Returns:
+        A ToolCall of the first tool that takes arguments (else the first tool),
+        its required arguments filled with placeholders of the right type
+        (``"<path>"`` for a string named path); None when ``schemas`` is empty.
+    """
+    if not schemas:
+        return None
+    functions = [s.get("function", s) for s in schemas]
+    chosen = next((f for f in functions if (f.get("parameters") or {}).get("required")),
+                  functions[0])
+    parameters = chosen.get("parameters") or {}
+    properties = parameters.get("properties") or {}
+    arguments = {name: _EXAMPLE_VALUES.get((properties.get(name) or {}).get("type"), f"<{name}>")
+                 for name in parameters.get("required") or []}
+    return ToolCall(name=chosen["name"], arguments=arguments)
+
+
 def _describe(call: ToolCall) -> str:
     return f"{call.name} {_arguments_json(call)}"
 
@@ -307,7 +333,7 @@ class LLMAgent:
                                           {"role": "user", "content": instance}]
         locked_before = set(self.locked_tools([]))
         for i, turn in enumerate(turns):
-            messages.extend(self._turn_messages(turn))
+            messages.extend(self._turn_messages(turn, turns[:i]))
             locked_now = set(self.locked_tools(turns[: i + 1]))
             for tool in sorted(locked_before - locked_now):
                 messages.append({"role": "user",
@@ -331,17 +357,62 @@ class LLMAgent:
                     else text}
         return {"role": "tool", "tool_call_id": call.id, "content": text}
 
-    def _turn_messages(self, turn: Turn) -> list[dict[str, Any]]:
+    def correction(self, error: str, before: list[Turn]) -> str:
+        """The user message that answers an invalid reply.
+
+        Says what was wrong, then shows the exact format with a one-line
+        example built from a real tool on offer, and lists the tools.
+
+        Args:
+            error: why the reply could not be run (without the
+                prefix of old trajectories).
+            before: the turns before the invalid one (they decide which tools
+                were on offer).
+
+        Returns:
+            The message text.
+        """
+        names = self.available_tools(before)
+        example = example_call([self._schemas[n] for n in names])
+        lines = [f"Your last reply could not be run: {error or 'it had no valid tool call'}."]
+        block = f"\n{format_text_call(example)}" if example else ""
+        if self.tool_calling == "native":
+            if example:
+                lines.append(f"Reply with exactly one tool call through function calling, e.g. "
+                             f"`{example.name}` with arguments {_arguments_json(example)}; "
+                             f"if you cannot, end your reply with one fenced block like this:"
+                             f"{block}")
+            else:
+                lines.append("Reply with exactly one tool call through function calling.")
+        else:
+            lines.append("Reply with exactly one tool call: end your reply with one fenced "
+                         "tool_call block holding a JSON object with the tool's \"name\" and its "
+                         f"\"arguments\", e.g.:{block}")
+        if names:
+            lines.append(f"Available tools: {', '.join(names)}.")
+        return "\n".join(lines)
+
+    @staticmethod
+    def _reply_text(turn: Turn) -> str:
+        """The invalid reply as the model wrote it: its raw content, with any
+        native calls written out in the text format (they got no tool result)."""
+        raw = turn.raw or {}
+        if not raw:
+            return turn.reasoning.strip()
+        parts = [(raw.get("content") or "").strip()]
+        for call in raw.get("tool_calls") or []:
+            function = call.get("function") or {}
+            parts.append(format_text_call(ToolCall(name=str(function.get("name") or ""),
+                                                   arguments=function.get("arguments") or {})))
+        return "\n\n".join(p for p in parts if p)
+
+    def _turn_messages(self, turn: Turn, before: list[Turn]) -> list[dict[str, Any]]:
         observation = turn.result.observation if turn.result is not None else ""
         note = (turn.note or "").strip()
         if turn.invalid:
             error = turn.error or note
-            out = []
-            if turn.reasoning.strip():
-                out.append({"role": "assistant", "content": turn.reasoning.strip()})
-            out.append({"role": "user", "content": "Your last reply could not be run: "
-                        f"{error or 'it had no valid tool call'}. Reply with exactly one tool call."})
-            return out
+            return [{"role": "assistant", "content": self._reply_text(turn) or "(empty reply)"},
+                    {"role": "user", "content": self.correction(error, before)}]
         if turn.proposed is None:  # the person acted on their own
             text = f"The user ran `{_describe(turn.action)}` themselves."
             if note:
@@ -369,10 +440,17 @@ class LLMAgent:
     def propose(self, turns: list[Turn]) -> Proposal:
         """Ask the LLM for the next action.
 
+        The call is read with :func:`~dgym_tui.tool_call_parsing.parse_reply`
+        in either mode: native ``tool_calls``, ``<tool_call>`` tags, fenced or
+        bare call JSON, our ``tool_call`` block with or without its opening
+        fence. ``raw`` is the reply message as received plus ``"parse":
+        {"form": str | None, "recovered": bool}`` (recovered: native mode, but
+        the call was read from the text).
+
         Returns:
             A Proposal with one ToolCall, or ``action=None`` and ``error`` set
             when the reply had no call, several calls, an unknown or locked
-            tool, or arguments that are not a JSON object.
+            tool, a broken call block, or arguments that are not a JSON object.
 
         Raises:
             LLMConfigError: authentication failed. LLMError: the model call
@@ -384,47 +462,26 @@ class LLMAgent:
                  if self.tool_calling == "native" else None)
         response = self.llm.complete(messages, tools=tools)
         self.usage = self.usage + response.usage
-        if self.tool_calling == "native":
-            calls = [(c.get("id"), c["function"]["name"], c["function"].get("arguments"))
-                     for c in response.tool_calls]
-            reasoning, error = response.content.strip(), None
-        else:
-            calls, reasoning, error = self._parse_text(response.content)
-        action = None
+        parsed = parse_reply(response.content, response.tool_calls, known_tools=self._schemas,
+                             native=self.tool_calling == "native")
+        raw = dict(response.message)
+        raw["parse"] = {"form": parsed.form, "recovered": parsed.recovered}
+        action, error = None, parsed.error
         if error is None:
-            action, error = self._validate(calls, available, turns)
-        return Proposal(action=action, reasoning=reasoning, error=error,
-                        usage=response.usage, raw=response.message)
+            action, error = self._validate(parsed.calls, available, turns)
+        return Proposal(action=action, reasoning=parsed.reasoning, error=error,
+                        usage=response.usage, raw=raw)
 
-    @staticmethod
-    def _parse_text(content: str) -> tuple[list[tuple], str, str | None]:
-        """Find ```tool_call blocks; return ``(calls, reasoning, error or None)``."""
-        blocks = _TOOL_BLOCK.findall(content or "")
-        reasoning = _TOOL_BLOCK.sub("", content or "").strip()
-        calls = []
-        for block in blocks:
-            try:
-                data = json.loads(block)
-            except json.JSONDecodeError as exc:
-                return [], reasoning, (f"the tool_call block is not valid JSON ({exc.msg} at "
-                                       f"line {exc.lineno} column {exc.colno})")
-            if not isinstance(data, dict) or not isinstance(data.get("name"), str):
-                return [], reasoning, ('the tool_call block must be a JSON object with '
-                                       '"name" and "arguments"')
-            calls.append((None, data["name"], data.get("arguments", {})))
-        return calls, reasoning, None
-
-    def _validate(self, calls: list[tuple], available: list[str],
+    def _validate(self, calls: list[ParsedCall], available: list[str],
                   turns: list[Turn]) -> tuple[ToolCall | None, str | None]:
-        how = ("a ```tool_call block" if self.tool_calling == "text" else "a tool call")
         if not calls:
-            return None, (f"the reply contained no tool call; reply with exactly one "
-                          f"{how} using one of: {', '.join(available)}")
+            return None, "the reply contained no tool call"
         if len(calls) > 1:
-            names = ", ".join(name for _, name, _ in calls)
+            names = ", ".join(call.name for call in calls)
             return None, (f"the reply contained {len(calls)} tool calls ({names}); "
                           f"make exactly one tool call per reply")
-        call_id, name, arguments = calls[0]
+        call = calls[0]
+        name, arguments = call.name, call.arguments
         if name not in available:
             locked = self.locked_tools(turns)
             if name in locked:
@@ -440,5 +497,5 @@ class LLMAgent:
                               f"({exc.msg}); send a JSON object")
         if not isinstance(arguments, dict):
             return None, f"the arguments of the {name} call must be a JSON object"
-        return (ToolCall(name=name, arguments=arguments, id=call_id) if call_id
+        return (ToolCall(name=name, arguments=arguments, id=call.id) if call.id
                 else ToolCall(name=name, arguments=arguments)), None

@@ -26,6 +26,8 @@ Recording rules (also in docs/internals.md):
   ``Turn.error`` so the agent reads it on its next turn. It counts against the
   step budget.
 - Every turn, rejected ones included, counts against ``max_steps``.
+- The same invalid reply (same text and calls) ``STUCK_REPEATS`` (3) times in
+  a row ends the episode with reason ``"stuck"`` instead of spending the budget.
 
 The loop holds no UI: it is safe to drive from a worker thread. Environment
 access is serialized by a lock; subscribers are called from the thread that
@@ -34,6 +36,7 @@ drives the loop and must hand work over to their own thread themselves.
 
 from __future__ import annotations
 
+import json
 import logging
 import platform
 import sys
@@ -55,6 +58,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MODES = ("human", "approve", "auto")
+STUCK_REPEATS = 3  # the same invalid reply this many times in a row ends the episode
 
 
 class SessionError(Exception):
@@ -129,6 +133,26 @@ def _versions() -> dict[str, str]:
 
     return {"dgym_tui": __version__, "python": sys.version.split()[0],
             "platform": platform.platform()}
+
+
+def _reply_key(turn: Turn) -> str:
+    """The model's reply of a turn, without what differs between identical replies (call ids)."""
+    raw = turn.raw or {}
+    calls = [(c.get("function") or {}) for c in raw.get("tool_calls") or []]
+    return json.dumps([raw.get("content") if raw else turn.reasoning,
+                       [(c.get("name"), c.get("arguments")) for c in calls]], sort_keys=True)
+
+
+def repeats_invalid_reply(turns: list[Turn], repeats: int = STUCK_REPEATS) -> bool:
+    """True when the last ``repeats`` turns are invalid proposals with the same reply.
+
+    Args:
+        turns: the episode's turns, oldest first.
+        repeats: how many identical invalid replies in a row count as stuck.
+    """
+    last = turns[-repeats:]
+    return (len(last) == repeats and all(t.invalid for t in last)
+            and len({_reply_key(t) for t in last}) == 1)
 
 
 class Session:
@@ -501,6 +525,8 @@ class Session:
             self.finish("resolved")
         elif self.steps_left == 0:
             self.finish("max_steps")
+        elif repeats_invalid_reply(self.turns):
+            self.finish("stuck")
         return turn
 
     def finish(self, reason: str = "") -> None:
@@ -508,7 +534,7 @@ class Session:
 
         Args:
             reason: why it ended (``"submitted"``, ``"resolved"``,
-                ``"max_steps"``, ``"quit"``, ``"error: ..."``, ...).
+                ``"max_steps"``, ``"stuck"``, ``"quit"``, ``"error: ..."``, ...).
         """
         if self.footer is not None:
             return

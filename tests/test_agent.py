@@ -301,3 +301,62 @@ def test_agent_runs_a_real_episode(llm_server, make_repo, make_env, fast_pytest,
     assert requests[2]["messages"][-2] == {"role": "assistant", "content": "The bug is the - 1."}
     assert (repo / "cart.py").read_text().endswith("- 1\n")
     assert "+    return sum(items)" in env.patch()
+
+
+@pytest.mark.parametrize("mode", ["native", "text"])
+def test_invalid_reply_stays_in_history_and_correction_shows_the_format(llm_server, mode):
+    agent = make_agent(llm_server, tool_calling=mode)
+    raw = {"role": "assistant", "content": "I would look at cart.py.",
+           "tool_calls": [{"id": "call_x", "type": "function",
+                           "function": {"name": "bash", "arguments": '{"cmd": "ls"}'}}]}
+    invalid = Turn(index=1, actor="agent", decision="rejected", proposed=None, action=None,
+                   error="unknown tool 'bash'; available tools: view",
+                   reasoning="I would look at cart.py.", raw=raw)
+    llm_server.script([{"tool_calls": [{"name": "eval", "arguments": {}}]}])
+    agent.propose([invalid])
+    reply, correction = llm_server.requests[0]["messages"][2:]
+    # the model sees its own mistake as its message, native calls written out as text
+    assert reply["role"] == "assistant" and "tool_calls" not in reply
+    assert reply["content"] == ('I would look at cart.py.\n\n```tool_call\n'
+                                '{"name": "bash", "arguments": {"cmd": "ls"}}\n```')
+    text = correction["content"]
+    assert correction["role"] == "user"
+    assert text.startswith("Your last reply could not be run: unknown tool 'bash'")
+    assert "exactly one a " not in text and "exactly one tool call" in text
+    # a one-line example built from a real tool on offer, in the exact format
+    assert '```tool_call\n{"name": "view", "arguments": {"path": "<path>"}}\n```' in text
+    assert "Available tools: listdir, view, grep, eval, pdb, rewrite, submit." in text
+    assert ("function calling" in text) == (mode == "native")
+
+
+def test_native_mode_recovers_a_call_written_in_the_content(llm_server):
+    agent = make_agent(llm_server)
+    llm_server.script([{"content": 'Reading it.\n```json\n{"name": "view", "arguments": '
+                                   '{"path": "cart.py"}}\n```'}])
+    proposal = agent.propose([])
+    assert (proposal.action.name, proposal.action.arguments) == ("view", {"path": "cart.py"})
+    assert proposal.reasoning == "Reading it."
+    assert proposal.raw["parse"] == {"form": "fenced_json", "recovered": True}
+    assert proposal.raw["content"].endswith("```")  # the raw reply as received
+
+
+def test_same_invalid_reply_three_times_ends_the_episode_stuck(llm_server, make_repo, make_env,
+                                                               fast_pytest, tmp_path):
+    from dgym_tui.session import Session
+    from dgym_tui.trajectory import read_trajectory
+
+    repo = make_repo({"test_a.py": "def test_a():\n    assert False\n"})
+    env = make_env(repo, entrypoint=f"{fast_pytest} test_a.py", tools=("view", "eval", "submit"))
+    llm = LLM(LLMConfig(name="stub", model="openai/stub", api_base=llm_server.url,
+                        api_key="x", retry_base_delay=0.001))
+    same = {"content": "I think the test is wrong."}
+    llm_server.script([same, same, {"content": "Something else."}, same, same, same,
+                       {"tool_calls": [{"name": "submit", "arguments": {}}]}])
+    session = Session(env, policy=LLMAgent("debug_agent", llm), mode="auto", max_steps=20,
+                      trajectory_path=tmp_path / "t.jsonl")
+    session.start()
+    session.run()
+    assert session.done and session.reason == "stuck"
+    assert len(session.turns) == 6 and all(t.invalid for t in session.turns)
+    assert llm_server.remaining == 1  # the budget was not spent further
+    assert read_trajectory(tmp_path / "t.jsonl").footer["reason"] == "stuck"
