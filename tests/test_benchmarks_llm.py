@@ -19,7 +19,8 @@ import pytest
 from dgym_tui.benchmarks import get_benchmark
 from dgym_tui.benchmarks.swebench import default_instances
 from dgym_tui.cli import main
-from dgym_tui.solution import SolutionPolicy, parse_patch, patched_text
+from dgym_tui.core.patches import parse_patch, patched_text
+from dgym_tui.solution import SolutionPolicy
 from dgym_tui.trajectory import read_trajectory
 
 INSTANCE = "dgym__calc-1"

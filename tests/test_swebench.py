@@ -18,9 +18,10 @@ from dgym_tui.benchmarks.swebench import (
     hidden_file_commands,
     load_instances,
 )
+from dgym_tui.core.patches import PatchError, apply_patch, parse_patch
 from dgym_tui.core.types import ToolCall
 from dgym_tui.resources import resource_dir
-from dgym_tui.solution import PatchError, SolutionPolicy, apply_patch, parse_patch
+from dgym_tui.solution import SolutionPolicy
 
 FIXTURE_REPO = resource_dir("data") / "swebench" / "repos" / "dgym__calc"
 INSTANCE = "dgym__calc-1"

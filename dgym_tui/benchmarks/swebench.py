@@ -57,8 +57,8 @@ from pathlib import Path
 from typing import Any
 
 from dgym_tui.benchmarks.base import Benchmark, Task
+from dgym_tui.core.patches import apply_patch, parse_patch, patched_files
 from dgym_tui.resources import resource_dir
-from dgym_tui.solution import apply_patch, parse_patch, patched_text
 
 #: Image name of the SWE-bench harness for one instance.
 HARNESS_IMAGE_TEMPLATE = "swebench/sweb.eval.x86_64.{harness_id}:latest"
@@ -362,13 +362,8 @@ class SWEBenchBenchmark(Benchmark):
 
     def _finish(self, task: Task, instance: dict[str, Any], python: str) -> Task:
         """swebench: hide the new tests in the container; run them on a scratch copy."""
-        files = {}
-        for fp in parse_patch(instance["test_patch"]):
-            old = task.path / fp.old_path if fp.old_path else None
-            text = old.read_text(encoding="utf-8") if old is not None and old.is_file() else None
-            new = patched_text(fp, text)
-            if new is not None:
-                files[fp.path] = new
+        files = {rel: text for rel, text in patched_files(instance["test_patch"], task.path).items()
+                 if text is not None}
         task.setup_commands = hidden_file_commands(files)
         task.readonly = [p for p in task.readonly if (task.path / p).exists()]
         # pytest's tracebacks quote the source of failing tests: without them the

@@ -31,7 +31,8 @@ from dgym_tui.core.breakpoints import BreakpointStore
 from dgym_tui.core.pytest_summary import describe_score, is_resolved, parse_pytest_summary
 from dgym_tui.core.terminals import cleanup
 from dgym_tui.core.terminals.base import DEFAULT_MAX_OUTPUT, Terminal
-from dgym_tui.core.tools.base import Tool, ToolError, ToolOutput, all_tools
+from dgym_tui.core.tools import all_tools
+from dgym_tui.core.tools.base import Tool, ToolError, ToolOutput
 from dgym_tui.core.types import EvalSummary, StepResult, ToolCall
 from dgym_tui.core.workspace import Workspace, WorkspaceError
 

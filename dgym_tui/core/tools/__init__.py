@@ -1,3 +1,43 @@
-"""Built-in tools. Importing this package registers each of them (see ``base.register``)."""
+"""Built-in tools and the tool look-up.
+
+Importing this package registers each built-in tool (see ``base.register``);
+third-party packages register tools through the ``dgym_tui.tools``
+entry-point group, loaded on the first look-up.
+"""
+
+from __future__ import annotations
+
+from importlib.metadata import entry_points
 
 from . import eval, grep, listdir, pdb, rewrite, submit, view  # noqa: F401, T100
+from .base import REGISTRY, Tool, register
+
+_PLUGINS_LOADED = False
+
+
+def _load_plugins() -> None:
+    global _PLUGINS_LOADED
+    if _PLUGINS_LOADED:
+        return
+    _PLUGINS_LOADED = True
+    for ep in entry_points(group="dgym_tui.tools"):
+        register(ep.load())
+
+
+def get_tool(name: str) -> type[Tool]:
+    """Return the registered tool class called ``name``.
+
+    Raises:
+        KeyError: no tool has that name (message lists the known names).
+    """
+    _load_plugins()
+    try:
+        return REGISTRY[name]
+    except KeyError:
+        raise KeyError(f"unknown tool {name!r}; known tools: {', '.join(sorted(REGISTRY))}") from None
+
+
+def all_tools() -> dict[str, type[Tool]]:
+    """Return a copy of the registry: ``{name: Tool subclass}``."""
+    _load_plugins()
+    return dict(REGISTRY)

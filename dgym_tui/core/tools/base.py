@@ -3,14 +3,13 @@
 A tool is one class: a ``name``, ``instructions`` (joined into the agent's
 prompt and used as the function description), a JSON-schema ``parameters``
 object, and ``run``. Registering it (``@register``) makes it available to
-``RepoEnv(tools=[...])`` and to every agent's tool list. Third-party packages
-register tools through the ``dgym_tui.tools`` entry-point group.
+``RepoEnv(tools=[...])`` and to every agent's tool list (look-up:
+:func:`dgym_tui.core.tools.get_tool` / ``all_tools``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
@@ -75,8 +74,9 @@ class Tool:
                              "parameters": cls.parameters}}
 
 
-_REGISTRY: dict[str, type[Tool]] = {}
-_PLUGINS_LOADED = False
+#: every registered tool class by name (built-in ones register when
+#: :mod:`dgym_tui.core.tools` is imported; read it through ``all_tools``).
+REGISTRY: dict[str, type[Tool]] = {}
 
 
 def register(cls: type[Tool]) -> type[Tool]:
@@ -88,37 +88,7 @@ def register(cls: type[Tool]) -> type[Tool]:
     """
     if not cls.name:
         raise ValueError(f"{cls.__qualname__} has no name")
-    if _REGISTRY.get(cls.name, cls) is not cls:
+    if REGISTRY.get(cls.name, cls) is not cls:
         raise ValueError(f"tool name {cls.name!r} is already registered")
-    _REGISTRY[cls.name] = cls
+    REGISTRY[cls.name] = cls
     return cls
-
-
-def _load_plugins() -> None:
-    global _PLUGINS_LOADED
-    if _PLUGINS_LOADED:
-        return
-    _PLUGINS_LOADED = True
-    import dgym_tui.core.tools  # noqa: F401  built-in tools register on import
-
-    for ep in entry_points(group="dgym_tui.tools"):
-        register(ep.load())
-
-
-def get_tool(name: str) -> type[Tool]:
-    """Return the registered tool class called ``name``.
-
-    Raises:
-        KeyError: no tool has that name (message lists the known names).
-    """
-    _load_plugins()
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        raise KeyError(f"unknown tool {name!r}; known tools: {', '.join(sorted(_REGISTRY))}") from None
-
-
-def all_tools() -> dict[str, type[Tool]]:
-    """Return a copy of the registry: ``{name: Tool subclass}``."""
-    _load_plugins()
-    return dict(_REGISTRY)
