@@ -94,7 +94,9 @@ def test_apply_to_source_only_on_request(quick, repo):
     quick.step(ToolCall("rewrite", {"path": "code.py", "start": 2,
                                     "new_code": "    return a + b"}))
     assert (repo / "code.py").read_text() == CODE
-    assert quick.patch().startswith("diff --git a/code.py b/code.py\n--- a/code.py\n")
+    patch = quick.patch()
+    assert patch.startswith("diff --git a/code.py b/code.py\nindex ")  # git's own format
+    assert "\n--- a/code.py\n+++ b/code.py\n" in patch
     assert quick.apply_to_source() == ["code.py"]
     assert (repo / "code.py").read_text() == CODE.replace("a - b", "a + b")
 

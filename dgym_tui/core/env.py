@@ -141,7 +141,6 @@ class RepoEnv:
         self.last_eval_output = ""
         self.done = False
         self._closed = False
-        self._snapshot: dict[str, tuple[int, int]] = {}
 
     # --------------------------------------------------------------- episode
     def reset(self) -> StepResult:
@@ -183,8 +182,8 @@ class RepoEnv:
                  *notes,
                  f"Initial eval of `{self.entrypoint}`:\n{output.rstrip()}",
                  describe_score(summary)]
-        self._snapshot = self.workspace.stat_snapshot()
-        self.last = self._result("\n\n".join(parts), None, started, snapshot=self._snapshot)
+        self.workspace.refresh()
+        self.last = self._result("\n\n".join(parts), None, started)
         return self.last
 
     def step(self, action: ToolCall | dict[str, Any]) -> StepResult:
@@ -206,6 +205,19 @@ class RepoEnv:
         if self.workspace is None or self.terminal is None:
             raise RuntimeError("no episode is running; call reset() first")
         started = time.monotonic()
+        try:
+            return self._step(action, started)
+        except Exception as exc:  # a step never raises: hostile code can break anything
+            log.exception("step failed")
+            name = action.name if isinstance(action, ToolCall) else None
+            what = f"tool {name}" if isinstance(name, str) else "the step"
+            call = action if isinstance(action, ToolCall) else None
+            self.last = StepResult(observation=f"internal error in {what}: {type(exc).__name__}: "
+                                               f"{exc}", action=call, error=True,
+                                   elapsed=time.monotonic() - started)
+            return self.last
+
+    def _step(self, action: ToolCall | dict[str, Any], started: float) -> StepResult:
         if isinstance(action, dict):
             if not isinstance(action.get("name"), str):
                 return self._refuse("an action needs a tool name: give "
@@ -215,9 +227,6 @@ class RepoEnv:
         if problem:
             return self._refuse(problem, action, started)
 
-        # Compare with the state at the end of the previous step, so a change made
-        # between steps (an editor, another process) counts as well.
-        before = self._snapshot
         error = False
         try:
             output = self.tools[action.name].run(**arguments)
@@ -228,14 +237,15 @@ class RepoEnv:
             output = ToolOutput(f"internal error in tool {action.name}: "
                                 f"{type(exc).__name__}: {exc}")
             error = True
-        after = self._snapshot = self.workspace.stat_snapshot()
-        if after != before:
+        # Changes since the previous step count, also those made between steps
+        # (an editor, a background process): the index sees every change.
+        if self.workspace.refresh():
             self.generation += 1
             self.breakpoints.remap_changed(self.workspace)
         if output.done:
             self.done = True
         self.last = self._result(output.observation, action, started, error=error,
-                                 done=output.done, snapshot=after)
+                                 done=output.done)
         return self.last
 
     def _check(self, action: ToolCall) -> tuple[dict[str, Any], str | None]:
@@ -274,8 +284,7 @@ class RepoEnv:
         return self.last
 
     def _result(self, observation: str, action: ToolCall | None, started: float,
-                error: bool = False, done: bool = False,
-                snapshot: dict[str, tuple[int, int]] | None = None) -> StepResult:
+                error: bool = False, done: bool = False) -> StepResult:
         summary = self.last_eval
         score = summary.passed if summary else 0
         max_score = summary.total if summary else 0
@@ -285,7 +294,7 @@ class RepoEnv:
             breakpoints=list(self.breakpoints.list()),
             conditions=dict(self.breakpoints.conditions()),
             frame=self.frame, eval=summary, eval_output=self.last_eval_output,
-            changed_files=self.workspace.changed_files(snapshot) if self.workspace else [],
+            changed_files=self.workspace.changed_files() if self.workspace else [],
             error=error, elapsed=time.monotonic() - started)
 
     # ------------------------------------------------------------------ eval

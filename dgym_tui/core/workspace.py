@@ -6,6 +6,13 @@ an action names goes through :meth:`Workspace.resolve`, which refuses paths
 that leave the working copy (``..``, absolute paths, symlinks pointing
 outside) and paths hidden by ``.debugignore``.
 
+The agent's code runs concurrently and is hostile: every host-side access
+(copy, read, write, listing, change tracking, patch, apply-back) resolves
+paths from directory descriptors without following links (``safefs``), and
+only regular files are ever opened; FIFOs, sockets and device nodes are
+named in a one-line refusal. Changes are tracked by :class:`TreeIndex`
+(inotify), so a step costs what changed, not the repository's size.
+
 Two gitignore-syntax files at the repository root shape what the agent sees:
 
 - ``.debugignore``: matching files are invisible (listdir, view, grep) and
@@ -18,8 +25,9 @@ Both files, ``.git``, and the caches Python and pytest write
 
 from __future__ import annotations
 
+import bisect
+import contextlib
 import difflib
-import filecmp
 import os
 import posixpath
 import re
@@ -32,17 +40,41 @@ from pathlib import Path
 
 import pathspec
 
+from dgym_tui.core.gitpatch import MODE_EXEC, MODE_LINK, Blob, blob_id, file_patch, git_mode, merge3
+from dgym_tui.core.safefs import (
+    DIR_FLAGS,
+    EscapeError,
+    SafeTree,
+    SpecialFileError,
+    file_kind,
+    open_subdir,
+    read_fd,
+    scan_fd,
+)
+from dgym_tui.core.treeindex import Stamp, TreeIndex, stamp
+
 IGNORE_FILE = ".debugignore"
 READONLY_FILE = ".debugreadonly"
 
 #: Patterns always ignored, whatever the repository's files say.
 ALWAYS_IGNORED = (".git/", IGNORE_FILE, READONLY_FILE, "__pycache__/", "*.pyc",
                   ".pytest_cache/")
+#: Names never copied into the working copy.
+NOT_COPIED = frozenset({".git", "__pycache__", ".pytest_cache"})
+#: Prefix of working-copy folders: ``dgym-ws-<owner pid>-<random>``.
+WS_PREFIX = "dgym-ws-"
 
 #: Bytes read to decide whether a file is binary (a NUL byte in them means binary).
 BINARY_SNIFF_BYTES = 8192
+#: Bytes read at a time when streaming a file.
+CHUNK_BYTES = 1 << 20
+#: Longest line kept when streaming (longer lines are cut; view cuts far earlier).
+MAX_KEPT_LINE = 1 << 16
+#: Bytes of unchanged file content kept in memory for grep.
+CONTENT_CACHE_BYTES = 64 << 20
 
 _LINE_RE = re.compile(r"[^\n]*\n|[^\n]+")
+_swept = False
 
 
 class WorkspaceError(Exception):
@@ -52,10 +84,25 @@ class WorkspaceError(Exception):
     """
 
 
+class ApplyConflictError(WorkspaceError):
+    """Applying the session's changes would overwrite changes made to the original.
+
+    Nothing was written. Attributes: ``files``, the relative paths that were
+    changed in the original since the session started and could not be merged.
+    """
+
+    def __init__(self, files: list[str]) -> None:
+        self.files = list(files)
+        shown = ", ".join(self.files[:10]) + (" ..." if len(self.files) > 10 else "")
+        super().__init__(f"not applied: {shown} changed in the original since the session "
+                         "started and cannot be merged; merge by hand from the session's patch")
+
+
 def _read_patterns(path: Path) -> list[str]:
     try:
-        return path.read_text(encoding="utf-8", errors="replace").splitlines()
-    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        with open(path, "rb") as fh:
+            return fh.read(1 << 20).decode("utf-8", "replace").splitlines()
+    except OSError:
         return []
 
 
@@ -71,46 +118,185 @@ def is_binary(data: bytes) -> bool:
     return False
 
 
+def pid_alive(pid: int) -> bool:
+    """True when process ``pid`` exists on this host (also when it belongs to another user)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def remove_stale_workspaces(folder: str | None = None) -> list[str]:
+    """Delete working copies (``dgym-ws-<pid>-*``) whose owner process is gone.
+
+    (A process killed with SIGKILL cannot delete its working copy.) Only
+    folders owned by this user are touched; deletion never follows links.
+
+    Args:
+        folder: where to look; the system's temporary folder by default.
+
+    Returns:
+        The host paths removed.
+    """
+    folder = folder or tempfile.gettempdir()
+    removed = []
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return removed
+    for name in names:
+        if not name.startswith(WS_PREFIX):
+            continue
+        pid = name[len(WS_PREFIX):].split("-", 1)[0]
+        if not pid.isdigit() or pid_alive(int(pid)):
+            continue
+        path = os.path.join(folder, name)
+        try:
+            st = os.lstat(path)
+        except OSError:
+            continue
+        if stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid():
+            _rmtree(path)
+            removed.append(path)
+    return removed
+
+
+def _rmtree(path: str) -> None:
+    def _retry(func, failed, _exc):
+        # A read-only folder (made by a test, say) blocks deletion: open it up.
+        os.chmod(os.path.dirname(failed), stat.S_IRWXU)
+        func(failed)
+    try:
+        if sys.version_info >= (3, 12):
+            shutil.rmtree(path, onexc=_retry)
+        else:
+            shutil.rmtree(path, onerror=_retry)
+    except OSError:
+        shutil.rmtree(path, ignore_errors=True)
+
+
 class Workspace:
     """A temporary working copy of ``source`` with ignore / read-only rules.
 
-    The copy leaves out ``.git``, ``__pycache__`` and ``.pytest_cache`` folders.
+    The copy leaves out ``.git``, ``__pycache__`` and ``.pytest_cache`` folders,
+    and FIFOs, sockets and device nodes (listed in ``skipped``).
 
     Args:
         source: path of the original repository (a folder); never written
             except by :meth:`apply_to_source`.
         ignore: extra gitignore-style patterns hiding files from the agent.
         readonly: extra gitignore-style patterns making files read-only.
+        watch: track changes with inotify where available (False: every
+            refresh scans the tree).
 
     Attributes:
         source: absolute ``Path`` of the original repository.
         root: absolute ``Path`` of the working copy (a fresh temporary folder).
+        skipped: ``(relative path, kind)`` of source entries not copied.
 
     Raises:
         WorkspaceError: ``source`` is not an existing folder.
     """
 
     def __init__(self, source: str | os.PathLike, ignore: Iterable[str] = (),
-                 readonly: Iterable[str] = ()) -> None:
+                 readonly: Iterable[str] = (), watch: bool = True) -> None:
+        global _swept
         self.source = Path(source).resolve()
         if not self.source.is_dir():
             raise WorkspaceError(f"repository folder {str(source)!r} does not exist; "
                                  "give the path of a folder")
+        if not _swept:  # once per process: working copies of killed owners
+            _swept = True
+            remove_stale_workspaces()
         self._ignore = pathspec.GitIgnoreSpec.from_lines(
             [*ALWAYS_IGNORED, *_read_patterns(self.source / IGNORE_FILE), *ignore])
         self._readonly = pathspec.GitIgnoreSpec.from_lines(
             [*_read_patterns(self.source / READONLY_FILE), *readonly])
-        self.root = Path(tempfile.mkdtemp(prefix="dgym-ws-")).resolve()
+        self._visible_cache: dict[tuple[str, bool], bool] = {}
+        self.skipped: list[tuple[str, str]] = []
+        self._src_info: dict[str, tuple[Stamp, str]] = {}
+        self._index: TreeIndex | None = None
+        self._tree = self._src = None
+        self.root = Path(tempfile.mkdtemp(prefix=f"{WS_PREFIX}{os.getpid()}-")).resolve()
         try:
-            shutil.copytree(self.source, self.root, symlinks=True, dirs_exist_ok=True,
-                            ignore=shutil.ignore_patterns(".git", "__pycache__", ".pytest_cache"))
+            self._tree = SafeTree(self.root)
+            self._src = SafeTree(self.source)
+            self._copy()
+            self._index = TreeIndex(self._tree, self._visible, watch=watch)
         except BaseException:
-            shutil.rmtree(self.root, ignore_errors=True)
+            self.cleanup()
             raise
-        self._real_root = os.path.realpath(self.root)
-        # Stat of every file right after the copy: a file whose stat is unchanged
-        # was not written, so changed_files() need not read it.
-        self._initial = self.stat_snapshot()
+        self._real_root = str(self.root)
+        self._initial: dict[str, Stamp] = dict(self._index.entries)
+        self._touched: set[str] = set()
+        self._version = 0
+        self._same: dict[str, tuple[Stamp, bool]] = {}
+        self._base: dict[str, Blob | None] = {}
+        self._content: dict[str, tuple[Stamp, bytes]] = {}
+        self._content_bytes = 0
+        self._files_cache: tuple[int, list[str]] | None = None
+
+    # -------------------------------------------------------------------- copy
+    def _copy(self) -> None:
+        """Copy the source into the (empty) root through folder descriptors."""
+        stack = [(os.dup(self._src.fd), os.dup(self._tree.fd), "")]
+        while stack:
+            src, dst, prefix = stack.pop()
+            try:
+                for name, st in scan_fd(src):
+                    if name in NOT_COPIED:
+                        continue
+                    rel = prefix + name
+                    kind = file_kind(st.st_mode)
+                    if kind == "folder":
+                        sub_src = open_subdir(src, name)
+                        if sub_src is None:
+                            continue
+                        os.mkdir(name, 0o700, dir_fd=dst)
+                        sub_dst = os.open(name, DIR_FLAGS, dir_fd=dst)
+                        os.fchmod(sub_dst, stat.S_IMODE(st.st_mode) | 0o700)
+                        stack.append((sub_src, sub_dst, rel + "/"))
+                    elif kind == "file":
+                        self._copy_file(src, dst, name, rel)
+                    elif kind == "link":
+                        target = os.readlink(name, dir_fd=src)
+                        os.symlink(target, name, dir_fd=dst)
+                        self._src_info[rel] = (stamp(st), blob_id(os.fsencode(target)))
+                    else:
+                        self.skipped.append((rel, kind))
+            finally:
+                os.close(src)
+                os.close(dst)
+
+    def _copy_file(self, src: int, dst: int, name: str, rel: str) -> None:
+        try:
+            fd_in = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
+                            dir_fd=src)
+        except OSError:
+            self.skipped.append((rel, "unreadable file"))
+            return
+        try:
+            st = os.fstat(fd_in)
+            if not stat.S_ISREG(st.st_mode):
+                self.skipped.append((rel, file_kind(st.st_mode)))
+                return
+            data = read_fd(fd_in, st.st_size)
+            fd_out = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+                             | os.O_CLOEXEC, stat.S_IMODE(st.st_mode) | 0o600, dir_fd=dst)
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd_out, view):]
+                os.fchmod(fd_out, stat.S_IMODE(st.st_mode))
+                os.utime(fd_out, ns=(st.st_atime_ns, st.st_mtime_ns))
+            finally:
+                os.close(fd_out)
+            self._src_info[rel] = (stamp(st), blob_id(data))
+        finally:
+            os.close(fd_in)
 
     # ------------------------------------------------------------------ rules
     @staticmethod
@@ -118,6 +304,8 @@ class Workspace:
         """Return ``rel`` as a normalized POSIX path relative to the root, or raise."""
         if not isinstance(rel, str):
             raise WorkspaceError(f"a path must be a string, got {type(rel).__name__}")
+        if "\0" in rel:
+            raise WorkspaceError(f"path {rel!r} contains a NUL byte; give a plain file path")
         text = rel.strip().replace("\\", "/")
         if not text:
             text = "."
@@ -130,6 +318,17 @@ class Workspace:
                                  "inside it, relative to its root")
         return norm
 
+    def _visible(self, rel: str, is_dir: bool) -> bool:
+        """Is entry ``rel`` itself visible (its folders are known to be)? Cached."""
+        key = (rel, is_dir)
+        seen = self._visible_cache.get(key)
+        if seen is None:
+            match = self._ignore.match_file
+            seen = not (match(rel) or (is_dir and match(rel + "/")))
+            if len(self._visible_cache) < 200_000:
+                self._visible_cache[key] = seen
+        return seen
+
     def _match(self, spec: pathspec.PathSpec, rel: str) -> bool:
         if rel == ".":
             return False
@@ -140,7 +339,14 @@ class Workspace:
                 return True
         if spec.match_file(rel):
             return True
-        return (self.root / rel).is_dir() and spec.match_file(rel + "/")
+        return spec.match_file(rel + "/") and self.kind(rel) == "folder"
+
+    def kind(self, rel: str, follow: bool = True) -> str | None:
+        """File type of canonical path ``rel`` ("file", "folder", "link", "FIFO", ...); None if missing."""
+        try:
+            return self._tree.kind(rel, follow=follow)
+        except OSError:
+            return None
 
     def is_ignored(self, rel: str) -> bool:
         """Return True when ``rel`` (a relative POSIX path) is hidden from the agent."""
@@ -151,23 +357,19 @@ class Workspace:
         return self._match(self._readonly, self._normalize(rel))
 
     def relative(self, path: str | os.PathLike) -> str | None:
-        """Map a host path to its workspace-relative POSIX path; None when outside the root."""
-        real = os.path.realpath(path)
-        if real == self._real_root:
+        """Map a host path to its workspace-relative POSIX path; None when outside the root.
+
+        Purely by name (no link is followed): use it to name files, never to open them.
+        """
+        norm = os.path.normpath(os.fspath(path))
+        if norm == self._real_root:
             return "."
-        if real.startswith(self._real_root + os.sep):
-            return Path(real).relative_to(self._real_root).as_posix()
+        if norm.startswith(self._real_root + os.sep):
+            return Path(norm).relative_to(self._real_root).as_posix()
         return None
 
-    def resolve(self, rel: str, must_exist: bool = False) -> Path:
-        """Return the host path of ``rel`` inside the working copy.
-
-        Args:
-            rel: path relative to the repository root (POSIX or OS separators).
-            must_exist: also refuse paths that do not exist.
-
-        Returns:
-            The absolute host ``Path`` (symlinks resolved).
+    def canonical(self, rel: str, must_exist: bool = False) -> str:
+        """Return ``rel`` with links inside the working copy resolved (a relative path).
 
         Raises:
             WorkspaceError: ``rel`` is absolute, leads outside the working copy
@@ -179,210 +381,507 @@ class Workspace:
                                 "use listdir to see the available files")
         if self._match(self._ignore, norm):
             raise hidden
-        real = os.path.realpath(self.root / norm)
-        target = self.relative(real)
-        if target is None:
+        try:
+            with self._tree.resolve(norm) as leaf:
+                target = leaf.rel
+                exists = leaf.lstat() is not None
+        except EscapeError:
             raise WorkspaceError(f"path {rel!r} leads outside the repository (through a "
-                                 "symbolic link); only files inside it can be used")
+                                 "symbolic link); only files inside it can be used") from None
+        except (FileNotFoundError, NotADirectoryError):
+            target, exists = norm, False
+        except OSError as exc:
+            raise WorkspaceError(f"path {rel!r} cannot be used: {exc.strerror}") from None
         if target != norm and self._match(self._ignore, target):
             raise hidden
-        if must_exist and not os.path.exists(real):
+        if must_exist and not exists:
             raise hidden
-        return Path(real)
+        return target
+
+    def resolve(self, rel: str, must_exist: bool = False) -> Path:
+        """Return the host path of ``rel`` inside the working copy, for naming only.
+
+        Never open the returned path yourself: the agent may swap a folder on
+        it for a link at any time; use the workspace's read / write methods.
+
+        Args:
+            rel: path relative to the repository root (POSIX or OS separators).
+            must_exist: also refuse paths that do not exist.
+
+        Returns:
+            The absolute host ``Path`` (links inside the working copy resolved).
+
+        Raises:
+            WorkspaceError: as :meth:`canonical`.
+        """
+        target = self.canonical(rel, must_exist=must_exist)
+        return self.root if target == "." else self.root / target
 
     # ------------------------------------------------------------- file access
+    def _refusal(self, rel: str, exc: OSError) -> WorkspaceError:
+        if isinstance(exc, SpecialFileError):
+            return WorkspaceError(f"{rel!r} is a {exc.kind}, not a regular file; only "
+                                  "regular files can be read or written")
+        if isinstance(exc, IsADirectoryError):
+            return WorkspaceError(f"{rel!r} is a folder; use listdir to see its content")
+        if isinstance(exc, EscapeError):
+            return WorkspaceError(f"path {rel!r} leads outside the repository (through a "
+                                  "symbolic link); only files inside it can be used")
+        if isinstance(exc, (FileNotFoundError, NotADirectoryError)):
+            return WorkspaceError(f"{rel!r} does not exist or is hidden from you; use "
+                                  "listdir to see the available files")
+        return WorkspaceError(f"{rel!r} cannot be used: {exc.strerror or exc}")
+
+    def read_bytes(self, rel: str, limit: int | None = None) -> bytes:
+        """Return the bytes of regular file ``rel`` (at most ``limit``).
+
+        Raises:
+            WorkspaceError: refused (see :meth:`canonical`), a folder, a FIFO /
+                socket / device node, or missing.
+        """
+        target = self.canonical(rel, must_exist=True)
+        try:
+            return self._tree.read_bytes(target, limit)
+        except OSError as exc:
+            raise self._refusal(target, exc) from None
+
     def read_text(self, rel: str) -> str:
         """Return the text of file ``rel`` (UTF-8, invalid bytes replaced).
 
         Raises:
             WorkspaceError: the path is refused by :meth:`resolve`, is a folder,
-                or is a binary file.
+                a FIFO / socket / device node, or a binary file.
         """
-        path = self.resolve(rel, must_exist=True)
-        if path.is_dir():
-            raise WorkspaceError(f"{self._normalize(rel)!r} is a folder; use listdir to see "
-                                 "its content")
-        data = path.read_bytes()
+        data = self.read_bytes(rel)
         if is_binary(data[:BINARY_SNIFF_BYTES]):
             raise WorkspaceError(f"{self._normalize(rel)!r} is a binary file; only text files "
                                  "can be shown")
         return data.decode("utf-8", "replace")
 
+    def read_lines(self, rel: str, first: int, last: int) -> tuple[str, list[str], int]:
+        """Stream file ``rel``: lines ``first``..``last`` (1-based) and the line count.
+
+        Only the requested lines are kept (each cut at ``MAX_KEPT_LINE`` bytes);
+        the rest of the file is counted in chunks, so memory stays small for
+        big files. Lines end at "\\n" only; line ends are removed.
+
+        Returns:
+            ``(canonical relative path, lines, total number of lines)``.
+
+        Raises:
+            WorkspaceError: as :meth:`read_text`.
+        """
+        target = self.canonical(rel, must_exist=True)
+        try:
+            fd, _, _ = self._tree.open_file(target)
+        except OSError as exc:
+            raise self._refusal(target, exc) from None
+        kept: list[bytes] = []
+        current: list[bytes] = []
+        number, sniffed, ends_nl = 1, False, True
+        try:
+            while True:
+                chunk = os.read(fd, CHUNK_BYTES)
+                if not chunk:
+                    break
+                if not sniffed:
+                    sniffed = True
+                    if is_binary(chunk[:BINARY_SNIFF_BYTES]):
+                        raise WorkspaceError(f"{target!r} is a binary file; only text files "
+                                             "can be shown")
+                ends_nl = chunk.endswith(b"\n")
+                if number > last:
+                    number += chunk.count(b"\n")
+                    continue
+                pieces = chunk.split(b"\n")
+                for i, piece in enumerate(pieces):
+                    if first <= number <= last and sum(map(len, current)) < MAX_KEPT_LINE:
+                        current.append(piece)
+                    if i < len(pieces) - 1:
+                        if first <= number <= last:
+                            kept.append(b"".join(current)[:MAX_KEPT_LINE])
+                        current = []
+                        number += 1
+        finally:
+            os.close(fd)
+        total = number - 1 if ends_nl or not sniffed else number
+        if not ends_nl and sniffed and first <= number <= last:
+            kept.append(b"".join(current)[:MAX_KEPT_LINE])
+        lines = [line.decode("utf-8", "replace").rstrip("\r") for line in kept]
+        return target, lines, total
+
     def write_text(self, rel: str, text: str) -> Path:
         """Write ``text`` (UTF-8) to file ``rel``, creating parent folders as needed.
 
+        The file is replaced atomically (temporary file + rename in the same
+        folder, through folder descriptors).
+
         Returns:
-            The host path written.
+            The host path written (for naming only).
 
         Raises:
             WorkspaceError: the path is refused by :meth:`resolve`, is a folder,
-                or is read-only (``.debugreadonly`` or ``readonly=``).
+                a FIFO / socket / device node, or is read-only
+                (``.debugreadonly`` or ``readonly=``).
         """
         norm = self._normalize(rel)
         if self._match(self._ignore, norm):
             raise WorkspaceError(f"{norm!r} is hidden by .debugignore and cannot be "
                                  "written; choose another path")
-        path = self.resolve(norm)
-        target = self.relative(path) or norm
+        target = self.canonical(norm)
         if self._match(self._readonly, norm) or self._match(self._readonly, target):
             raise WorkspaceError(f"{norm!r} is read-only (.debugreadonly); change other "
                                  "files instead")
-        if path.is_dir():
-            raise WorkspaceError(f"{norm!r} is a folder; give the path of a file")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
-        return path
+        try:
+            written = self._tree.write_bytes(target, text.encode("utf-8", "surrogateescape"))
+        except IsADirectoryError:
+            raise WorkspaceError(f"{norm!r} is a folder; give the path of a file") from None
+        except OSError as exc:
+            raise self._refusal(target, exc) from None
+        return self.root / written
 
     def children(self, rel: str = ".") -> list[tuple[str, bool]]:
         """Return the visible entries directly inside folder ``rel``.
 
         Returns:
             Sorted ``(relative POSIX path, is_folder)`` pairs. Hidden entries
-            and symlinks pointing outside the working copy are left out.
+            and symlinks pointing outside the working copy are left out;
+            FIFOs, sockets and device nodes are listed as files.
 
         Raises:
             WorkspaceError: ``rel`` is refused by :meth:`resolve` or is a file.
         """
-        folder = self.resolve(rel, must_exist=True)
-        if not folder.is_dir():
+        target = self.canonical(rel, must_exist=True)
+        try:
+            fd, target = self._tree.open_dir(target)
+        except NotADirectoryError:
             raise WorkspaceError(f"{self._normalize(rel)!r} is a file, not a folder; use "
-                                 "view to read it")
-        return self._children(folder)
-
-    def _entries(self, folder: str) -> list[tuple[str, os.DirEntry]]:
-        """Visible ``(relative path, DirEntry)`` pairs directly inside host folder ``folder``."""
-        base = self.relative(folder)
-        prefix = "" if base == "." else base + "/"
-        match = self._ignore.match_file
+                                 "view to read it") from None
+        except OSError as exc:
+            raise self._refusal(target, exc) from None
+        prefix = "" if target == "." else target + "/"
         out = []
-        with os.scandir(folder) as entries:
-            for entry in entries:
-                child = prefix + entry.name
-                is_dir = entry.is_dir()
-                # The folder itself was checked already: only the entry's own name matters.
-                if match(child) or (is_dir and match(child + "/")):
+        try:
+            for name, st in scan_fd(fd):
+                child = prefix + name
+                is_dir = stat.S_ISDIR(st.st_mode)
+                if not self._visible(child, is_dir):
                     continue
-                if entry.is_symlink():
-                    target = self.relative(entry.path)
-                    if target is None or self._match(self._ignore, target):
+                if stat.S_ISLNK(st.st_mode):
+                    try:
+                        linked = self.canonical(child, must_exist=True)
+                    except WorkspaceError:
                         continue
-                out.append((child, entry))
-        return out
+                    is_dir = self.kind(linked) == "folder"
+                out.append((child, is_dir))
+        finally:
+            os.close(fd)
+        return sorted(out)
 
-    def _children(self, folder: Path | str) -> list[tuple[str, bool]]:
-        return sorted((child, entry.is_dir()) for child, entry in self._entries(str(folder)))
+    # ------------------------------------------------------------ the index
+    def refresh(self) -> bool:
+        """Bring the change index up to date. Returns True when a visible entry changed.
 
-    def _walk_files(self, start: str):
-        """Yield ``(relative path, DirEntry)`` of every visible file below host folder ``start``.
-
-        Symlinked folders inside the working copy are followed once.
+        With inotify this costs what changed since the last call; without, a scan.
         """
-        stack, seen = [start], {start}
-        while stack:
-            for child, entry in self._entries(stack.pop()):
-                if not entry.is_dir():
-                    yield child, entry
-                    continue
-                real = os.path.realpath(entry.path) if entry.is_symlink() else entry.path
-                if real not in seen:
-                    seen.add(real)
-                    stack.append(real)
+        if self._index is None:
+            return False
+        changed = self._index.refresh()
+        if changed:
+            self._touched |= changed
+            self._version += 1
+        return bool(changed)
 
-    def _start_folder(self, rel: str) -> str:
-        start = self.resolve(rel, must_exist=True)
-        if not start.is_dir():
-            raise WorkspaceError(f"{self._normalize(rel)!r} is a file, not a folder")
-        return str(start)
+    def entry(self, rel: str) -> tuple[str, int] | None:
+        """``(kind, size in bytes)`` of indexed entry ``rel`` (as of the last refresh); None if absent."""
+        st = self._index.entries.get(rel) if self._index else None
+        return None if st is None else (file_kind(st.mode), st.size)
 
-    def files(self, rel: str = ".") -> list[str]:
+    def files(self, rel: str = ".", special: bool = False) -> list[str]:
         """Return the visible files below folder ``rel``: sorted relative POSIX paths.
 
-        Symlinked folders inside the working copy are followed once.
+        Links are listed as files (a link to a folder is not entered).
+
+        Args:
+            rel: the folder.
+            special: also list FIFOs, sockets and device nodes.
 
         Raises:
             WorkspaceError: ``rel`` is refused by :meth:`resolve` or is a file.
         """
-        return sorted(child for child, _ in self._walk_files(self._start_folder(rel)))
+        self.refresh()
+        target = self.canonical(rel, must_exist=True)
+        if target != "." and target not in self._index.dirs:
+            raise WorkspaceError(f"{self._normalize(rel)!r} is a file, not a folder")
+        if self._files_cache is None or self._files_cache[0] != self._version:
+            self._files_cache = (self._version, sorted(self._index.entries))
+        every = self._files_cache[1]
+        if target != ".":
+            prefix = target + "/"
+            every = every[_bisect(every, prefix):]
+            every = every[:_bisect(every, prefix[:-1] + chr(ord("/") + 1))]
+        entries = self._index.entries
+        out = []
+        for p in every:
+            mode = entries[p].mode
+            if stat.S_ISREG(mode) or (special and not stat.S_ISLNK(mode)) or (
+                    stat.S_ISLNK(mode) and self._link_to_file(p)):
+                out.append(p)
+        return out
 
-    def stat_snapshot(self) -> dict[str, tuple[int, int]]:
-        """Return ``{relative path: (mtime_ns, size)}`` of every visible file.
+    def _link_to_file(self, rel: str) -> bool:
+        """Does link ``rel`` lead to a visible regular file inside the working copy?"""
+        try:
+            return self.kind(self.canonical(rel, must_exist=True)) == "file"
+        except WorkspaceError:
+            return False
 
-        Cheap (no file is read); two snapshots differ when a file was written,
-        created or deleted in between.
+    def cached_bytes(self, rel: str, limit: int) -> bytes:
+        """Bytes of indexed regular file ``rel``, from memory while it is unchanged.
+
+        Only for callers that just refreshed (``files()`` does): unchanged
+        content is served from a bounded in-memory cache while inotify keeps
+        the index current; otherwise the file is read safely.
+
+        Raises:
+            WorkspaceError: as :meth:`read_bytes`.
         """
-        snap = {}
-        for child, entry in self._walk_files(str(self.root)):
-            try:
-                st = entry.stat()
-            except OSError:
-                continue
-            snap[child] = (st.st_mtime_ns, st.st_size)
-        return snap
+        st = self._index.entries.get(rel) if self._index else None
+        hit = self._content.get(rel)
+        if st is not None and hit is not None and hit[0] == st and self._index.watching:
+            return hit[1]
+        try:
+            fd, fst, target = self._tree.open_file(rel)
+        except OSError as exc:
+            raise self._refusal(rel, exc) from None
+        try:
+            data = read_fd(fd, min(fst.st_size, limit), limit)
+        finally:
+            os.close(fd)
+        if (target == rel and self._index.watching and len(data) < limit
+                and self._content_bytes + len(data) <= CONTENT_CACHE_BYTES):
+            old = self._content.pop(rel, None)
+            self._content_bytes += len(data) - (len(old[1]) if old else 0)
+            self._content[rel] = (stamp(fst), data)
+        return data
+
+    def stat_snapshot(self) -> dict[str, tuple[int, int, int, int]]:
+        """Return ``{relative path: (mode, size, mtime_ns, inode)}`` of every visible entry.
+
+        Cheap with inotify (only what changed is looked at again); two
+        snapshots differ when a file was written, created or deleted in between.
+        """
+        self.refresh()
+        return {p: tuple(s) for p, s in self._index.entries.items()}
 
     # ----------------------------------------------------------------- changes
-    def changed_files(self, snapshot: dict[str, tuple[int, int]] | None = None) -> list[str]:
+    def changed_files(self, snapshot: object = None) -> list[str]:
         """Return visible files that differ from the original: sorted relative paths.
 
-        Added, deleted and modified files count. Files hidden by
-        ``.debugignore`` (and Python / pytest caches) never count.
+        Added, deleted and modified files (content or execute bit) count.
+        Files hidden by ``.debugignore`` (and Python / pytest caches),
+        FIFOs, sockets and device nodes never count. Cost: the files touched
+        since the episode started, each read at most once per change.
 
         Args:
-            snapshot: a fresh :meth:`stat_snapshot` to reuse (saves a walk).
+            snapshot: unused (kept for callers of the former API).
         """
-        now = self.stat_snapshot() if snapshot is None else snapshot
-        candidates = set(self._initial) ^ set(now)
-        candidates.update(p for p, st in now.items() if self._initial.get(p, st) != st)
-        return sorted(p for p in candidates if self._differs(p))
+        self.refresh()
+        return sorted(p for p in self._touched if self._differs(p))
 
-    def _differs(self, path: str) -> bool:
-        src, dst = self.source / path, self.root / path
-        if src.is_file() != dst.is_file():
-            return True
-        if not src.is_file():
+    def _current(self, rel: str) -> Stamp | None:
+        st = self._index.entries.get(rel)
+        if st is None or not (stat.S_ISREG(st.mode) or stat.S_ISLNK(st.mode)):
+            return None
+        return st
+
+    def _differs(self, rel: str) -> bool:
+        cur, init = self._current(rel), self._initial.get(rel)
+        if cur is None or init is None:
+            return (cur is None) != (init is None)
+        if cur == init:
             return False
-        return not filecmp.cmp(src, dst, shallow=False)
+        cached = self._same.get(rel)
+        if cached is not None and cached[0] == cur:
+            return cached[1]
+        blob = self._blob(self._tree, rel)
+        info = self._src_info.get(rel)
+        differs = (blob is None or info is None or blob_id(blob.data) != info[1]
+                   or blob.mode != git_mode(init.mode, stat.S_ISLNK(init.mode)))
+        self._same[rel] = (cur, differs)
+        if differs:
+            self._base_blob(rel)  # keep the starting content while the original has it
+        return differs
+
+    @staticmethod
+    def _blob(tree: SafeTree, rel: str) -> Blob | None:
+        """The git blob of file or link ``rel`` in ``tree``, read now; None if missing / special."""
+        try:
+            with tree.resolve(rel, follow=False) as leaf:
+                st = leaf.lstat()
+                if st is None:
+                    return None
+                if stat.S_ISLNK(st.st_mode):
+                    return Blob(git_mode(0, True), os.fsencode(os.readlink(leaf.name,
+                                                                           dir_fd=leaf.parent)))
+                if not stat.S_ISREG(st.st_mode):
+                    return None
+            fd, fst, _ = tree.open_file(rel)
+        except (OSError, ValueError):
+            return None
+        try:
+            return Blob(git_mode(fst.st_mode), read_fd(fd, fst.st_size))
+        finally:
+            os.close(fd)
+
+    def _base_blob(self, rel: str) -> Blob | None:
+        """The starting content of ``rel`` (None if it did not exist).
+
+        Raises:
+            KeyError: it existed, but the original changed before it was kept.
+        """
+        if rel in self._base:
+            return self._base[rel]
+        if rel not in self._initial:
+            return None
+        info = self._src_info.get(rel)
+        blob = self._blob(self._src, rel)
+        if info is None or blob is None or blob_id(blob.data) != info[1]:
+            raise KeyError(rel)
+        init = self._initial[rel]
+        blob = Blob(git_mode(init.mode, stat.S_ISLNK(init.mode)), blob.data)
+        self._base[rel] = blob
+        return blob
 
     def patch(self) -> str:
-        """Return a git-style unified diff (``a/`` ``b/`` prefixes) of the changes.
+        """Return the episode's changes as a git patch (``git diff --binary --full-index``).
 
-        The diff turns the original repository into the working copy and is
-        accepted by ``git apply`` / ``patch -p1``. Binary files get a
-        ``Binary files ... differ`` line. Returns "" when nothing changed.
+        The patch turns the original repository, as it was when the episode
+        started, into the working copy: ``git apply`` takes it (binary files,
+        links, modes, new / deleted files, any file name). A file whose
+        starting content is no longer known (the original changed under the
+        session before the change was seen) is left out, named in a ``#``
+        note before the first diff. Returns "" when nothing changed.
         """
-        return "".join(_file_diff(self.source, self.root, p) for p in self.changed_files())
+        parts, lost = [], []
+        for rel in self.changed_files():
+            try:
+                old = self._base_blob(rel)
+            except KeyError:
+                lost.append(rel)
+                continue
+            parts.append(file_patch(rel, old, self._blob(self._tree, rel)))
+        note = "".join(f"# not included (the original changed during the session): {rel!r}\n"
+                       for rel in lost)
+        return note + "".join(parts)
 
     def apply_to_source(self) -> list[str]:
-        """Write the changed files back into the original repository.
+        """Write the episode's changes into the original repository.
+
+        Files changed in the original since the episode started are merged
+        three-way (``git merge-file`` against the starting content); if any
+        cannot be merged, nothing is written. Writes go through folder
+        descriptors of the original (temporary file + rename), never through
+        links leading out of it.
 
         Returns:
             The relative paths written or deleted in ``source``.
+
+        Raises:
+            ApplyConflictError: files changed outside the session conflict
+                (or are binary / links); nothing was written.
+            WorkspaceError: a path of the original cannot be written.
         """
-        changed = self.changed_files()
-        for rel in changed:
-            src, dst = self.root / rel, self.source / rel
-            if src.is_file():
-                dst.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(src, dst)
-            elif dst.is_file() or dst.is_symlink():
-                dst.unlink()
-        return changed
+        plan, conflicts = [], []
+        for rel in self.changed_files():
+            ours = self._blob(self._tree, rel)
+            theirs = self._blob(self._src, rel)
+            try:
+                base = self._base_blob(rel)
+            except KeyError:
+                base = _LOST
+            if theirs == base:
+                plan.append((rel, ours))
+            elif theirs == ours:
+                plan.append((rel, _SAME))
+            else:
+                merged = None
+                if (isinstance(base, Blob) and ours is not None and theirs is not None
+                        and MODE_LINK not in {base.mode, ours.mode, theirs.mode}):
+                    merged = merge3(base.data, ours.data, theirs.data)
+                if merged is None:
+                    conflicts.append(rel)
+                else:
+                    plan.append((rel, Blob(ours.mode, merged)))
+        if conflicts:
+            raise ApplyConflictError(conflicts)
+        for rel, blob in plan:
+            if blob is not _SAME:
+                self._write_source(rel, blob)
+            self._accept(rel)
+        return [rel for rel, _ in plan]
+
+    def _write_source(self, rel: str, blob: Blob | None) -> None:
+        try:
+            if blob is None:
+                self._src.unlink(rel)
+            elif blob.mode == MODE_LINK:
+                with self._src.resolve(rel, follow=False, mkdirs=True) as leaf:
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(leaf.name, dir_fd=leaf.parent)
+                    os.symlink(os.fsdecode(blob.data), leaf.name, dir_fd=leaf.parent)
+            else:
+                if self._kind_src(rel) == "link":
+                    self._src.unlink(rel)
+                self._src.write_bytes(rel, blob.data)
+                fd, st, _ = self._src.open_file(rel)
+                os.close(fd)
+                perms = stat.S_IMODE(st.st_mode)
+                want = (perms | (perms & 0o444) >> 2) if blob.mode == MODE_EXEC else perms & ~0o111
+                if want != perms:
+                    self._src.chmod(rel, want)
+        except OSError as exc:
+            raise WorkspaceError(f"could not write {rel!r} in the original repository: "
+                                 f"{exc.strerror or exc}") from None
+
+    def _kind_src(self, rel: str) -> str | None:
+        try:
+            return self._src.kind(rel, follow=False)
+        except OSError:
+            return None
+
+    def _accept(self, rel: str) -> None:
+        """After apply-back: the working copy's version of ``rel`` is the new start."""
+        cur = self._current(rel)
+        blob = self._blob(self._tree, rel)
+        if cur is None or blob is None:
+            self._initial.pop(rel, None)
+            self._src_info.pop(rel, None)
+            self._base[rel] = None
+            return
+        self._initial[rel] = cur
+        self._src_info[rel] = (cur, blob_id(blob.data))
+        self._base[rel] = blob
+        self._same.pop(rel, None)
 
     def cleanup(self) -> None:
         """Delete the working copy. Idempotent."""
+        if self._index is not None:
+            self._index.close()
+        for tree in (self._tree, self._src):
+            if tree is not None:
+                tree.close()
         root = getattr(self, "root", None)
         if root is not None and root.exists():
-            def _retry(func, path, _exc):
-                # A read-only folder (made by a test, say) blocks deletion: open it up.
-                os.chmod(os.path.dirname(path), stat.S_IRWXU)
-                func(path)
-            try:
-                if sys.version_info >= (3, 12):
-                    shutil.rmtree(root, onexc=_retry)
-                else:
-                    shutil.rmtree(root, onerror=_retry)
-            except OSError:
-                shutil.rmtree(root, ignore_errors=True)
+            _rmtree(str(root))
+
+
+_SAME = object()
+_LOST = object()
+
+
+def _bisect(items: list[str], key: str) -> int:
+    return bisect.bisect_left(items, key)
 
 
 def split_lines(text: str) -> list[str]:
@@ -407,24 +906,3 @@ def text_diff(rel: str, old: str | None, new: str | None) -> str:
             out.append("\n\\ No newline at end of file\n")
     return "".join(out)
 
-
-def _file_diff(old_root: Path, new_root: Path, rel: str) -> str:
-    """Return the git-style diff of one file between two folders."""
-    old, new = old_root / rel, new_root / rel
-    old_data = old.read_bytes() if old.is_file() else None
-    new_data = new.read_bytes() if new.is_file() else None
-    head = [f"diff --git a/{rel} b/{rel}\n"]
-    if old_data is None:
-        head.append("new file mode 100644\n")
-    elif new_data is None:
-        head.append("deleted file mode 100644\n")
-    if is_binary((old_data or b"")[:BINARY_SNIFF_BYTES]) or is_binary(
-            (new_data or b"")[:BINARY_SNIFF_BYTES]):
-        old_name = f"a/{rel}" if old_data is not None else "/dev/null"
-        new_name = f"b/{rel}" if new_data is not None else "/dev/null"
-        return "".join(head) + f"Binary files {old_name} and {new_name} differ\n"
-
-    def text(data: bytes | None) -> str | None:
-        return None if data is None else data.decode("utf-8", "replace")
-
-    return "".join(head) + text_diff(rel, text(old_data), text(new_data))

@@ -34,7 +34,7 @@ class ListdirTool(Tool):
 
     def run(self, path: str = ".", depth: int = 1, **_: Any) -> ToolOutput:
         ws = self.env.workspace
-        top = ws.relative(ws.resolve(path, must_exist=True)) or "."
+        top = ws.canonical(path, must_exist=True)
         rows: list[str] = []
         hidden = 0
 
@@ -49,7 +49,6 @@ class ListdirTool(Tool):
                 if is_dir and level < int(depth):
                     visit(child, level + 1)
 
-        ws.children(top)  # refuses files with a clear message before anything else
         visit(top, 1)
         lines = [("." if top == "." else top) + "/", *rows]
         if not rows:

@@ -43,15 +43,15 @@ class RewriteTool(Tool):
         if ws.is_ignored(path):
             raise ToolError(f"{path!r} is hidden by .debugignore and cannot be written; "
                             "choose another path")
-        target = ws.resolve(path)
-        rel = ws.relative(target) or path
-        if target.is_dir():
+        rel = ws.canonical(path)
+        kind = ws.kind(rel)
+        if kind == "folder":
             raise ToolError(f"{rel!r} is a folder; give the path of a file")
         new_lines = split_lines(new_code)
         if new_lines and not new_lines[-1].endswith("\n"):
             new_lines[-1] += "\n"
 
-        if not target.exists():
+        if kind is None:
             if start is not None or end is not None:
                 raise ToolError(f"{rel!r} does not exist; to create it, omit start and end")
             new_text = "".join(new_lines)

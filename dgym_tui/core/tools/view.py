@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from dgym_tui.core.tools.base import FILE_PATH_PARAM, Tool, ToolError, ToolOutput, register
-from dgym_tui.core.workspace import split_lines
 
 #: Most lines one view shows; longer files or ranges get a window and a note.
 MAX_VIEW_LINES = 200
@@ -57,21 +56,20 @@ class ViewTool(Tool):
 
     def run(self, path: str, start: int | None = None, end: int | None = None,
             **_: Any) -> ToolOutput:
-        ws = self.env.workspace
-        rel = ws.relative(ws.resolve(path, must_exist=True)) or path
-        text = ws.read_text(rel)
-        lines = [line.rstrip("\r\n") for line in split_lines(text)]
-        total = len(lines)
         if start is not None and end is not None and int(start) > int(end):
             raise ToolError(f"start ({start}) is greater than end ({end}); give start <= end")
-        if total == 0:
-            return ToolOutput(f"{rel} is empty (0 lines).", data={"path": rel})
         first = int(start) if start is not None else (
             max(1, int(end) - MAX_VIEW_LINES + 1) if end is not None else 1)
+        wanted = int(end) if end is not None else first + MAX_VIEW_LINES - 1
+        # Only the shown lines are kept; the rest of the file is just counted.
+        rel, lines, total = self.env.workspace.read_lines(
+            path, first, min(wanted, first + MAX_VIEW_LINES - 1))
+        if total == 0:
+            return ToolOutput(f"{rel} is empty (0 lines).", data={"path": rel})
         if first > total:
             raise ToolError(f"start ({first}) is past the end of {rel}, which has {total} "
                             "lines")
-        last = min(int(end) if end is not None else first + MAX_VIEW_LINES - 1, total)
+        last = min(wanted, total)
         notes = []
         if last - first + 1 > MAX_VIEW_LINES:
             last = first + MAX_VIEW_LINES - 1
@@ -87,7 +85,7 @@ class ViewTool(Tool):
         width = len(str(last))
         body = []
         for number in range(first, last + 1):
-            code = lines[number - 1]
+            code = lines[number - first]
             if len(code) > MAX_LINE_CHARS:
                 code = code[:MAX_LINE_CHARS] + " [line cut]"
             body.append(f"{number:>{width}} {gutter(number, marks, frame_line)} {code}".rstrip())
