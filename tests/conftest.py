@@ -82,6 +82,31 @@ def terminal_kind(request) -> str:
     return request.param
 
 
+@pytest.fixture(scope="session")
+def bwrap_ready() -> None:
+    """Skip (fail under CI=true) unless bubblewrap works on this machine."""
+    from dgym_tui.core.terminals.bwrap import bwrap_problem
+
+    problem = bwrap_problem()
+    if problem:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"bwrap tests cannot run under CI: {problem}")
+        pytest.skip(problem)
+
+
+@pytest.fixture(params=["local", "bwrap", pytest.param("docker", marks=pytest.mark.docker)])
+def every_terminal(request) -> str:
+    """``"local"``, ``"bwrap"`` or ``"docker"``: for probes that must hold on every terminal.
+
+    bwrap skips only where it is missing (fails under CI=true); docker as in ``terminal_kind``.
+    """
+    if request.param == "docker":
+        request.getfixturevalue("docker_ready")
+    if request.param == "bwrap":
+        request.getfixturevalue("bwrap_ready")
+    return request.param
+
+
 @pytest.fixture
 def fast_pytest() -> str:
     """The entrypoint prefix tests use to run pytest quickly (append test files)."""
@@ -106,15 +131,17 @@ def make_repo(tmp_path):
 
 @pytest.fixture
 def make_env(request, sandbox_image):
-    """Return ``make(path, **kwargs) -> RepoEnv`` on the test's ``terminal_kind``.
+    """Return ``make(path, **kwargs) -> RepoEnv`` on the test's ``terminal_kind`` / ``every_terminal``.
 
-    Without a ``terminal_kind`` parameter the local terminal is used. Every
+    Without either parameter the local terminal is used. Every
     environment made is closed when the test ends.
     """
     from dgym_tui.core.env import RepoEnv
 
-    kind = (request.getfixturevalue("terminal_kind")
-            if "terminal_kind" in request.fixturenames else "local")
+    kind = "local"
+    for name in ("terminal_kind", "every_terminal"):
+        if name in request.fixturenames:
+            kind = request.getfixturevalue(name)
     made: list[RepoEnv] = []
 
     def make(path, **kwargs) -> RepoEnv:

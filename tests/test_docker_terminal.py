@@ -217,7 +217,7 @@ def test_readonly_files_cannot_be_changed_from_inside(term, repo):
 
 @pytest.mark.docker
 def test_files_made_in_the_container_go_back_to_the_owner(image, repo):
-    t = DockerTerminal(image)
+    t = DockerTerminal(image, user="root")
     t.owner = (4321, 4321)  # as if a non-root user ran the episode
     t.start(str(repo))
     assert t.run("mkdir -p .cache && echo x > .cache/made.txt").exit_code == 0
@@ -244,7 +244,8 @@ def test_readonly_symlinks_never_expose_host_files(image, repo, tmp_path):
     with DockerTerminal(image, readonly=["escape.txt", "inner.txt", "missing.txt"]) as t:
         t.start(str(repo))
         mounts = {m["Destination"]: m for m in t.container.attrs["Mounts"]}
-        assert set(mounts) == {"/workspace", "/workspace/app.py"}  # link replaced by its target
+        # the link is replaced by its target (and the private scratch folder is mounted)
+        assert set(mounts) == {"/workspace", "/workspace/app.py", dockermod.SCRATCH_MOUNT}
         assert mounts["/workspace/app.py"]["RW"] is False
         assert "host secret" not in t.run("cat escape.txt").output
         assert t.run("echo x >> app.py").exit_code != 0

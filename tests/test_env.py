@@ -213,7 +213,7 @@ def test_terminal_options_reach_the_docker_terminal(repo, monkeypatch):
     seen = {}
 
     class Recorder(LocalTerminal):
-        def __init__(self, image, readonly=(), **options):
+        def __init__(self, image, readonly=(), ignored=(), **options):
             super().__init__()
             seen.update(image=image, **options)
 

@@ -38,6 +38,10 @@ from dgym_tui.core.workspace import Workspace, WorkspaceError
 
 log = logging.getLogger(__name__)
 
+#: Terminal names RepoEnv accepts: ``local`` (trusted code), ``bwrap`` (a local
+#: sandbox), ``docker`` (a container per episode).
+TERMINALS = ("local", "bwrap", "docker")
+
 #: Tools every environment gets unless ``tools=`` says otherwise.
 DEFAULT_TOOLS = ("listdir", "view", "eval", "pdb", "rewrite", "grep", "submit")
 
@@ -54,8 +58,10 @@ class RepoEnv:
             episode and never written, except by :meth:`apply_to_source`.
         entrypoint: shell command that runs the tests, e.g.
             ``"python -m pytest -q test.py"``; run in the working copy's root.
-        terminal: ``"local"`` (host subprocesses), ``"docker"`` (a container
-            per episode, needs ``image``), or a ``Terminal`` instance.
+        terminal: ``"local"`` (host subprocesses with your rights: trusted code
+            only), ``"bwrap"`` (host subprocesses in a bubblewrap sandbox: no
+            network, system read-only, ignored files masked), ``"docker"`` (a
+            container per episode, needs ``image``), or a ``Terminal`` instance.
         image: Docker image tag for ``terminal="docker"``.
         tools: names of registered tools to offer (see ``DEFAULT_TOOLS``).
         debug_entrypoint: command the pdb tool starts; None derives it from
@@ -104,9 +110,9 @@ class RepoEnv:
         if not os.path.isdir(self.path):
             raise ValueError(f"repository folder {self.path!r} does not exist; "
                              "give the path of a folder")
-        if not isinstance(terminal, Terminal) and terminal not in ("local", "docker"):
-            raise ValueError(f"unknown terminal {terminal!r}; use 'local', 'docker' or a "
-                             "Terminal instance")
+        if not isinstance(terminal, Terminal) and terminal not in TERMINALS:
+            raise ValueError(f"unknown terminal {terminal!r}; use 'local', 'bwrap', 'docker' "
+                             "or a Terminal instance")
         if terminal == "docker" and not image:
             raise ValueError("terminal='docker' needs an image; pass image='<tag>'")
         self.entrypoint = entrypoint
@@ -364,11 +370,24 @@ class RepoEnv:
         spec = self.terminal_spec
         if isinstance(spec, Terminal):
             return spec
+        if spec in ("docker", "bwrap"):
+            from dgym_tui.core.terminals.mounts import ignored_paths
+
+            readonly = [p for p in self.workspace.files() if self.workspace.is_readonly(p)]
+            ignored = ignored_paths(self.workspace)
         if spec == "docker":
             from dgym_tui.core.terminals.docker import DockerTerminal
 
-            readonly = [p for p in self.workspace.files() if self.workspace.is_readonly(p)]
-            return DockerTerminal(image=self.image, readonly=readonly, **self.terminal_options)
+            return DockerTerminal(image=self.image, readonly=readonly, ignored=ignored,
+                                  **self.terminal_options)
+        if spec == "bwrap":
+            from dgym_tui.core.terminals.bwrap import BwrapTerminal
+
+            # The original repository's ignored files too: the system is visible read-only.
+            hidden = [str(self.workspace.source / rel) for rel in ignored]
+            network = bool(self.terminal_options.get("network", False))
+            return BwrapTerminal(readonly=readonly, ignored=ignored, hidden=hidden,
+                                 network=network)
         from dgym_tui.core.terminals.local import LocalTerminal
 
         return LocalTerminal()

@@ -17,9 +17,7 @@ the ``pdb`` tool (``dgym_tui.core.tools.pdb``) builds on it.
 from __future__ import annotations
 
 import contextlib
-import os
 import re
-import signal
 import time
 from dataclasses import dataclass, field
 
@@ -272,15 +270,8 @@ class PdbSession:
         self._pending = ""
         if child is None:
             return
-        if isinstance(child, pexpect.spawn) and getattr(child, "pid", None):
-            try:
-                os.killpg(child.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-            child.delayafterclose = 0.0
-            child.delayafterterminate = 0.01
         with contextlib.suppress(Exception):  # already gone
-            child.close(force=True)
+            child.close(force=True)  # the terminals' spawns kill their whole group at once
 
     # -- reading ---------------------------------------------------------
     def _read_reply(self, deadline: float, started: float) -> PdbReply:

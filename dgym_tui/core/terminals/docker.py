@@ -2,9 +2,15 @@
 
 The working copy stays on the host and is bind-mounted at ``workdir``; each
 read-only file is bind-mounted again, read-only, on top of it, so nothing in
-the container (not even root, pdb's ``!open(..., "w")`` or test code) can
-change it. The network is off by default; memory, process count and CPU are
-capped.
+the container (pdb's ``!open(..., "w")`` or test code) can change it; each
+ignored path is masked (an empty read-only file, or an empty read-only tmpfs
+for a folder), so nothing in the container can read it. Commands run as an
+unprivileged user (``SANDBOX_USER`` when this process is root, else this
+process's own uid) with every capability dropped and ``no-new-privileges``:
+no device nodes, no mounts, no setuid escalation. The network is off by
+default; memory, process count and CPU are capped. A private host folder
+(``scratch``) is mounted at ``SCRATCH_MOUNT`` for results written by commands
+(the test report).
 
 How processes are stopped: every command runs under a small shell wrapper that
 records its process id in a pid file inside the container. The process is a
@@ -22,8 +28,10 @@ import os
 import posixpath
 import selectors
 import shlex
+import shutil
 import socket
 import struct
+import tempfile
 import threading
 import time
 from typing import Any
@@ -32,6 +40,7 @@ from pexpect.fdpexpect import fdspawn
 
 from . import cleanup
 from .base import DEFAULT_MAX_OUTPUT, RunResult, Terminal, TerminalError
+from .mounts import inside_paths
 from .output import BoundedOutput
 
 #: Label put on every container this module creates (value "1").
@@ -47,6 +56,20 @@ BASE_ENV = {"PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1", "TERM": "du
 
 #: Pseudo-terminal size of interactive sessions (rows, columns).
 PTY_SIZE = (50, 200)
+
+#: The image used when none is given: the one scripts/setup_docker.sh builds.
+DEFAULT_IMAGE = "dgym-tui/sandbox:test"
+
+#: uid:gid the commands run as when this process is root (the working copy is
+#: handed to it before the container starts, and stays the host's root's to delete).
+SANDBOX_USER = (1000, 1000)
+
+#: Where the terminal's private host folder is mounted in the container.
+SCRATCH_MOUNT = "/run/dgym"
+
+#: Capabilities added back when the commands run as root (``user="root"``):
+#: writing files of other owners in the working copy and handing them back.
+ROOT_CAPS = ["CHOWN", "DAC_OVERRIDE", "FOWNER"]
 
 _PID_DIR = "/tmp/.dgym-pids"
 _counter = itertools.count(1)
@@ -155,24 +178,33 @@ class DockerTerminal(Terminal):
         readonly: workspace-relative paths (files or folders, already expanded
             from patterns) mounted read-only on top of the working copy.
             Paths that do not exist in the working copy are skipped.
+        ignored: workspace-relative paths masked in the container (not visible).
         network: give the container a network (default: none, only ``lo``).
         mem_limit: memory cap, Docker syntax (``"2g"``, ``"512m"``); swap is not allowed.
         pids_limit: cap on processes and threads inside the container.
         cpus: CPU cap in cores (clamped to the number of CPUs of this machine).
         workdir: where the working copy is mounted inside the container (absolute).
+        user: ``"auto"`` (an unprivileged uid, see the module docstring) or
+            ``"root"`` for images whose tests need root (a few capabilities are
+            then added back: ``ROOT_CAPS``).
 
     Attributes:
         workdir: the mount point of the working copy inside the container.
         container: the ``docker`` Container object while started, else None.
     """
 
-    def __init__(self, image: str, readonly=(), network: bool = False, mem_limit: str = "2g",
-                 pids_limit: int = 512, cpus: float = 2.0, workdir: str = "/workspace") -> None:
+    def __init__(self, image: str = DEFAULT_IMAGE, readonly=(), network: bool = False,
+                 mem_limit: str = "2g", pids_limit: int = 512, cpus: float = 2.0,
+                 workdir: str = "/workspace", ignored=(), user: str = "auto") -> None:
         if not posixpath.isabs(workdir):
             raise TerminalError(f"workdir must be an absolute path inside the container, "
                                 f"got {workdir!r}")
-        self.image = image
+        if user not in ("auto", "root"):
+            raise TerminalError(f"user must be 'auto' or 'root', got {user!r}")
+        self.image = image or DEFAULT_IMAGE
         self.readonly = [str(p) for p in readonly]
+        self.ignored = [str(p) for p in ignored]
+        self.user = user
         self.network = network
         self.mem_limit = mem_limit
         self.pids_limit = pids_limit
@@ -181,10 +213,16 @@ class DockerTerminal(Terminal):
         self.host_root: str | None = None
         self.container = None
         self._client = None
-        #: (uid, gid) that files created in the container are handed back to at
-        #: close(), so a non-root user can delete the working copy; None as root.
         uid = os.getuid()
-        self.owner: tuple[int, int] | None = None if uid == 0 else (uid, os.getgid())
+        #: (uid, gid) the commands run as; None for root.
+        self.run_as: tuple[int, int] | None = None
+        if user == "auto":
+            self.run_as = SANDBOX_USER if uid == 0 else (uid, os.getgid())
+        #: (uid, gid) that files created in the container are handed back to at
+        #: close(), so a non-root user can delete the working copy; None when not needed.
+        self.owner: tuple[int, int] | None = (uid, os.getgid()) if uid != 0 and user == "root" \
+            else None
+        self.scratch = ""
         self._spawned: list[DockerProcess] = []
         self._lock = threading.RLock()  # re-entered when a signal handler closes us
 
@@ -218,10 +256,26 @@ class DockerTerminal(Terminal):
             _forget_client()  # the daemon may come back: ping again next time
             raise _unreachable(_short(exc)) from None
 
-        mounts = [Mount(self.workdir, host_root, type="bind")]
-        for rel in self._readonly_paths(host_root):
+        self.scratch = tempfile.mkdtemp(prefix="dgym-scratch-")
+        empty = os.path.join(self.scratch, ".empty")
+        with open(empty, "w"):
+            pass
+        os.chmod(empty, 0o444)
+        if self.run_as is not None and os.getuid() == 0:
+            _chown_tree(host_root, *self.run_as)  # the sandbox user writes the working copy
+            os.chown(self.scratch, *self.run_as)
+        mounts = [Mount(self.workdir, host_root, type="bind"),
+                  Mount(SCRATCH_MOUNT, self.scratch, type="bind")]
+        for rel in inside_paths(host_root, self.readonly):
             mounts.append(Mount(posixpath.join(self.workdir, rel), os.path.join(host_root, rel),
                                 type="bind", read_only=True))
+        for rel in inside_paths(host_root, self.ignored):
+            target, host = posixpath.join(self.workdir, rel), os.path.join(host_root, rel)
+            if os.path.isdir(host) and not os.path.islink(host):
+                mounts.append(Mount(target, None, type="tmpfs", read_only=True,
+                                    tmpfs_size=4096, tmpfs_mode=0o555))
+            else:
+                mounts.append(Mount(target, empty, type="bind", read_only=True))
         global _stale_checked
         if not _stale_checked:  # once per process: containers of killed owners
             _stale_checked = True
@@ -233,11 +287,15 @@ class DockerTerminal(Terminal):
         options = {
             "command": ["sleep", "infinity"],
             "init": True,  # docker-init reaps orphaned processes
-            "mounts": mounts, "working_dir": self.workdir, "environment": BASE_ENV,
+            "mounts": mounts, "working_dir": self.workdir,
+            # An unprivileged uid may have no home in the image's /etc/passwd.
+            "environment": {**BASE_ENV, **({"HOME": "/tmp"} if self.run_as else {})},
             "network_mode": None if self.network else "none",
             "mem_limit": self.mem_limit, "memswap_limit": self.mem_limit,
             "pids_limit": self.pids_limit, "nano_cpus": int(cpus * 1e9),
             "security_opt": ["no-new-privileges"],
+            "cap_drop": ["ALL"], "cap_add": ROOT_CAPS if self.run_as is None else None,
+            "user": "root" if self.run_as is None else "{}:{}".format(*self.run_as),
             "labels": {LABEL: "1", LABEL_PID: str(os.getpid()),
                        LABEL_HOST: socket.gethostname()},
         }
@@ -273,27 +331,6 @@ class DockerTerminal(Terminal):
                 pass
             raise
 
-    def _readonly_paths(self, host_root: str) -> list[str]:
-        """Normalise the read-only paths (POSIX, relative); refuse ones escaping the working copy.
-
-        Missing paths are skipped. A symbolic link is replaced by its target when
-        the target lies inside the working copy, and skipped otherwise (Docker
-        would follow it on the host and expose what it points to).
-        """
-        out: set[str] = set()
-        for rel in self.readonly:
-            norm = posixpath.normpath(rel.replace(os.sep, "/"))
-            if norm in (".", "..") or posixpath.isabs(norm) or norm.startswith("../"):
-                raise TerminalError(f"read-only path {rel!r} must be relative to the working copy")
-            path = os.path.join(host_root, norm)
-            if not os.path.exists(path):
-                continue
-            real = os.path.realpath(path)
-            if os.path.commonpath([real, host_root]) != host_root or real == host_root:
-                continue
-            out.add(os.path.relpath(real, host_root).replace(os.sep, "/"))
-        return sorted(out)
-
     def close(self) -> None:
         """Kill every process and remove the container (forced). Idempotent; never raises."""
         with self._lock:
@@ -313,7 +350,14 @@ class DockerTerminal(Terminal):
 
                     print(f"dgym-tui: could not remove container {container.short_id}: "
                           f"{_short(exc)}", file=sys.stderr)
+        if self.scratch:
+            shutil.rmtree(self.scratch, ignore_errors=True)
+            self.scratch = ""
         cleanup.unregister(self)
+
+    def scratch_path(self) -> str:
+        """The scratch folder's path as commands in the container see it."""
+        return SCRATCH_MOUNT
 
     def _give_back_files(self, container) -> None:
         """chown the working copy to ``owner`` (commands in the container run as root)."""
@@ -466,6 +510,14 @@ class DockerTerminal(Terminal):
         with self._lock:
             self._spawned = [c for c in self._spawned if not c.closed] + [child]
         return child
+
+
+def _chown_tree(root: str, uid: int, gid: int) -> None:
+    """chown ``root`` and everything below it (symbolic links themselves, not their targets)."""
+    os.chown(root, uid, gid)
+    for folder, dirs, files in os.walk(root):
+        for name in dirs + files:
+            os.chown(os.path.join(folder, name), uid, gid, follow_symlinks=False)
 
 
 class _FrameReader:

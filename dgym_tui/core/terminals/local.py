@@ -1,28 +1,44 @@
-"""LocalTerminal: run the episode's commands as host subprocesses."""
+"""LocalTerminal: run the episode's commands as host subprocesses (trusted code only).
+
+Commands run with the user's rights and see the whole machine: use the
+``bwrap`` terminal (a sandbox of its own) or ``docker`` for code you do not trust.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import selectors
 import signal
 import subprocess
 import time
+from collections.abc import Callable
+from typing import TypeVar
 
 import pexpect
 
-from . import cleanup
+from . import cleanup, procs
 from .base import DEFAULT_MAX_OUTPUT, RunResult, Terminal, TerminalError
 from .output import BoundedOutput
+
+T = TypeVar("T")
 
 
 class LocalTerminal(Terminal):
     """Runs commands on this machine, in the working copy, each in its own process group.
 
     Every process started here is killed at ``close()`` (and by the environment's
-    exit handlers), so nothing outlives the episode.
+    exit handlers): the process groups it started, and every process carrying the
+    episode's tag in its environment (:mod:`.procs`), so a daemon that called
+    ``setsid`` or double-forked does not outlive the episode either.
+
+    Attributes:
+        tag: value of ``DGYM_EPISODE`` in every command's environment.
     """
 
     def __init__(self) -> None:
         self.workdir = ""
+        self.tag = procs.new_tag()
         self._children: list = []
 
     def start(self, host_root: str) -> None:
@@ -31,28 +47,38 @@ class LocalTerminal(Terminal):
         self.workdir = os.path.realpath(host_root)
         cleanup.register(self)
 
+    # -- hooks for sandboxed subclasses -----------------------------------
+    def _argv(self, command: str) -> list[str]:
+        """The program and arguments that run ``command`` through ``sh -c`` in ``workdir``."""
+        return ["sh", "-c", command]
+
+    def _launch(self, start: Callable[[], T]) -> T:
+        """Call ``start()`` (which creates a process) and return its result."""
+        return start()
+
     def _env(self, extra: dict[str, str] | None) -> dict[str, str]:
         env = dict(os.environ)
         env.update({"PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1",
                     "TERM": "dumb", "COLUMNS": "200", "PAGER": "cat"})
         env.update(extra or {})
+        env[procs.TAG_VARIABLE] = self.tag
         return env
 
+    # -- commands -----------------------------------------------------------
     def run(self, command: str, timeout: float = 60.0, max_output: int = DEFAULT_MAX_OUTPUT,
             env: dict[str, str] | None = None) -> RunResult:
         if not self.workdir:
             raise TerminalError("terminal not started; call start() first")
-        proc = subprocess.Popen(["sh", "-c", command], cwd=self.workdir, env=self._env(env),
-                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, start_new_session=True)
+        argv, environ = self._argv(command), self._env(env)
+        proc = self._launch(lambda: subprocess.Popen(
+            argv, cwd=self.workdir, env=environ, stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True))
         self._children.append(proc)
         out = BoundedOutput(max_output)
         deadline = time.monotonic() + timeout
         timed_out = False
         fd = proc.stdout.fileno()
         os.set_blocking(fd, False)
-        import selectors
-
         with selectors.DefaultSelector() as sel:
             sel.register(fd, selectors.EVENT_READ)
             while True:
@@ -78,21 +104,44 @@ class LocalTerminal(Terminal):
     def spawn(self, command: str, env: dict[str, str] | None = None):
         if not self.workdir:
             raise TerminalError("terminal not started; call start() first")
-        child = pexpect.spawn("sh", ["-c", command], cwd=self.workdir, env=self._env(env),
-                              encoding="utf-8", codec_errors="replace", echo=False,
-                              dimensions=(50, 200))
+        argv, environ = self._argv(command), self._env(env)
+        child = self._launch(lambda: LocalProcess(
+            argv[0], argv[1:], cwd=self.workdir, env=environ, encoding="utf-8",
+            codec_errors="replace", echo=False, dimensions=(50, 200)))
         self._children.append(child)
         return child
 
     def close(self) -> None:
-        for child in self._children:
-            pid = getattr(child, "pid", None)
-            if pid:
-                _kill_group(pid)
+        children, self._children = list(self._children), []
+        for child in children:
             if isinstance(child, pexpect.spawn):
-                child.close(force=True)
-        self._children.clear()
+                with contextlib.suppress(Exception):  # closing must go on
+                    child.close(force=True)
+            elif getattr(child, "pid", None):
+                _kill_group(child.pid)
+        procs.kill_tagged(self.tag)
         cleanup.unregister(self)
+
+
+class LocalProcess(pexpect.spawn):
+    """``pexpect.spawn`` whose ``close()`` kills the process group at once.
+
+    pexpect's own close sends SIGHUP, SIGCONT, SIGINT, then SIGKILL with
+    ptyprocess's sleeps (0.1 s each) in between; a pdb restart paid them. Here
+    the group is SIGKILLed and its exit status collected first, so closing
+    costs what the kernel needs. ``force`` is accepted for compatibility: the
+    process is always killed.
+    """
+
+    def close(self, force: bool = True) -> None:
+        if not self.closed and self.pid:
+            _kill_group(self.pid)
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(self.pid, signal.SIGKILL)
+            with contextlib.suppress(Exception):  # collected already
+                self.ptyproc.wait()
+        self.ptyproc.delayafterclose = self.ptyproc.delayafterterminate = 0.0
+        super().close(force=True)
 
 
 def _kill_group(pid: int) -> None:

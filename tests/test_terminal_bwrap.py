@@ -1,0 +1,285 @@
+"""BwrapTerminal: the LocalTerminal contract inside bubblewrap, plus what the sandbox forbids.
+
+Skips only when bwrap is missing or unusable on this machine (fails under
+CI=true, where scripts/setup_system.sh installs it).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import pytest
+
+from dgym_tui.core.terminals import TerminalError, cleanup
+from dgym_tui.core.terminals.bwrap import BwrapTerminal
+
+
+def _alive(pid: int) -> bool:
+    """True if ``pid`` runs and is not a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ", 1)[1][0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def _wait_dead(pid: int, seconds: float = 5.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return not _alive(pid)
+
+
+@pytest.fixture
+def repo(tmp_path, bwrap_ready):
+    root = tmp_path / "repo"
+    (root / "tests").mkdir(parents=True)
+    (root / "secret").mkdir()
+    (root / "app.py").write_text("def add(a, b):\n    return a - b\n")
+    (root / "tests" / "test_app.py").write_text(
+        "from app import add\n\ndef test_add():\n    assert add(2, 3) == 5\n")
+    (root / "secret" / "answer.txt").write_text("the gold patch\n")
+    (root / "hidden.txt").write_text("hidden text\n")
+    return root
+
+
+@pytest.fixture
+def term(repo):
+    t = BwrapTerminal(readonly=["tests/test_app.py"], ignored=["secret", "hidden.txt"])
+    t.start(str(repo))
+    yield t
+    t.close()
+
+
+def test_run_output_exit_code_cwd_env(term, repo):
+    res = term.run("pwd; echo out; echo err >&2; echo $GREETING; exit 3", env={"GREETING": "hi"})
+    assert res.exit_code == 3 and not res.timed_out
+    assert res.output.splitlines() == [os.path.realpath(repo), "out", "err", "hi"]
+    assert term.to_relative(os.path.join(term.workdir, "app.py")) == "app.py"
+
+
+def test_not_started_and_missing_folder(tmp_path, bwrap_ready):
+    t = BwrapTerminal()
+    with pytest.raises(TerminalError, match="not started"):
+        t.run("true")
+    with pytest.raises(TerminalError, match="does not exist"):
+        t.start(str(tmp_path / "missing"))
+
+
+def test_pytest_runs_and_the_working_copy_is_writable(term, repo):
+    res = term.run(f"{sys.executable} -m pytest -q -p no:cacheprovider tests")
+    assert res.exit_code == 1 and "1 failed" in res.output
+    assert term.run("echo new > notes.txt && mkdir -p sub && echo x > sub/y").exit_code == 0
+    assert (repo / "notes.txt").read_text() == "new\n"
+
+
+def test_readonly_files_cannot_be_changed(term, repo):
+    original = (repo / "tests" / "test_app.py").read_text()
+    for cmd in ("echo hacked > tests/test_app.py", "rm tests/test_app.py",
+                "mv tests/test_app.py tests/moved.py",
+                f"{sys.executable} -c \"import os; os.truncate('tests/test_app.py', 0)\""):
+        res = term.run(cmd)
+        assert res.exit_code != 0, f"{cmd!r} succeeded: {res.output}"
+    assert (repo / "tests" / "test_app.py").read_text() == original
+    assert term.run("echo ok > tests/notes.txt").exit_code == 0
+
+
+def test_ignored_paths_are_masked(term, repo):
+    res = term.run("cat hidden.txt; cat secret/answer.txt; echo END")
+    assert "hidden text" not in res.output and "gold patch" not in res.output
+    assert res.output.rstrip().endswith("END")
+    assert term.run("ls -A secret").output == ""  # an empty folder
+    assert term.run("echo x > hidden.txt").exit_code != 0
+    assert (repo / "hidden.txt").read_text() == "hidden text\n"  # the host copy is intact
+
+
+def test_hidden_host_paths_are_masked(repo):
+    """The read-only view of the system must not show the original repository's ignored files."""
+    import shutil
+    import tempfile
+
+    outside = tempfile.mkdtemp(dir="/var/tmp", prefix="dgym-orig-")  # not under /tmp's tmpfs
+    try:
+        with open(os.path.join(outside, "gold.patch"), "w") as f:
+            f.write("the fix\n")
+        os.mkdir(os.path.join(outside, "private"))
+        with open(os.path.join(outside, "private", "key"), "w") as f:
+            f.write("secret key\n")
+        t = BwrapTerminal(hidden=[os.path.join(outside, "gold.patch"),
+                                  os.path.join(outside, "private")])
+        t.start(str(repo))
+        try:
+            res = t.run(f"cat {outside}/gold.patch {outside}/private/key; ls {outside}")
+            assert "the fix" not in res.output and "secret key" not in res.output
+            assert "gold.patch" in res.output  # masked, not removed
+        finally:
+            t.close()
+    finally:
+        shutil.rmtree(outside)
+
+
+def test_system_is_read_only_no_network_no_devices(term):
+    for cmd in ("touch /usr/dgym-probe", "touch /etc/dgym-probe",
+                f"{sys.executable} -c \"import os, stat; "
+                "os.mknod('blk', 0o644 | stat.S_IFBLK, os.makedev(7, 0))\"",
+                f"{sys.executable} -c \"import socket; "
+                "socket.create_connection(('1.1.1.1', 80), timeout=2)\"",
+                "mount -t tmpfs none /mnt"):
+        res = term.run(cmd)
+        assert res.exit_code != 0, f"{cmd!r} succeeded: {res.output}"
+    assert not os.path.exists("/usr/dgym-probe")
+    assert term.run("ls /run; ls /var/run/docker.sock").exit_code != 0  # no daemon socket
+
+
+def test_own_pid_namespace_and_private_tmp(term):
+    import tempfile
+
+    with tempfile.NamedTemporaryFile(dir="/tmp", prefix="dgym-probe-") as host_file:
+        res = term.run(f"echo $$; ls /proc | grep -c '^[0-9]'; ls -A {host_file.name}")
+    lines = res.output.split()
+    assert int(lines[0]) < 10 and int(lines[1]) < 10  # only the sandbox's processes
+    assert "No such file" in res.output  # the host's /tmp is not visible
+
+
+def test_timeout_kills_children_too(term, repo):
+    res = term.run("sleep 300 & echo $! > bg.pid; sleep 301", timeout=0.5)
+    assert res.timed_out and res.exit_code is None
+    # bg.pid holds the pid inside the sandbox; no host process may carry on sleeping.
+    assert not _sleepers(term.tag)
+
+
+def _sleepers(tag: str) -> list[int]:
+    from dgym_tui.core.terminals import procs
+
+    time.sleep(0.2)
+    return [p.pid for p in procs.tagged_processes(tag)]
+
+
+def test_spawn_pdb_round_trip_and_close(term):
+    child = term.spawn(f"{sys.executable} -m pdb app.py")
+    child.expect(r"\(Pdb\) ", timeout=20)
+    child.sendline("b add")
+    child.expect(r"\(Pdb\) ")
+    assert "Breakpoint 1 at" in child.before and "app.py:1" in child.before
+    child.sendline("p 6 * 7")
+    child.expect(r"\(Pdb\) ")
+    assert child.before.strip() == "42"
+    child.sendline("!open('hidden.txt').read()")
+    child.expect(r"\(Pdb\) ")
+    assert "hidden text" not in child.before
+    pid = child.pid
+    child.close(force=True)
+    assert not child.isalive()
+    assert _wait_dead(pid)
+
+
+def test_spawn_from_a_short_lived_thread_survives_the_thread(term):
+    """--die-with-parent follows the starting thread: starting from a worker thread that
+    ends must not kill the session."""
+    box = []
+    worker = threading.Thread(target=lambda: box.append(term.spawn("cat")))
+    worker.start()
+    worker.join()
+    child = box[0]
+    time.sleep(0.3)
+    child.sendline("still here")
+    child.expect("still here", timeout=10)
+    assert child.isalive()
+
+
+def test_close_kills_spawned_and_daemons_and_unregisters(term):
+    assert term in cleanup.live()
+    child = term.spawn("setsid sleep 301 & sleep 300")
+    time.sleep(0.3)
+    pids = _sleepers(term.tag)
+    assert len(pids) >= 2
+    term.close()
+    for pid in pids + [child.pid]:
+        assert _wait_dead(pid)
+    assert term not in cleanup.live()
+    assert term.scratch == ""
+
+
+def test_sigterm_to_owner_kills_the_sandbox(repo):
+    script = textwrap.dedent(f"""
+        import time
+        from dgym_tui.core.terminals.bwrap import BwrapTerminal
+        t = BwrapTerminal()
+        t.start({str(repo)!r})
+        child = t.spawn("trap '' HUP; echo armed; sleep 300")
+        child.expect("armed", timeout=20)
+        print(child.pid, flush=True)
+        time.sleep(120)
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        pid = int(proc.stdout.readline())
+        assert _alive(pid)
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=20)
+    finally:
+        proc.kill()
+    assert proc.returncode == -signal.SIGTERM
+    assert _wait_dead(pid)
+
+
+def test_sigkill_of_owner_ends_the_sandbox_too(repo):
+    """No handler runs on SIGKILL: --die-with-parent and the PID namespace end everything."""
+    script = textwrap.dedent(f"""
+        import time
+        from dgym_tui.core.terminals.bwrap import BwrapTerminal
+        t = BwrapTerminal()
+        t.start({str(repo)!r})
+        child = t.spawn("setsid sh -c 'sleep 302' & echo armed; sleep 300")
+        child.expect("armed", timeout=20)
+        print(t.tag, flush=True)
+        time.sleep(120)
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        tag = proc.stdout.readline().strip()
+        time.sleep(0.3)
+        assert _sleepers(tag)
+        proc.kill()
+        proc.wait(timeout=20)
+    finally:
+        proc.kill()
+    deadline = time.monotonic() + 5
+    while _sleepers(tag) and time.monotonic() < deadline:
+        pass
+    assert not _sleepers(tag)
+
+
+def test_repo_env_on_bwrap_eval_pdb_and_masked_ignored_file(make_repo, make_env, fast_pytest,
+                                                            bwrap_ready):
+    from dgym_tui.core.types import ToolCall
+
+    repo = make_repo({
+        "app.py": "def add(a, b):\n    return a - b\n",
+        "test_app.py": "from app import add\n\ndef test_add():\n    assert add(2, 3) == 5\n",
+        "gold.patch": "the fix\n",
+        ".debugignore": "gold.patch\n",
+        ".debugreadonly": "test_app.py\n",
+    })
+    env = make_env(repo, terminal="bwrap", entrypoint=f"{fast_pytest} test_app.py")
+    first = env.reset()
+    assert first.max_score == 1 and first.score == 0
+    r = env.step(ToolCall("pdb", {"command": "b app.py:2"}))
+    assert not r.error and ("app.py", 2) in r.breakpoints
+    r = env.step(ToolCall("pdb", {"command": "c"}))
+    assert r.frame == ("app.py", 2)
+    r = env.step(ToolCall("pdb", {"command": "!print(repr(open('gold.patch').read()))"}))
+    assert "the fix" not in r.observation and "''" in r.observation
+    r = env.step(ToolCall("pdb", {"command": "!open('test_app.py', 'w').write('')"}))
+    assert "Read-only file system" in r.observation
+    assert (env.workspace.root / "test_app.py").read_text().startswith("from app")
+    r = env.step(ToolCall("rewrite", {"path": "app.py", "start": 2, "end": 2,
+                                      "new_code": "    return a + b"}))
+    r = env.step(ToolCall("eval", {}))
+    assert r.resolved and r.score == 1
