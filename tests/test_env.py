@@ -256,3 +256,19 @@ def test_parse_pytest_summary(line, counts):
 def test_parse_pytest_summary_without_summary():
     assert parse_pytest_summary("Traceback (most recent call last):\nboom\n") is None
     assert parse_pytest_summary("I passed 3 exams in 2s\n") is None
+
+
+def test_tool_data_reaches_the_step_result(quick):
+    """ToolOutput.data is carried into StepResult.data and survives the JSON round trip."""
+    from dgym_tui.core.types import StepResult
+
+    view = quick.step(ToolCall("view", {"path": "code.py", "start": 2}))
+    assert view.data == {"path": "code.py", "start": 2, "end": 2, "total": 2}
+    fix = quick.step(ToolCall("rewrite", {"path": "code.py", "start": 2,
+                                          "new_code": "    return a + b\n"}))
+    assert fix.data == {"path": "code.py", "start": 2, "end": 2, "new_lines": 1}
+    assert StepResult.from_dict(json.loads(json.dumps(fix.to_dict()))).data == fix.data
+    grep = quick.step(ToolCall("grep", {"pattern": "add"}))
+    assert grep.data == {"hits": 5}  # code.py once, test_code.py four times
+    refused = quick.step(ToolCall("view", {"path": "../etc/passwd"}))
+    assert refused.error and refused.data == {}

@@ -251,7 +251,7 @@ class RepoEnv:
         if output.done:
             self.done = True
         self.last = self._result(output.observation, action, started, error=error,
-                                 done=output.done)
+                                 done=output.done, data=output.data)
         return self.last
 
     def _check(self, action: ToolCall) -> tuple[dict[str, Any], str | None]:
@@ -290,7 +290,8 @@ class RepoEnv:
         return self.last
 
     def _result(self, observation: str, action: ToolCall | None, started: float,
-                error: bool = False, done: bool = False) -> StepResult:
+                error: bool = False, done: bool = False,
+                data: dict[str, Any] | None = None) -> StepResult:
         summary = self.last_eval
         score = summary.passed if summary else 0
         max_score = summary.total if summary else 0
@@ -301,7 +302,7 @@ class RepoEnv:
             conditions=dict(self.breakpoints.conditions()),
             frame=self.frame, eval=summary, eval_output=self.last_eval_output,
             changed_files=self.workspace.changed_files() if self.workspace else [],
-            error=error, elapsed=time.monotonic() - started)
+            error=error, elapsed=time.monotonic() - started, data=dict(data or {}))
 
     # ------------------------------------------------------------------ eval
     def run_eval(self) -> tuple[EvalSummary, str]:

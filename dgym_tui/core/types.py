@@ -93,6 +93,8 @@ class StepResult:
         error: True when the action was refused (bad tool, bad arguments,
             a path outside the workspace, ...); the observation says why.
         elapsed: wall time of the step in seconds.
+        data: the tool's machine-readable fields (``ToolOutput.data``; JSON-ready,
+            per tool in docs/internals.md); ``{}`` for reset and refused actions.
     """
 
     observation: str
@@ -109,6 +111,7 @@ class StepResult:
     changed_files: list[str] = field(default_factory=list)
     error: bool = False
     elapsed: float = 0.0
+    data: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-ready dict; tuples become 2-element lists."""

@@ -32,7 +32,8 @@ class ToolOutput:
     Attributes:
         observation: text the agent reads.
         done: the episode ends after this step (``submit``).
-        data: extra machine-readable fields for front ends (free-form, JSON-ready).
+        data: machine-readable fields (JSON-ready), carried into ``StepResult.data``;
+            each tool's keys are listed in docs/internals.md.
     """
 
     observation: str
