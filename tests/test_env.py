@@ -269,6 +269,6 @@ def test_tool_data_reaches_the_step_result(quick):
     assert fix.data == {"path": "code.py", "start": 2, "end": 2, "new_lines": 1}
     assert StepResult.from_dict(json.loads(json.dumps(fix.to_dict()))).data == fix.data
     grep = quick.step(ToolCall("grep", {"pattern": "add"}))
-    assert grep.data == {"hits": 5}  # code.py once, test_code.py four times
+    assert grep.data == {"hits": 5, "skipped": 0}  # code.py once, test_code.py four times
     refused = quick.step(ToolCall("view", {"path": "../etc/passwd"}))
     assert refused.error and refused.data == {}
