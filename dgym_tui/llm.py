@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
@@ -49,6 +51,59 @@ class LLMError(Exception):
 
 class ContextTooLong(LLMError):
     """Even the shortest history (system prompt, task, latest turn) does not fit."""
+
+
+class MalformedResponse(LLMError):
+    """The server answered 200 but with no usable reply (e.g. ``"choices": []``)."""
+
+
+#: How servers word a context overflow (matched case-insensitively in the error text):
+#: llama-cpp-python "Requested tokens (9000) exceed context window of 8192"; llama.cpp
+#: server "request (9000 tokens) exceeds the available context size (8192 tokens)",
+#: "Context size has been exceeded", type exceed_context_size_error; vLLM / OpenAI
+#: "This model's maximum context length is 8192 tokens. However, you requested ...",
+#: vLLM "... is longer than the maximum model length of 8192"; Ollama "the input
+#: length exceeds the context length"; OpenAI code context_length_exceeded.
+CONTEXT_OVERFLOW = re.compile("|".join((
+    r"exceeds? (?:the )?context window",
+    r"exceeds? the available context size",
+    r"context size has been exceeded",
+    r"exceed_context_size_error",
+    r"maximum context length is",
+    r"longer than the maximum model length",
+    r"exceeds? the context length",
+    r"context[_ ]length[_ ]exceeded",
+)), re.IGNORECASE)
+# the server's window and its count of our prompt, where the wording gives them
+_OVERFLOW_WINDOW = re.compile(r"(?:context window of|available context size \(|maximum context "
+                              r"length is|maximum model length of|n_ctx\W+)\s*(\d+)", re.IGNORECASE)
+_OVERFLOW_PROMPT = re.compile(r"(?:requested tokens \(|request \(|you requested \d+ tokens \(|"
+                              r"messages resulted in |prompt \(length |n_prompt_tokens\W+)\s*(\d+)",
+                              re.IGNORECASE)
+
+#: Fraction added to the (calibrated) prompt-token estimate before comparing it
+#: with the context window: tokenizers and chat templates differ.
+SAFETY_MARGIN = 0.1
+#: Completion tokens kept free when ``max_tokens`` is not set (at most a quarter of the window).
+DEFAULT_COMPLETION_RESERVE = 512
+
+
+def context_overflow(text: str) -> tuple[bool, int | None, int | None]:
+    """Recognise a context-overflow error of llama.cpp, llama-cpp-python, vLLM, Ollama or OpenAI.
+
+    Args:
+        text: the error message (or the whole error body).
+
+    Returns:
+        ``(is_overflow, window, prompt_tokens)``: the server's context window
+        and its count of the prompt in tokens when the wording states them,
+        else None.
+    """
+    if not CONTEXT_OVERFLOW.search(text or ""):
+        return False, None, None
+    window = _OVERFLOW_WINDOW.search(text)
+    prompt = _OVERFLOW_PROMPT.search(text)
+    return True, int(window.group(1)) if window else None, int(prompt.group(1)) if prompt else None
 
 
 @dataclass
@@ -388,6 +443,9 @@ class LLM:
         self.config = get_llm_config(config, config_path) if isinstance(config, str) else config
         self._sleep = sleep
         self.api_key = self.config.resolve_api_key()
+        #: server tokens per estimated token, learned from the last call's usage
+        self.calibration = 1.0
+        self._server_window: int | None = None  # a window an overflow error told us
 
     @property
     def tool_calling(self) -> str:
@@ -405,36 +463,58 @@ class LLM:
             text = json.dumps(messages) + json.dumps(tools or [])
             return len(text) // 3
 
+    def estimate_tokens(self, messages: list[dict[str, Any]],
+                        tools: list[dict[str, Any]] | None = None) -> int:
+        """The prompt tokens the server will count: :meth:`count_tokens` times
+        :attr:`calibration`, plus :data:`SAFETY_MARGIN`."""
+        return math.ceil(self.count_tokens(messages, tools) * self.calibration
+                         * (1 + SAFETY_MARGIN))
+
     @property
     def context_window(self) -> int | None:
         """Tokens the model accepts: ``config.context_window``, else litellm's
-        model map (``max_input_tokens``), else None (unknown: no up-front check)."""
-        if self.config.context_window:
-            return self.config.context_window
-        if not hasattr(self, "_model_window"):
-            try:
-                info = _litellm().get_model_info(self.config.model)
-                self._model_window = int(info.get("max_input_tokens") or 0) or None
-            except Exception:  # noqa: BLE001  model not in litellm's map
-                self._model_window = None
-        return self._model_window
+        model map (``max_input_tokens``), else None (unknown: no up-front check).
+        A smaller window stated by the server in an overflow error wins."""
+        window = self.config.context_window
+        if not window:
+            if not hasattr(self, "_model_window"):
+                try:
+                    info = _litellm().get_model_info(self.config.model)
+                    self._model_window = int(info.get("max_input_tokens") or 0) or None
+                except Exception:  # noqa: BLE001  model not in litellm's map
+                    self._model_window = None
+            window = self._model_window
+        if self._server_window and (not window or self._server_window < window):
+            return self._server_window
+        return window
 
     def _fits(self, tools: list[dict[str, Any]] | None) -> Callable[[list[dict]], bool]:
         window = self.context_window
         if not window:
             return lambda _messages: True
-        budget = window - (self.config.max_tokens or 0)
-        return lambda messages: self.count_tokens(messages, tools) <= budget
+        budget = window - (self.config.max_tokens or min(DEFAULT_COMPLETION_RESERVE, window // 4))
+        return lambda messages: self.estimate_tokens(messages, tools) <= budget
+
+    def _calibrate(self, server_tokens: int, messages: list[dict], tools: list[dict] | None) -> None:
+        """Learn the ratio of the server's prompt count to our estimate (kept within 0.5-4)."""
+        ours = self.count_tokens(messages, tools)
+        if server_tokens > 0 and ours > 0:
+            self.calibration = min(max(server_tokens / ours, 0.5), 4.0)
 
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None,
                  keep_first: int = 2) -> LLMResponse:
         """Ask the model for the next assistant message.
 
-        The prompt is trimmed first when it exceeds ``context_window`` (oldest
-        history dropped, the first ``keep_first`` messages and the latest turn
-        kept); if the provider still reports a context overflow, half of the
-        remaining history is dropped and the call repeated. Rate limits (429),
-        5xx and connection errors are retried ``config.retries`` times with
+        The prompt is trimmed first when its estimate (:meth:`estimate_tokens`:
+        calibrated from the previous call's ``usage.prompt_tokens``, plus a
+        safety margin) exceeds ``context_window`` minus the completion tokens
+        (oldest history dropped, the first ``keep_first`` messages and the
+        latest turn kept). When the server still reports a context overflow
+        (the wordings of :data:`CONTEXT_OVERFLOW`), the window and prompt
+        count it states are learned and the prompt trimmed again (else half
+        of the remaining history is dropped) and the call repeated. Rate
+        limits (429), 5xx, connection errors, timeouts and malformed replies
+        (e.g. ``"choices": []``) are retried ``config.retries`` times with
         exponential backoff starting at ``config.retry_base_delay`` seconds
         (longer when the server sends ``Retry-After``, up to 60 s).
 
@@ -449,43 +529,72 @@ class LLM:
         Raises:
             LLMConfigError: authentication failed (the message names the env var).
             ContextTooLong: the prompt cannot be made to fit.
-            LLMError: any other failure, after retries where they apply.
+            LLMError: any other failure (MalformedResponse for an unusable
+                reply), after retries where they apply.
         """
         litellm = _litellm()
         n_units = len(history_units(messages, keep_first))
         drop = fewest_units_to_drop(messages, self._fits(tools), keep_first)
+        retryable = (litellm.RateLimitError, litellm.InternalServerError,
+                     litellm.ServiceUnavailableError, litellm.APIConnectionError,
+                     litellm.Timeout, MalformedResponse)
         attempt = 0
         while True:
             prompt, trimmed = drop_oldest(messages, drop, keep_first)
             try:
-                response = self._call(litellm, prompt, tools)
+                response = self._to_response(litellm, self._call(litellm, prompt, tools), trimmed)
                 break
-            except litellm.ContextWindowExceededError:
-                if drop >= n_units - 1:
-                    raise ContextTooLong("the model reports its context window is exceeded "
-                                         "even with only the task and the latest turn") from None
-                drop += max(1, (n_units - 1 - drop) // 2)  # drop half of what is left
-                log.warning("LLM %s: context window exceeded; dropping %d oldest turns",
-                            self.config.name, drop)
-            except litellm.AuthenticationError as exc:
-                where = (f"check env var {self.config.api_key_env}" if self.config.api_key_env
-                         else "check api_key / api_key_env in llm.yaml")
-                raise LLMConfigError(f"LLM {self.config.name!r} rejected the API key "
-                                     f"({self._short(exc)}); {where}") from None
-            except (litellm.RateLimitError, litellm.InternalServerError,
-                    litellm.ServiceUnavailableError, litellm.APIConnectionError,
-                    litellm.Timeout) as exc:
+            except Exception as exc:  # noqa: BLE001  sorted below
+                overflow, window, server_tokens = context_overflow(str(exc))
+                if overflow or isinstance(exc, litellm.ContextWindowExceededError):
+                    drop = self._drop_after_overflow(messages, tools, keep_first, drop, n_units,
+                                                     prompt, window, server_tokens)
+                    continue
+                if isinstance(exc, litellm.AuthenticationError):
+                    where = (f"check env var {self.config.api_key_env}" if self.config.api_key_env
+                             else "check api_key / api_key_env in llm.yaml")
+                    raise LLMConfigError(f"LLM {self.config.name!r} rejected the API key "
+                                         f"({self._short(exc)}); {where}") from None
+                if not isinstance(exc, retryable):  # bad request, unknown model, ...
+                    raise LLMError(f"LLM {self.config.name!r} call failed: "
+                                   f"{self._short(exc)}") from exc
                 if attempt >= self.config.retries:
-                    raise LLMError(f"LLM {self.config.name!r} failed after {attempt + 1} "
+                    error = type(exc) if isinstance(exc, LLMError) else LLMError
+                    raise error(f"LLM {self.config.name!r} failed after {attempt + 1} "
                                    f"attempts: {self._short(exc)}") from None
                 delay = max(self.config.retry_base_delay * (2 ** attempt), _retry_after(exc))
                 log.warning("LLM %s: %s; retry %d in %.2fs", self.config.name,
                             type(exc).__name__, attempt + 1, delay)
                 self._sleep(delay)
                 attempt += 1
-            except Exception as exc:  # bad request, unknown model, ...: not worth retrying
-                raise LLMError(f"LLM {self.config.name!r} call failed: {self._short(exc)}") from exc
-        return self._to_response(litellm, response, trimmed)
+        if self.context_window and response.usage.prompt_tokens:
+            self._calibrate(response.usage.prompt_tokens, prompt, tools)
+        return response
+
+    def _drop_after_overflow(self, messages: list[dict], tools: list[dict] | None, keep_first: int,
+                             drop: int, n_units: int, sent: list[dict], window: int | None,
+                             server_tokens: int | None) -> int:
+        """How many history units to drop after the server refused ``sent`` as too long.
+
+        Raises:
+            ContextTooLong: nothing is left to drop.
+        """
+        if drop >= n_units - 1:
+            raise ContextTooLong("the model reports its context window is exceeded "
+                                 "even with only the task and the latest turn")
+        if window:
+            self._server_window = window
+        if server_tokens:
+            self._calibrate(server_tokens, sent, tools)
+        try:
+            needed = fewest_units_to_drop(messages, self._fits(tools), keep_first)
+        except ContextTooLong:
+            needed = n_units - 1
+        # what the learned window / calibration ask for, else half of what is left
+        new = needed if needed > drop else drop + max(1, (n_units - 1 - drop) // 2)
+        log.warning("LLM %s: context window exceeded; dropping %d oldest turns",
+                    self.config.name, new)
+        return min(new, n_units - 1)
 
     @staticmethod
     def _short(exc: Exception) -> str:
@@ -509,7 +618,12 @@ class LLM:
         return litellm.completion(**kwargs)
 
     def _to_response(self, litellm, response, trimmed: int) -> LLMResponse:
-        message = response.choices[0].message
+        choices = getattr(response, "choices", None) or []
+        message = getattr(choices[0], "message", None) if choices else None
+        if message is None:
+            raise MalformedResponse("the server's reply has no choices[0].message")
+        if not isinstance(message.content or "", str):
+            raise MalformedResponse("the server's reply content is not text")
         tool_calls = [{"id": call.id, "type": "function",
                        "function": {"name": call.function.name,
                                     "arguments": call.function.arguments}}

@@ -15,8 +15,12 @@ Script items (dicts), consumed one per request:
 - ``{"content": str}`` — a plain text reply;
 - ``{"status": int, "message": str?, "code": str?}`` — an HTTP error with an
   OpenAI-style error body (429, 500, 401, 400 "context_length_exceeded", ...);
-- any item may carry ``"usage": {"prompt_tokens": int, "completion_tokens": int}``
-  and ``"headers": {name: value}`` (e.g. ``{"Retry-After": "2"}``).
+- ``{"body": dict | str, "status": int?}`` — this body sent verbatim (a dict
+  as JSON, a string as is), status 200 unless given: malformed responses such
+  as ``{"body": {"choices": []}}`` or ``{"body": "not json"}``;
+- any item may carry ``"usage": {"prompt_tokens": int, "completion_tokens": int}``,
+  ``"headers": {name: value}`` (e.g. ``{"Retry-After": "2"}``) and ``"delay":
+  seconds`` (wait that long before answering: a client timeout).
 
 When the script is empty the server answers 400 "llm stub: script exhausted",
 which the client reports as a non-retried error, so a test that asks for more
@@ -63,11 +67,14 @@ class StubLLMServer:
                     self._send(400, {"error": {"message": "request body is not JSON"}})
                     return
                 status, payload, headers = server._answer(request)
-                self._send(status, payload, headers)
+                try:
+                    self._send(status, payload, headers)
+                except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout)
+                    pass
 
-            def _send(self, status: int, payload: dict[str, Any],
+            def _send(self, status: int, payload: dict[str, Any] | str,
                       headers: dict[str, str] | None = None) -> None:
-                data = json.dumps(payload).encode()
+                data = (payload if isinstance(payload, str) else json.dumps(payload)).encode()
                 self.send_response(status)
                 for key, value in (headers or {}).items():
                     self.send_header(key, value)
@@ -101,13 +108,17 @@ class StubLLMServer:
         self._httpd.server_close()
         self._thread.join(timeout=5)
 
-    def _answer(self, request: dict[str, Any]) -> tuple[int, dict[str, Any], dict[str, str]]:
+    def _answer(self, request: dict[str, Any]) -> tuple[int, dict[str, Any] | str, dict[str, str]]:
         with self._lock:
             self.requests.append(request)
             item = self._queue.popleft() if self._queue else None
+        if item is not None and item.get("delay"):
+            time.sleep(float(item["delay"]))
         if item is None:
             return 400, {"error": {"message": "llm stub: script exhausted",
                                    "type": "invalid_request_error", "code": None}}, {}
+        if "body" in item:
+            return item.get("status", 200), item["body"], item.get("headers", {})
         if "status" in item:
             return item["status"], {"error": {
                 "message": item.get("message", f"stub error {item['status']}"),

@@ -14,6 +14,8 @@ from dgym_tui.llm import (
     LLMConfig,
     LLMConfigError,
     LLMError,
+    MalformedResponse,
+    context_overflow,
     default_config_path,
     get_llm_config,
     load_llm_configs,
@@ -273,3 +275,103 @@ def test_known_model_gets_price_and_context_window_from_litellm(llm_server):
     assert llm_server.requests[0]["model"] == "gpt-4o"
     assert 0.0 < response.usage.cost < 0.1
     assert LLM(stub_config(llm_server)).context_window is None  # unknown model
+
+
+# -- malformed replies, timeouts, overflow wordings of local servers ----------
+
+def test_empty_choices_and_malformed_replies_are_retried_llm_errors(llm_server):
+    llm_server.script([{"body": {"id": "x", "object": "chat.completion", "choices": []}},
+                       {"body": "<html>bad gateway</html>"},
+                       {"body": {"choices": [{"index": 0, "message": None}]}},
+                       {"content": "finally"}])
+    delays = []
+    llm = LLM(stub_config(llm_server), sleep=delays.append)
+    assert llm.complete([SYSTEM, TASK]).content == "finally"
+    assert len(delays) == 3
+    llm_server.script([{"body": {"choices": []}}] * 2)
+    with pytest.raises(MalformedResponse, match="after 2 attempts.*no choices"):
+        LLM(stub_config(llm_server, retries=1)).complete([SYSTEM, TASK])
+
+
+def test_request_timeout_is_retried_then_reported(llm_server):
+    llm_server.script([{"delay": 3, "content": "too late"}, {"content": "in time"}])
+    delays = []
+    llm = LLM(stub_config(llm_server, timeout=0.5), sleep=delays.append)
+    assert llm.complete([SYSTEM, TASK]).content == "in time"
+    assert delays == [0.001]
+    llm_server.script([{"delay": 3, "content": "too late"}])
+    with pytest.raises(LLMError, match="(?i)after 1 attempts.*time"):
+        LLM(stub_config(llm_server, timeout=0.5, retries=0)).complete([SYSTEM, TASK])
+
+
+OVERFLOWS = {
+    "llama-cpp-python": (400, "Requested tokens (9000) exceed context window of 8192"),
+    "llama-cpp-python-500": (500, "Requested tokens (9000) exceed context window of 8192"),
+    "llama.cpp-server": (400, "request (9000 tokens) exceeds the available context size "
+                              "(8192 tokens), try increasing it"),
+    "llama.cpp-server-old": (400, "the request exceeds the available context size. try "
+                                  "increasing the context size or enable context shift"),
+    "llama.cpp-server-500": (500, "Context size has been exceeded."),
+    "vllm": (400, "This model's maximum context length is 8192 tokens. However, you requested "
+                  "9000 tokens (8000 in the messages, 1000 in the completion). Please reduce "
+                  "the length of the messages or completion."),
+    "vllm-decoder": (400, "The decoder prompt (length 9000) is longer than the maximum model "
+                          "length of 8192. Make sure that `max_model_len` is no smaller than "
+                          "the number of text tokens."),
+    "ollama": (400, "the input length exceeds the context length"),
+}
+
+
+@pytest.mark.parametrize("server", sorted(OVERFLOWS))
+def test_each_overflow_wording_trims_and_retries(llm_server, server):
+    status, message = OVERFLOWS[server]
+    llm_server.script([{"status": status, "message": message}, {"content": "fits now"}])
+    messages = [SYSTEM, TASK, *history(8, size=5)]
+    delays = []
+    assert LLM(stub_config(llm_server), sleep=delays.append).complete(messages).content == "fits now"
+    first, second = (r["messages"] for r in llm_server.requests)
+    assert len(first) == len(messages) and len(second) < len(first)
+    assert second[:2] == [SYSTEM, TASK] and second[-1] == messages[-1]
+    assert delays == []  # trimmed, not waited for like a server error
+
+
+def test_overflow_wording_numbers():
+    assert context_overflow(OVERFLOWS["llama-cpp-python"][1]) == (True, 8192, 9000)
+    assert context_overflow(OVERFLOWS["llama.cpp-server"][1]) == (True, 8192, 9000)
+    assert context_overflow(OVERFLOWS["vllm"][1]) == (True, 8192, 8000)
+    assert context_overflow(OVERFLOWS["vllm-decoder"][1]) == (True, 8192, 9000)
+    assert context_overflow('{"error": {"type": "exceed_context_size_error", '
+                            '"n_prompt_tokens": 1407, "n_ctx": 256}}') == (True, 256, 1407)
+    assert context_overflow(OVERFLOWS["ollama"][1]) == (True, None, None)
+    assert context_overflow("bad things") == (False, None, None)
+    assert context_overflow("rate limit exceeded") == (False, None, None)
+
+
+def test_overflow_numbers_are_learned_and_trim_to_fit(llm_server):
+    messages = [SYSTEM, TASK, *history(30, size=40)]
+    llm = LLM(stub_config(llm_server, max_tokens=100))  # no context_window configured
+    ours = llm.count_tokens(messages)
+    window = ours // 2
+    llm_server.script([{"status": 400, "message": f"Requested tokens ({int(ours * 1.25)}) exceed "
+                                                  f"context window of {window}"},
+                       {"content": "ok", "usage": {"prompt_tokens": 0}}])  # no count: keep it
+    assert llm.complete(messages).content == "ok"
+    assert llm.context_window == window
+    assert llm.calibration == pytest.approx(1.25, abs=0.01)
+    sent = llm_server.requests[1]["messages"]
+    assert llm.count_tokens(sent) * 1.25 <= window - 100   # it fits the server's count
+    assert llm.count_tokens(sent) * 1.25 > window * 0.6    # and not much more was dropped
+
+
+def test_prompt_estimate_is_calibrated_from_usage(llm_server):
+    messages = [SYSTEM, TASK, *history(20)]
+    llm = LLM(stub_config(llm_server, context_window=3000, max_tokens=500))
+    # the server counts far more tokens than our tokenizer: the next prompt is cut harder
+    llm_server.script([{"content": "one", "usage": {"prompt_tokens": 4000}}, {"content": "two"}])
+    first = llm.complete(messages)
+    sent = llm_server.requests[0]["messages"]
+    assert llm.calibration == pytest.approx(4000 / llm.count_tokens(sent))
+    second = llm.complete(messages)
+    resent = llm_server.requests[1]["messages"]
+    assert second.trimmed > first.trimmed and len(resent) < len(sent)
+    assert llm.count_tokens(resent) * 4000 / llm.count_tokens(sent) * 1.1 <= 2500
