@@ -61,7 +61,7 @@ def bench_size(files: int, rounds: int) -> dict[str, list[float]]:
             env.step(ToolCall(name="pdb", arguments={"command": "b target.py:2"}))
             env.step(ToolCall(name="pdb", arguments={"command": "c"}))
             variants = ["    ordered = sorted(values)  # a\n", "    ordered = sorted(values)  # b\n"]
-            for i in range(rounds):
+            for _ in range(rounds):
                 samples["view"].append(timed(env, "view", path="pkg000/mod07.py", start=1, end=40))
                 samples["listdir"].append(timed(env, "listdir", path="."))
                 samples["grep"].append(timed(env, "grep", pattern="def helper_12"))
