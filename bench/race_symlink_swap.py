@@ -61,8 +61,8 @@ def run_race(env, host_dir: Path, seconds: float) -> dict[str, int]:
     from dgym_tui import ToolCall
 
     before = set(os.listdir(host_dir))
-    env.terminal.run(f"nohup python swapper.py {host_dir} {seconds + 5:g} >/dev/null 2>&1 &",
-                     timeout=30)
+    # an interactive session of the terminal: sandboxes end a run's background processes
+    swapper = env.terminal.spawn(f"python swapper.py {host_dir} {seconds + 5:g}")
     counts = dict(steps=0, host_reads=0, host_writes=0, exceptions=0, internal_errors=0,
                   swaps=0)
     actions = [ToolCall("view", {"path": "d/x.txt"}),
@@ -92,6 +92,7 @@ def run_race(env, host_dir: Path, seconds: float) -> dict[str, int]:
         time.sleep(0.1)
     if count_file.exists():
         counts["swaps"] = int(count_file.read_text() or 0)
+    swapper.close(force=True)
     counts["host_writes"] = len(set(os.listdir(host_dir)) - before)
     return counts
 

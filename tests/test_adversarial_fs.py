@@ -4,7 +4,7 @@ The agent's code (here: commands run through the episode's own terminal, as
 pdb ``!`` or a test would) makes FIFOs, device nodes, catastrophic input for
 regular expressions and swaps folders with links to host folders while the
 host-side tools work on the same working copy. Each probe runs on every
-terminal (``terminal_kind``: local, and Docker where available).
+terminal (``every_terminal``: local, bwrap, and Docker where available).
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def step(env, name, **arguments):
 
 
 @pytest.fixture
-def env(terminal_kind, tmp_path, make_env):
+def env(every_terminal, tmp_path, make_env):
     repo = tmp_path / "repo"
     repo.mkdir()
     (repo / "code.py").write_text("x = 1\n")
@@ -92,7 +92,7 @@ def test_catastrophic_regex_is_linear(env):
 
 
 @pytest.mark.timeout(180)
-def test_symlink_swap_race(terminal_kind, tmp_path, make_env):
+def test_symlink_swap_race(every_terminal, tmp_path, make_env):
     """A folder swapped with a link to a host folder (RENAME_EXCHANGE loop) while tools run: no leak."""
     host_dir = tmp_path / "host"
     repo = race.make_repo(tmp_path / "repo", host_dir)
