@@ -29,6 +29,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, TabbedContent, TabPane, TextArea
 
 from dgym_tui.core.types import StepResult, ToolCall
+from dgym_tui.core.workspace import WorkspaceError
 from dgym_tui.tui.actions import console_action, pdb_call
 from dgym_tui.tui.keys import QuietKeys, action_name, with_quiet_twins
 from dgym_tui.tui.locate import first_source_file, locate_failure
@@ -857,7 +858,12 @@ class DgymApp(QuietKeys, App[int]):
 
         def done(yes: bool | None) -> None:
             if yes:
-                changed = env.workspace.apply_to_source()
+                try:
+                    changed = env.workspace.apply_to_source()
+                except WorkspaceError as exc:  # changed outside the session: merged or refused
+                    self.notify(str(exc), severity="error", timeout=15)
+                    self.pdb_console.write(f"patch not applied: {exc}")
+                    return
                 self._apply_done = True
                 self.notify(f"applied {len(changed)} file(s) to {source}")
                 self.pdb_console.write(f"patch applied to {source}: {', '.join(changed)}")
