@@ -6,7 +6,8 @@
     dgym replay TRAJ.jsonl [--until N [--llm NAME [--agent SPEC] | --human] [-o NEW.jsonl]]
     dgym export TRAJ.jsonl|DIR ... --format debug-gym|sft [-o OUT]
     dgym play PATH [--entrypoint CMD] | --task [BENCHMARK/]TASK   (actions typed on stdin)
-    dgym list-tasks [BENCHMARK] [-p option=value ...]
+    dgym list-tasks [BENCHMARK] [-p option=value ...] [--details] [--json]
+    dgym prepull BENCHMARK [-p option=value ...]
     dgym init-llm-config [DIR]
     dgym config-keys
 
@@ -193,8 +194,25 @@ def _cmd_list_tasks(args: argparse.Namespace) -> int:
             print(name)
         return 0
     bench = get_benchmark(args.benchmark, **_options(args.param or []))
-    for name in bench.tasks():
-        print(name)
+    if not (args.details or args.json):
+        for name in bench.tasks():
+            print(name)
+        return 0
+    from dgym_tui.benchmarks.details import format_details, format_json, task_details
+
+    for details in task_details(bench):
+        print(format_json(details) if args.json else format_details(details), flush=True)
+    return 0
+
+
+def _cmd_prepull(args: argparse.Namespace) -> int:
+    from dgym_tui.benchmarks import get_benchmark
+
+    bench = get_benchmark(args.benchmark, **_options(args.param or []))
+    if not hasattr(bench, "prepull"):
+        raise UserError(f"benchmark {args.benchmark!r} has no Docker images to pull")
+    pulled = bench.prepull(progress=not args.no_progress and sys.stderr.isatty())
+    print(f"pulled {len(pulled)} image(s)")
     return 0
 
 
@@ -301,7 +319,7 @@ def _positive_int(text: str) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """Return the ``dgym`` argument parser (subcommands run, replay, export, play,
-    list-tasks, init-llm-config, config-keys)."""
+    list-tasks, prepull, init-llm-config, config-keys)."""
     parser = _Parser(
         prog=PROG, description="Headless tools of dgym-tui: batch runs, replay, export.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -351,7 +369,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("benchmark", nargs="?")
     p.add_argument("-p", "--param", action="append", metavar="OPTION=VALUE",
                    help="benchmark option, e.g. -p path=./repo")
+    p.add_argument("--details", action="store_true",
+                   help="per task: image, exact test command, test counts (no image needed)")
+    p.add_argument("--json", action="store_true", help="the details as JSON lines")
     p.set_defaults(func=_cmd_list_tasks)
+
+    p = sub.add_parser("prepull", help="pull the Docker images of a benchmark's tasks")
+    p.add_argument("benchmark")
+    p.add_argument("-p", "--param", action="append", metavar="OPTION=VALUE",
+                   help="benchmark option, e.g. -p instances=lite")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(func=_cmd_prepull)
 
     p = sub.add_parser("init-llm-config", help="write a commented llm.yaml template")
     p.add_argument("directory", nargs="?", help="folder (default: the user config folder)")

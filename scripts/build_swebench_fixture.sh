@@ -1,19 +1,23 @@
 #!/usr/bin/env bash
-# Build the image of dgym-tui's offline SWE-bench instance (dgym__calc-1).
+# Build the images of dgym-tui's offline SWE-bench fixture instances
+# (data/swebench/instances.jsonl).
 #
-# The image is the sandbox image (scripts/setup_docker.sh) plus the fixture
-# repository data/swebench/repos/dgym__calc at /testbed, committed with git at
-# the instance's base_commit. No network is used. Skipped when the tag exists.
+# Each image is the sandbox image (scripts/setup_docker.sh) plus the fixture
+# repository data/swebench/repos/<instance id> at /testbed, committed with git
+# at the instance's base_commit, named like the harness's images in the
+# dgym-fixture namespace. No network is used. An image built from the same
+# repository content is kept.
 #
 # Environment:
 #   DGYM_TEST_IMAGE   base image (default dgym-tui/sandbox:test)
-#   DGYM_REBUILD=1    rebuild even if the tag exists
+#   DGYM_REBUILD=1    rebuild even when the images are up to date
 #
 # Usage: scripts/build_swebench_fixture.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 exec python -c '
-import os, sys
-from dgym_tui.benchmarks.swebench import build_fixture_image
-print(build_fixture_image(force=os.environ.get("DGYM_REBUILD") == "1"))
+import os
+from dgym_tui.benchmarks.swebench import build_fixture_images
+for instance, image in build_fixture_images(force=os.environ.get("DGYM_REBUILD") == "1").items():
+    print(instance, image)
 '

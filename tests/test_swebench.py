@@ -1,4 +1,6 @@
-"""SWE-bench(-debug) loader, the diff reader, and the solution policy on our offline fixture."""
+"""SWE-bench(-debug) loader, the diff reader, and the solution policy on our offline fixtures.
+
+The harness side (commands, parsers, grading per format) is in test_swebench_harness.py."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from dgym_tui.benchmarks.swebench import (
     SWEBenchBenchmark,
     SWEBenchError,
     default_instances,
+    fixture_image_name,
     harness_id,
     hidden_file_commands,
     load_instances,
@@ -23,7 +26,7 @@ from dgym_tui.core.types import ToolCall
 from dgym_tui.resources import resource_dir
 from dgym_tui.solution import SolutionPolicy
 
-FIXTURE_REPO = resource_dir("data") / "swebench" / "repos" / "dgym__calc"
+FIXTURE_REPO = resource_dir("data") / "swebench" / "repos" / "dgym__calc-1"
 INSTANCE = "dgym__calc-1"
 
 
@@ -60,24 +63,55 @@ def test_bad_inputs_are_one_line_errors(tmp_path):
 def test_image_names():
     bench = SWEBenchBenchmark()
     inst = dict(_fixture())
-    assert bench.image_for(inst) == "dgym-tui/swebench-fixture:dgym__calc-1"
-    inst.pop("image_name")
+    # our fixtures name their images like the harness's, in a namespace of their own
+    assert bench.image_for(inst) == "dgym-fixture/sweb.eval.x86_64.dgym_1776_calc-1:latest"
+    for record in load_instances(default_instances()):
+        assert record["image_name"] == fixture_image_name(record["instance_id"])
     assert harness_id("astropy__astropy-12907") == "astropy_1776_astropy-12907"
-    assert bench.image_for(inst) == HARNESS_IMAGE_TEMPLATE.format(harness_id="dgym_1776_calc-1")
-    assert bench.image_for(inst) == "swebench/sweb.eval.x86_64.dgym_1776_calc-1:latest"
+    inst.pop("image_name")
+    real = SWEBenchBenchmark(instances=str(default_instances()))
+    assert real.image_for(inst) == HARNESS_IMAGE_TEMPLATE.format(harness_id="dgym_1776_calc-1")
+    assert real.image_for(inst) == "swebench/sweb.eval.x86_64.dgym_1776_calc-1:latest"
+    # ids with capitals are lowercased, as the harness does
+    monai = {**inst, "instance_id": "Project-MONAI__MONAI-5640"}
+    assert real.image_for(monai) == "swebench/sweb.eval.x86_64.project-monai_1776_monai-5640:latest"
+    local = SWEBenchBenchmark(instances=str(default_instances()), namespace="")
+    assert local.image_for(monai) == "sweb.eval.x86_64.project-monai__monai-5640:latest"
+    # the record's own image wins over the harness name; a template wins over both
+    assert real.image_for({**inst, "image_name": "mine:1"}) == "mine:1"
+    assert real.image_for({**inst, "image": "new-format:1"}) == "new-format:1"
     custom = SWEBenchBenchmark(image_template="mine/{instance_id}:v1")
-    assert custom.image_for(inst) == "mine/dgym__calc-1:v1"
+    assert custom.image_for({**inst, "image": "x"}) == "mine/dgym__calc-1:v1"
 
 
-def test_test_ids_map_to_pytest_or_need_a_command():
-    bench = SWEBenchBenchmark()
-    inst = _fixture()
-    cmd = bench.command_for(inst, ["t.py::test_a[x y]", "t.py::C::test_b"], "python")
-    assert cmd == "python -m pytest -q -rA 't.py::test_a[x y]' t.py::C::test_b"
-    with pytest.raises(SWEBenchError, match="test_command"):
-        bench.command_for(inst, ["test_foo (app.tests.FooTests)"], "python")
-    django = SWEBenchBenchmark(test_command="{python} tests/runtests.py {tests}")
-    assert django.command_for(inst, ["a.B.c"], "py") == "py tests/runtests.py a.B.c"
+def test_tasks_file_exclude_and_unknown_ids(tmp_path):
+    ids = tmp_path / "ids.txt"
+    ids.write_text("# picked\ndgym__django-1\n\ndgym__sympy-1\n")
+    assert SWEBenchBenchmark(tasks=str(ids)).tasks() == ["dgym__django-1", "dgym__sympy-1"]
+    assert SWEBenchBenchmark(tasks=str(ids), exclude=["dgym__sympy-1"]).tasks() == ["dgym__django-1"]
+    assert SWEBenchBenchmark(tasks="dgym__calc-1,dgym__sympy-1").tasks() == [
+        "dgym__calc-1", "dgym__sympy-1"]
+    assert "dgym__calc-1" not in SWEBenchBenchmark(exclude="dgym__calc-1").tasks()
+    with pytest.raises(SWEBenchError, match="did you mean dgym__django-1"):
+        SWEBenchBenchmark(tasks=["dgym__djang-1"])
+
+
+def test_named_sets_map_to_dataset_ids_with_a_pinned_revision(monkeypatch):
+    import sys
+    import types
+
+    calls = []
+
+    def load_dataset(name, split, revision):
+        calls.append((name, split, revision))
+        return [json.loads(default_instances().read_text().splitlines()[0])]
+
+    monkeypatch.setitem(sys.modules, "datasets", types.SimpleNamespace(load_dataset=load_dataset))
+    bench = SWEBenchBenchmark(instances="verified", revision="abc123")
+    assert calls == [("SWE-bench/SWE-bench_Verified", "test", "abc123")]
+    assert bench.tasks() == ["dgym__calc-1"]
+    SWEBenchBenchmark(instances="lite", split="dev")
+    assert calls[-1] == ("SWE-bench/SWE-bench_Lite", "dev", None)
 
 
 def test_patch_reader_agrees_with_git_apply(tmp_path):

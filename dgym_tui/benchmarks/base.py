@@ -25,7 +25,7 @@ import shutil
 import tempfile
 import threading
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -66,6 +66,9 @@ class Task:
             "/testbed"}``), passed as ``RepoEnv(terminal_options=...)``.
         meta: grading / analysis data never shown to the agent (bug, gold patch,
             instance ids, ...). JSON-ready values.
+        grader: scores each eval instead of pytest's summary line (passed to
+            ``RepoEnv(grader=...)``; e.g. the SWE-bench harness's log parser);
+            not part of :meth:`to_dict`: loaders rebuild it.
     """
 
     name: str
@@ -81,6 +84,7 @@ class Task:
     setup_commands: list[str] = field(default_factory=list)
     terminal_options: dict[str, Any] = field(default_factory=dict)
     meta: dict[str, Any] = field(default_factory=dict)
+    grader: Callable[..., Any] | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self.path = Path(self.path)
@@ -112,6 +116,8 @@ class Task:
             kwargs["image"] = self.image
         if self.terminal_options:
             kwargs["terminal_options"] = dict(self.terminal_options)
+        if self.grader is not None:
+            kwargs["grader"] = self.grader
         kwargs.update(overrides)
         return kwargs
 
@@ -141,7 +147,8 @@ class Task:
             include_meta: also include ``meta``. Off by default: meta can hold
                 the answer (gold patch), and headers may be shown to agents.
         """
-        data = asdict(self)
+        data = asdict(replace(self, grader=None))
+        data.pop("grader")
         data["path"] = str(self.path)
         if not include_meta:
             data.pop("meta")
@@ -173,6 +180,22 @@ class Benchmark:
         if task_name not in names:
             raise KeyError(_unknown_message(f"{self.name} task", task_name, names))
         return self._load(task_name)
+
+    def describe(self, task_name: str) -> dict[str, Any]:
+        """Return what ``dgym list-tasks --details`` shows for ``task_name``.
+
+        Loaders that can say it without preparing the task (no image, no
+        copy) override this; the default loads the task.
+
+        Returns:
+            dict with at least ``name``, ``image`` (None: the environment's
+            default) and ``test_command`` (the entrypoint), JSON-ready.
+
+        Raises:
+            KeyError: no such task.
+        """
+        task = self.load(task_name)
+        return {"name": task.name, "image": task.image, "test_command": task.entrypoint}
 
     def __iter__(self):
         """Yield every :class:`Task` in :meth:`tasks` order."""

@@ -1,41 +1,46 @@
-"""SWE-bench and SWE-bench-debug: real-repository issues as Docker tasks.
+"""SWE-bench and SWE-bench-debug: real-repository issues as Docker tasks, graded like the harness.
 
-Instances use the SWE-bench format (``instance_id``, ``repo``, ``base_commit``,
-``patch``, ``test_patch``, ``FAIL_TO_PASS``, ``PASS_TO_PASS`` as lists or
-JSON-encoded lists, ``version``, ``problem_statement``, ...) and come from a
-local ``.json`` / ``.jsonl`` file or, when the ``datasets`` extra is installed
-and the network allows, a dataset id.
+Instances come from a local ``.json`` / ``.jsonl`` file, a dataset id, or a
+named set (``lite``, ``verified``, ``full``; needs the ``datasets`` package and
+network access; ``revision`` pins the dataset version). Both record formats
+are read: the classic one (``instance_id``, ``repo``, ``version``,
+``base_commit``, ``patch``, ``test_patch``, ``FAIL_TO_PASS``,
+``PASS_TO_PASS`` as lists or JSON-encoded lists, ``problem_statement``) and
+the new one of the swebench 5.x datasets (plus ``image``, ``eval_script``,
+``log_parser``, ``eval_type``). ``tasks`` (ids, or a file of ids one per
+line) and ``exclude`` pick the instances.
 
 Per instance:
 
-- **Image**: the ``image_template`` option (``"{instance_id}"`` and
-  ``"{harness_id}"`` are filled in), else the instance's own ``image_name``
-  field, else the SWE-bench harness's per-instance image
-  ``swebench/sweb.eval.x86_64.<harness_id>:latest`` where ``harness_id`` is the
-  instance id with ``"__"`` replaced by ``"_1776_"``. The repository sits at
-  ``repo_dir`` (``/testbed``) in the image, checked out at ``base_commit``.
+- **Tests and grading** come from the official ``swebench`` package (see
+  :mod:`dgym_tui.benchmarks.swebench_harness`): the harness's test command for
+  the repository and version with the test directives of ``test_patch`` (test
+  files are run whole, never single test ids), its per-repository log parser,
+  and its rule: resolved = every FAIL_TO_PASS and PASS_TO_PASS test passes.
+  The score is how many of those pass. The full test log is kept at
+  :data:`TEST_LOG` in the container for the grader; the agent sees the output
+  as usual. Per-repository ``eval_commands`` run like the harness runs them:
+  ``export`` lines before every test run, the others (e.g. Django's
+  ``locale-gen``) once at reset. The harness images' conda environment is
+  activated when the image has it.
+- **Image**: the ``image_template`` option (``{instance_id}`` / ``{harness_id}``
+  filled in), else the record's ``image`` / ``image_name``, else the harness's
+  name: ``<namespace>/sweb.eval.x86_64.<instance id, lowercased>:latest`` with
+  ``__`` written ``_1776_`` (no namespace: ``sweb.eval.x86_64.<id lowercased>:latest``,
+  the harness's locally built images). The repository sits at ``repo_dir``
+  (``/testbed``) in the image, checked out at ``base_commit``.
 - **Working copy**: our terminals bind-mount a host folder, so the repository
   is copied out of the image once (a created, never started container;
-  ``get_archive``), without ``.git``, into a cache folder keyed by instance and
-  image id (``$XDG_CACHE_HOME/dgym-tui/swebench``). That folder is the task's
-  ``path``; episodes work on copies of it.
-- **Tests** map to the entrypoint as pytest node ids
-  (``tests/test_x.py::TestY::test_z[param]``): ``<python> -m pytest -q -rA
-  <FAIL_TO_PASS + PASS_TO_PASS>``; score = tests passed, resolved = all pass.
-  ``<python>`` is the harness's ``/opt/miniconda3/envs/testbed/bin/python``
-  when the image has it, else ``python``. Instances whose ids are not pytest
-  node ids (Django's ``test_x (module.Class)``, sympy's bare names) need the
-  ``test_command`` option, e.g. ``"{python} tests/runtests.py {tests}"``; the
-  score then depends on that command printing a pytest-style summary.
+  ``get_archive``), without ``.git`` (so no remote or later commit is
+  visible), into a cache folder keyed by instance and image id
+  (``$XDG_CACHE_HOME/dgym-tui/swebench``). That folder is the task's ``path``.
 - **swebench** keeps the new tests out of the working copy: setup commands
-  store the test files as the ``test_patch`` leaves them in a private folder
-  of the container, and the entrypoint runs the tests on a scratch copy of the
-  working copy with those files laid over it, with ``--tb=no`` (pytest
-  commands) so the output shows test ids and assertion messages, never the
-  tests' source.
+  store the test files as ``test_patch`` leaves them in a private folder of
+  the container, and the entrypoint runs the tests on a scratch copy of the
+  working copy with those files laid over it, pytest with ``--tb=no`` so the
+  output shows test ids, never the hidden tests' source.
 - **swebench-debug** applies ``test_patch`` to the working copy before the
-  episode, so the failing tests exist and pdb can run them (its entrypoint:
-  the FAIL_TO_PASS tests under pdb).
+  episode, so the failing tests exist and pdb can run them.
 
 The gold ``patch`` is only in ``Task.meta``: never in the working copy, the
 description, the entrypoint or the setup commands.
@@ -44,6 +49,8 @@ description, the entrypoint or the setup commands.
 from __future__ import annotations
 
 import base64
+import difflib
+import glob
 import json
 import os
 import posixpath
@@ -57,17 +64,27 @@ from pathlib import Path
 from typing import Any
 
 from dgym_tui.benchmarks.base import Benchmark, Task
+from dgym_tui.benchmarks.swebench_harness import HarnessGrader, HarnessSpec, harness_spec
 from dgym_tui.core.patches import apply_patch, parse_patch, patched_files
 from dgym_tui.resources import resource_dir
 
-#: Image name of the SWE-bench harness for one instance.
+#: Image name of the SWE-bench harness for one instance (namespace "swebench").
 HARNESS_IMAGE_TEMPLATE = "swebench/sweb.eval.x86_64.{harness_id}:latest"
 #: Python of the harness images' "testbed" environment.
 HARNESS_PYTHON = "/opt/miniconda3/envs/testbed/bin/python"
+#: The harness images' conda activation script.
+HARNESS_CONDA = "/opt/miniconda3/bin/activate"
 #: Where the swebench (non-debug) entrypoint finds the hidden test files in the container.
 HIDDEN_TESTS_DIR = "/tmp/.dgym-swebench/tests"
 #: Scratch copy the swebench (non-debug) entrypoint runs the tests in.
 EVAL_COPY_DIR = "/tmp/.dgym-swebench/run"
+#: The full log of the last test run, read back by the grader.
+TEST_LOG = "/tmp/.dgym-swebench/test.log"
+#: Named instance sets: dataset ids of the harness's datasets.
+NAMED_DATASETS = {"full": "SWE-bench/SWE-bench", "lite": "SWE-bench/SWE-bench_Lite",
+                  "verified": "SWE-bench/SWE-bench_Verified"}
+#: Namespace of our offline fixture images (built from the sandbox image).
+FIXTURE_NAMESPACE = "dgym-fixture"
 #: Largest base64 piece per setup command (one argument must stay under 128 KiB).
 _CHUNK = 60_000
 #: Marker written next to a complete materialized copy.
@@ -92,6 +109,24 @@ def default_cache_dir() -> Path:
 def harness_id(instance_id: str) -> str:
     """Return the instance id as the harness writes it in image names (``__`` -> ``_1776_``)."""
     return instance_id.replace("__", "_1776_")
+
+
+def harness_image(instance_id: str, namespace: str | None = "swebench", arch: str = "x86_64",
+                  tag: str = "latest") -> str:
+    """Return the harness's image name of an instance, as its ``TestSpec`` writes it.
+
+    Args:
+        instance_id: e.g. ``"Project-MONAI__MONAI-5640"``.
+        namespace: registry namespace (``"swebench"`` for the published
+            images); None or ``""``: the name of a locally built image.
+        arch: ``"x86_64"`` or ``"arm64"``.
+        tag: image tag.
+
+    Returns:
+        e.g. ``"swebench/sweb.eval.x86_64.project-monai_1776_monai-5640:latest"``.
+    """
+    key = f"sweb.eval.{arch}.{instance_id.lower()}:{tag}"
+    return harness_id(f"{namespace}/{key}") if namespace else key
 
 
 def _as_list(value: Any) -> list[str]:
@@ -122,14 +157,17 @@ def normalize_instance(record: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def load_instances(source: str | os.PathLike, split: str = "test") -> list[dict[str, Any]]:
-    """Read SWE-bench instances from a ``.json`` / ``.jsonl`` file or a dataset id.
+def load_instances(source: str | os.PathLike, split: str = "test",
+                   revision: str | None = None) -> list[dict[str, Any]]:
+    """Read SWE-bench instances from a ``.json`` / ``.jsonl`` file, a dataset id or a named set.
 
     Args:
-        source: a file path (JSON list, one JSON object, or JSON Lines), or a
-            dataset id such as ``"<org>/SWE-bench_Lite"`` (needs the
-            ``datasets`` package and network access).
+        source: a file path (JSON list, one JSON object, or JSON Lines), a
+            named set (``"lite"``, ``"verified"``, ``"full"``), or a dataset id
+            such as ``"SWE-bench/SWE-bench_Lite"`` (needs the ``datasets``
+            package and network access).
         split: dataset split for a dataset id.
+        revision: dataset revision (commit or tag) to pin; None: the latest.
 
     Returns:
         Normalized instance dicts (see :func:`normalize_instance`), file order.
@@ -151,22 +189,47 @@ def load_instances(source: str | os.PathLike, split: str = "test") -> list[dict[
     elif path.suffix in (".json", ".jsonl") or os.sep in str(source) and path.parent.is_dir():
         raise SWEBenchError(f"instance file {str(path)!r} does not exist")
     else:
+        name = NAMED_DATASETS.get(str(source).lower(), str(source))
         try:
             import datasets  # optional extra, heavy: imported only here
         except ImportError:
             raise SWEBenchError(f"{source!r} is not a file; loading a dataset id needs the "
                                 "datasets extra: pip install 'dgym-tui[datasets]'") from None
-        records = [dict(r) for r in datasets.load_dataset(str(source), split=split)]
+        records = [dict(r) for r in datasets.load_dataset(name, split=split, revision=revision)]
     return [normalize_instance(r) for r in records]
 
 
-def _is_pytest_id(test: str) -> bool:
-    return "::" in test or test.endswith(".py")
+def read_ids(value: str | Iterable[str] | None) -> list[str]:
+    """Return instance ids from a list, a file of ids (one per line, ``#`` comments) or
+    a comma-separated string; None gives ``[]``."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        path = Path(value).expanduser()
+        if path.is_file():
+            lines = path.read_text(encoding="utf-8").splitlines()
+            return [line.strip() for line in lines if line.strip() and not line.startswith("#")]
+        return [part.strip() for part in value.split(",") if part.strip()]
+    return [str(v) for v in value]
 
 
-def test_args(tests: Iterable[str]) -> str:
-    """Quote test ids for a shell command line."""
-    return " ".join(shlex.quote(t) for t in tests)
+def select(records: list[dict[str, Any]], tasks: str | Iterable[str] | None = None,
+           exclude: str | Iterable[str] | None = None) -> list[dict[str, Any]]:
+    """Keep the records named by ``tasks`` (all when None), minus those in ``exclude``.
+
+    Raises:
+        SWEBenchError: an id in ``tasks`` is not among the records (closest ids named).
+    """
+    known = [r["instance_id"] for r in records]
+    wanted, dropped = read_ids(tasks), set(read_ids(exclude))
+    unknown = [t for t in wanted if t not in set(known)]
+    if unknown:
+        close = difflib.get_close_matches(unknown[0], known, n=3)
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        raise SWEBenchError(f"{len(unknown)} task id(s) not in the instances, e.g. "
+                            f"{unknown[0]!r}{hint}")
+    keep = set(wanted) if wanted else set(known)
+    return [r for r in records if r["instance_id"] in keep and r["instance_id"] not in dropped]
 
 
 def patch_paths(patch: str) -> list[str]:
@@ -181,6 +244,19 @@ class _Materializer:
         self.cache_dir = cache_dir
         self.repo_dir = posixpath.normpath(repo_dir)
 
+    def cached_info(self, instance_id: str, image: str) -> dict[str, Any] | None:
+        """What an earlier copy of ``image`` recorded (``python``, ``conda``), without Docker;
+        None when there is none."""
+        key = re.sub(r"[^A-Za-z0-9_.-]", "_", instance_id)
+        for done in sorted(self.cache_dir.glob(f"{glob.escape(key)}-*/{_DONE}")):
+            try:
+                info = json.loads(done.read_text())
+            except (OSError, ValueError):
+                continue
+            if info.get("image") == image:
+                return info
+        return None
+
     def __call__(self, instance_id: str, image: str) -> tuple[Path, dict[str, Any]]:
         from dgym_tui.core.terminals.docker import get_client
 
@@ -191,9 +267,9 @@ class _Materializer:
             image_obj = client.images.get(image)
         except ImageNotFound:
             raise SWEBenchError(
-                f"image {image} not found: build or pull it (our fixture: "
-                "scripts/build_swebench_fixture.sh; real instances: the SWE-bench harness), "
-                "or set image_template") from None
+                f"image {image} not found: pull it (dgym prepull swebench ...), build it "
+                "(our fixtures: scripts/build_swebench_fixture.sh; real instances: the "
+                "SWE-bench harness), or set image_template") from None
         key = re.sub(r"[^A-Za-z0-9_.-]", "_", instance_id)
         folder = self.cache_dir / f"{key}-{image_obj.id.split(':')[-1][:12]}"
         done = folder / _DONE
@@ -214,7 +290,8 @@ class _Materializer:
                 raw.seek(0)
                 _extract(raw, staging / "repo")
             info = {"image": image, "image_id": image_obj.id,
-                    "python": HARNESS_PYTHON if _exists(container, HARNESS_PYTHON) else "python"}
+                    "python": HARNESS_PYTHON if _exists(container, HARNESS_PYTHON) else "python",
+                    "conda": _exists(container, HARNESS_CONDA)}
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             raise
@@ -280,20 +357,28 @@ class SWEBenchBenchmark(Benchmark):
     """SWE-bench instances as Docker tasks (the new tests stay hidden from the agent).
 
     Args:
-        instances: instance file (``.json`` / ``.jsonl``) or dataset id; None uses
-            our offline fixture ``data/swebench/instances.jsonl``.
-        split: dataset split when ``instances`` is a dataset id.
+        instances: instance file (``.json`` / ``.jsonl``), named set (``lite``,
+            ``verified``, ``full``) or dataset id; None uses our offline
+            fixtures ``data/swebench/instances.jsonl``.
+        split: dataset split for a dataset id or named set.
+        revision: dataset revision to pin (commit or tag) for a dataset id.
+        tasks: instance ids to keep: a list, a file of ids (one per line) or a
+            comma-separated string; None keeps all.
+        exclude: instance ids to leave out (same forms as ``tasks``).
+        namespace: namespace of the harness image names: ``"swebench"`` (the
+            published images); ``""``: locally built harness images.
         image_template: image name with ``{instance_id}`` / ``{harness_id}``
-            placeholders, e.g. ``"myimages/{instance_id}:latest"``; None uses the
-            instance's ``image_name`` or the harness default.
+            placeholders, e.g. ``"myimages/{instance_id}:latest"``; wins over
+            the record's image and the harness name.
         repo_dir: where the repository is inside the image.
         cache_dir: where repositories copied out of images are kept.
-        test_command: command template for non-pytest test ids, with ``{python}``
-            and ``{tests}`` placeholders.
-        instance_ids: optional subset of instance ids to keep.
+        test_command: replaces the harness's test command: a template with
+            ``{python}``, ``{tests}`` (FAIL_TO_PASS + PASS_TO_PASS ids, quoted)
+            and ``{directives}`` (the harness's test directives); the harness's
+            log parser still grades its output.
 
     Raises:
-        SWEBenchError: the instances cannot be read.
+        SWEBenchError: the instances cannot be read, or ``tasks`` names unknown ids.
     """
 
     name = "swebench"
@@ -301,13 +386,14 @@ class SWEBenchBenchmark(Benchmark):
     apply_test_patch = False
 
     def __init__(self, instances: str | os.PathLike | None = None, split: str = "test",
+                 revision: str | None = None, tasks: str | list[str] | None = None,
+                 exclude: str | list[str] | None = None, namespace: str = "swebench",
                  image_template: str | None = None, repo_dir: str = "/testbed",
-                 cache_dir: str | os.PathLike | None = None, test_command: str | None = None,
-                 instance_ids: list[str] | None = None) -> None:
-        records = load_instances(instances or default_instances(), split=split)
-        if instance_ids:
-            records = [r for r in records if r["instance_id"] in set(instance_ids)]
-        self.instances = {r["instance_id"]: r for r in records}
+                 cache_dir: str | os.PathLike | None = None,
+                 test_command: str | None = None) -> None:
+        records = load_instances(instances or default_instances(), split=split, revision=revision)
+        self.instances = {r["instance_id"]: r for r in select(records, tasks, exclude)}
+        self.namespace = namespace
         self.image_template = image_template
         self.test_command = test_command
         self.cache_dir = Path(cache_dir).expanduser() if cache_dir else default_cache_dir()
@@ -319,88 +405,196 @@ class SWEBenchBenchmark(Benchmark):
 
     def image_for(self, instance: dict[str, Any]) -> str:
         """Return the Docker image of ``instance`` (see the module docstring)."""
-        ids = {"instance_id": instance["instance_id"],
-               "harness_id": harness_id(instance["instance_id"])}
         if self.image_template:
-            return self.image_template.format(**ids)
-        return instance.get("image_name") or HARNESS_IMAGE_TEMPLATE.format(**ids)
+            return self.image_template.format(instance_id=instance["instance_id"],
+                                              harness_id=harness_id(instance["instance_id"]))
+        return (instance.get("image") or instance.get("image_name")
+                or harness_image(instance["instance_id"], self.namespace))
 
-    def command_for(self, instance: dict[str, Any], tests: list[str], python: str) -> str:
-        """Return the shell command running ``tests`` of ``instance``.
+    def spec_for(self, instance: dict[str, Any]) -> HarnessSpec:
+        """Return how the harness tests ``instance``.
 
         Raises:
-            SWEBenchError: the ids are not pytest node ids and no ``test_command`` is set.
+            HarnessMissingError: the ``swebench`` package is not installed.
         """
-        if self.test_command:
-            return self.test_command.format(python=python, tests=test_args(tests))
-        odd = [t for t in tests if not _is_pytest_id(t)]
-        if odd:
-            raise SWEBenchError(f"instance {instance['instance_id']!r} lists tests that are "
-                                f"not pytest node ids (e.g. {odd[0]!r}); pass test_command, "
-                                "e.g. '{python} tests/runtests.py {tests}'")
-        return f"{python} -m pytest -q -rA {test_args(tests)}".rstrip()
+        return harness_spec(instance)
+
+    def command_for(self, instance: dict[str, Any], spec: HarnessSpec, python: str = "python",
+                    conda: bool = True) -> str:
+        """Return the shell command that runs the tests of ``instance`` (no output redirection).
+
+        Args:
+            instance: the normalized record.
+            spec: its :meth:`spec_for`.
+            python: the image's Python (for a ``test_command`` template).
+            conda: activate the harness images' conda environment first.
+        """
+        return spec.command(conda=conda, tests=self._user_tests(instance, spec, python))
+
+    def _user_tests(self, instance: dict[str, Any], spec: HarnessSpec, python: str) -> str | None:
+        """The ``test_command`` template filled in; None without one."""
+        if not self.test_command:
+            return None
+        tests = [*instance["FAIL_TO_PASS"], *instance["PASS_TO_PASS"]]
+        return self.test_command.format(python=python, tests=shlex.join(tests),
+                                        directives=shlex.join(spec.directives))
+
+    def describe(self, task_name: str) -> dict[str, Any]:
+        """What ``dgym list-tasks --details`` shows; needs neither the image nor a copy.
+
+        The test command is the one run in the harness's images (conda
+        activated) unless an earlier load recorded that the image has no conda.
+
+        Returns:
+            ``{"name", "image", "test_command", "repo", "version", "fail_to_pass",
+            "pass_to_pass"}`` (the last two are counts).
+        """
+        instance = self.instances[task_name] if task_name in self.instances else None
+        if instance is None:
+            self.load(task_name)  # raises the KeyError naming close ids
+        spec = self.spec_for(instance)
+        image = self.image_for(instance)
+        info = self._materialize.cached_info(task_name, image) or {}
+        return {"name": task_name, "image": image,
+                "test_command": self.command_for(instance, spec, info.get("python", "python"),
+                                                 conda=info.get("conda", True)),
+                "repo": instance.get("repo"), "version": instance.get("version"),
+                "fail_to_pass": len(instance["FAIL_TO_PASS"]),
+                "pass_to_pass": len(instance["PASS_TO_PASS"])}
+
+    def prepull(self, progress: bool = True) -> list[str]:
+        """Pull the images of every task that are not present yet.
+
+        Args:
+            progress: draw a progress bar (images done, bytes of the current one).
+
+        Returns:
+            the images pulled.
+
+        Raises:
+            TerminalError: Docker is unreachable.
+            SWEBenchError: an image cannot be pulled (the message names it).
+        """
+        from dgym_tui.benchmarks.prepull import pull_images
+
+        return pull_images([self.image_for(self.instances[t]) for t in self.tasks()],
+                           progress=progress)
 
     def _load(self, task_name: str) -> Task:
         instance = self.instances[task_name]
+        spec = self.spec_for(instance)
         image = self.image_for(instance)
         base, info = self._materialize(task_name, image)
         python = info.get("python", "python")
-        tests = [*instance["FAIL_TO_PASS"], *instance["PASS_TO_PASS"]]
-        run_tests = self.command_for(instance, tests, python)
         test_files = patch_paths(instance["test_patch"])
         meta = {k: instance.get(k) for k in (
             "instance_id", "repo", "base_commit", "version", "patch", "test_patch",
             "FAIL_TO_PASS", "PASS_TO_PASS", "environment_setup_commit")}
         meta.update(image=image, python=python)
-        task = Task(name=task_name, benchmark=self.name, path=base, entrypoint=run_tests,
+        command = self.command_for(instance, spec, python, conda=bool(info.get("conda")))
+        grader = HarnessGrader(spec, {k: instance[k] for k in (
+            "instance_id", "FAIL_TO_PASS", "PASS_TO_PASS")}, TEST_LOG)
+        task = Task(name=task_name, benchmark=self.name, path=base, entrypoint=command,
                     description=instance.get("problem_statement", ""), image=image,
                     terminal="docker", readonly=list(test_files), meta=meta,
+                    setup_commands=list(spec.setup), grader=grader,
                     # Harness images install the repository (editable) at repo_dir:
                     # mount the working copy there so imports see the agent's edits.
                     terminal_options={"workdir": self._materialize.repo_dir})
-        return self._finish(task, instance, python)
+        return self._finish(task, instance, spec, python, bool(info.get("conda")))
 
-    def _finish(self, task: Task, instance: dict[str, Any], python: str) -> Task:
+    def _finish(self, task: Task, instance: dict[str, Any], spec: HarnessSpec, python: str,
+                conda: bool) -> Task:
         """swebench: hide the new tests in the container; run them on a scratch copy."""
         files = {rel: text for rel, text in patched_files(instance["test_patch"], task.path).items()
                  if text is not None}
-        task.setup_commands = hidden_file_commands(files)
+        task.setup_commands += hidden_file_commands(files)
         task.readonly = [p for p in task.readonly if (task.path / p).exists()]
         # pytest's tracebacks quote the source of failing tests: without them the
-        # eval output names the tests and their assertion messages, not their code.
-        run_tests = task.entrypoint if self.test_command else f"{task.entrypoint} --tb=no"
+        # eval output names the tests, not the hidden tests' code.
+        command = _no_tracebacks(task.entrypoint)
         task.entrypoint = (f"rm -rf {EVAL_COPY_DIR} && cp -a . {EVAL_COPY_DIR} && "
                            f"cp -a {HIDDEN_TESTS_DIR}/. {EVAL_COPY_DIR}/ && "
-                           f"cd {EVAL_COPY_DIR} && {run_tests}")
+                           f"cd {EVAL_COPY_DIR} && {logged(command)}")
         existing = [t for t in instance["PASS_TO_PASS"]
                     if (task.path / t.split("::", 1)[0]).is_file()]
-        task.debug_entrypoint = _debug(self.command_for(instance, existing, python))
+        task.debug_entrypoint = self._debug(instance, spec, existing, task.path, python, conda)
         return task
 
+    def _debug(self, instance: dict[str, Any], spec: HarnessSpec, tests: list[str],
+               root: Path, python: str, conda: bool) -> str | None:
+        """The pdb command: ``tests`` when they are whole pytest node ids of files in
+        ``root``, else the harness's test command on its directives."""
+        env = spec.env_lines(conda)
+        whole = tests and all(_is_node_id(t) and (root / t.split("::", 1)[0]).is_file()
+                              for t in tests)
+        if whole and not self.test_command:
+            return _debug_command(env, shlex.join(["pytest", *tests]))
+        command = self._user_tests(instance, spec, python) or spec.test_commands[-1]
+        return _debug_command(env, command)
 
-def _debug(command: str) -> str | None:
-    """The pdb command for a test command (None lets the pdb tool decide)."""
+
+def logged(command: str) -> str:
+    """``command`` with its whole output kept in :data:`TEST_LOG`, printed, and its exit status."""
+    folder = posixpath.dirname(TEST_LOG)
+    return (f"mkdir -p {folder}; {{ {command} ; }} > {TEST_LOG} 2>&1; s=$?; "
+            f"cat {TEST_LOG}; exit $s")
+
+
+def _is_node_id(test: str) -> bool:
+    """A whole pytest node id: ``path.py::name`` with balanced brackets (not cut off)."""
+    return "::" in test and test.split("::", 1)[0].endswith(".py") and \
+        test.count("[") == test.count("]")
+
+
+_TB = re.compile(r"(?<!\S)--tb[= ]\S+")
+
+
+def _no_tracebacks(command: str) -> str:
+    """pytest commands with ``--tb=no`` (the hidden tests' source stays out of the output)."""
+    if not re.search(r"(?<![\w/.-])pytest(?![\w.-])", command):
+        return command
+    if _TB.search(command):
+        return _TB.sub("--tb=no", command)
+    return re.sub(r"(?<![\w/.-])pytest(?![\w.-])", "pytest --tb=no", command, count=1)
+
+
+def _debug_command(env: Iterable[str], command: str) -> str | None:
+    """The pdb form of a test command (None lets the pdb tool decide), after ``env`` lines.
+
+    Scripts run by path (Django's ``./tests/runtests.py``, sympy's ``bin/test``)
+    are started with ``python``; pytest gets ``-q`` (its progress line would
+    otherwise run into pdb's ``>`` line, and the stopped frame is read from that).
+    """
     from dgym_tui.core.tools.base import ToolError
+    from dgym_tui.core.tools.pdb import debug_command
 
+    words = shlex.split(command)
+    i = 0
+    while i < len(words) and re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", words[i]):
+        i += 1
+    if i < len(words) and "/" in words[i] and "python" not in words[i].rsplit("/", 1)[-1]:
+        words.insert(i, "python")
+    if "pytest" in words and "-q" not in words:
+        words.insert(words.index("pytest") + 1, "-q")
     try:
-        from dgym_tui.core.tools.pdb import debug_command
-    except ImportError:
-        return None
-    try:
-        return debug_command(command)
+        debug = debug_command(shlex.join(words))
     except ToolError:
         return None
+    return " && ".join([*env, debug])
 
 
 class SWEBenchDebugBenchmark(SWEBenchBenchmark):
     """SWE-bench with ``test_patch`` applied before the episode: the failing tests exist
-    in the working copy and pdb's entrypoint runs the FAIL_TO_PASS tests.
+    in the working copy and pdb's entrypoint runs the FAIL_TO_PASS tests (or, when
+    their ids are not whole pytest node ids, the harness's test command).
     Same arguments as :class:`SWEBenchBenchmark`."""
 
     name = "swebench-debug"
     apply_test_patch = True
 
-    def _finish(self, task: Task, instance: dict[str, Any], python: str) -> Task:
+    def _finish(self, task: Task, instance: dict[str, Any], spec: HarnessSpec, python: str,
+                conda: bool) -> Task:
         folder = task.path.parent.parent / (task.path.parent.name + "-debug")
         if not (folder / _DONE).is_file():
             staging = Path(tempfile.mkdtemp(prefix=".debug-", dir=folder.parent))
@@ -415,60 +609,98 @@ class SWEBenchDebugBenchmark(SWEBenchBenchmark):
             finally:
                 shutil.rmtree(staging, ignore_errors=True)
         task.path = folder / "repo"
-        task.debug_entrypoint = _debug(self.command_for(instance, instance["FAIL_TO_PASS"],
-                                                        python))
+        task.entrypoint = logged(task.entrypoint)
+        task.debug_entrypoint = self._debug(instance, spec, instance["FAIL_TO_PASS"], task.path,
+                                            python, conda)
         return task
 
 
-#: Tag of our offline fixture's image (one instance: dgym__calc-1).
-FIXTURE_IMAGE = "dgym-tui/swebench-fixture:dgym__calc-1"
-#: Fixed identity and dates, so the fixture's base commit hash is reproducible.
+#: Fixed identity and dates, so the fixtures' base commit hashes are reproducible.
 _GIT_ENV = {"GIT_AUTHOR_NAME": "dgym", "GIT_AUTHOR_EMAIL": "dgym@localhost",
             "GIT_COMMITTER_NAME": "dgym", "GIT_COMMITTER_EMAIL": "dgym@localhost",
             "GIT_AUTHOR_DATE": "2024-01-01T00:00:00+0000",
             "GIT_COMMITTER_DATE": "2024-01-01T00:00:00+0000"}
+#: Image label holding a hash of a fixture's repository: a changed fixture is rebuilt.
+_FIXTURE_LABEL = "dgym-tui.fixture-hash"
 
 
-def build_fixture_image(base: str | None = None, tag: str = FIXTURE_IMAGE,
+def fixture_repo(instance_id: str) -> Path:
+    """Return the repository folder of our fixture instance ``instance_id`` (``data/swebench/repos``)."""
+    return resource_dir("data") / "swebench" / "repos" / instance_id
+
+
+def fixture_image_name(instance_id: str) -> str:
+    """Return the image name of a fixture instance: the harness's, in :data:`FIXTURE_NAMESPACE`
+    (the fixture records name it in ``image_name``)."""
+    return harness_image(instance_id, FIXTURE_NAMESPACE)
+
+
+#: Image of our first fixture instance (dgym__calc-1).
+FIXTURE_IMAGE = fixture_image_name("dgym__calc-1")
+
+
+def _tree_hash(folder: Path) -> str:
+    import hashlib
+
+    digest = hashlib.sha256()
+    for path in sorted(folder.rglob("*")):
+        if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
+            digest.update(path.relative_to(folder).as_posix().encode() + b"\0")
+            digest.update(oct(path.stat().st_mode & 0o111).encode() + path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def build_fixture_image(instance_id: str = "dgym__calc-1", base: str | None = None,
                         force: bool = False) -> str:
-    """Build the image of our offline SWE-bench instance (cached by tag).
+    """Build the image of one offline fixture instance (cached by tag and content).
 
     The image is ``base`` plus the fixture repository (``data/swebench/repos/
-    dgym__calc``) at ``/testbed``, committed with git at a reproducible hash
-    (the instance's ``base_commit``). The build uses no network.
+    <instance_id>``) at ``/testbed`` (on ``PYTHONPATH``, as the harness images
+    install the repository), committed with git at a reproducible hash
+    (the instance's ``base_commit``); it is named like the harness's images
+    (:func:`fixture_image_name`). The build uses no network. An image of that
+    name built from the same repository content is reused.
 
     Args:
+        instance_id: the fixture instance.
         base: base image with python, pytest and git; default env
             ``DGYM_TEST_IMAGE`` or ``dgym-tui/sandbox:test``.
-        tag: tag of the built image.
-        force: rebuild even when ``tag`` exists.
+        force: rebuild even when the image is up to date.
 
     Returns:
-        ``tag``.
+        the image name.
 
     Raises:
         TerminalError: Docker is unreachable.
-        SWEBenchError: the build failed (the message ends with the build log's last line).
+        SWEBenchError: no such fixture, or the build failed (the message ends
+            with the build log's last line).
     """
     from docker.errors import BuildError, ImageNotFound
 
     from dgym_tui.core.terminals.docker import get_client
 
+    source = fixture_repo(instance_id)
+    if not source.is_dir():
+        raise SWEBenchError(f"no fixture repository {str(source)!r}")
+    tag = fixture_image_name(instance_id)
     client = get_client()
     base = base or os.environ.get("DGYM_TEST_IMAGE", "dgym-tui/sandbox:test")
+    content = _tree_hash(source)
     if not force:
         try:
-            client.images.get(tag)
-            return tag
+            if client.images.get(tag).labels.get(_FIXTURE_LABEL) == content:
+                return tag
         except ImageNotFound:
             pass
     env_lines = " ".join(f"{k}={shlex.quote(v)}" for k, v in _GIT_ENV.items())
+    # PYTHONPATH stands for the harness images' editable install of the repository
     dockerfile = (f"FROM {base}\n"
                   "COPY repo/ /testbed/\n"
                   "WORKDIR /testbed\n"
+                  "ENV PYTHONPATH=/testbed\n"
+                  f"LABEL {_FIXTURE_LABEL}={content}\n"
                   f"RUN {env_lines} sh -c 'git init -q -b main . && git add -A && "
-                  "git commit -q -m \"calc: base\"'\n")
-    source = resource_dir("data") / "swebench" / "repos" / "dgym__calc"
+                  "git commit -q -m base'\n")
     with tempfile.TemporaryDirectory(prefix="dgym-fixture-") as ctx:
         shutil.copytree(source, Path(ctx) / "repo",
                         ignore=shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache"))
@@ -483,6 +715,16 @@ def build_fixture_image(base: str | None = None, tag: str = FIXTURE_IMAGE,
     return tag
 
 
+def build_fixture_images(base: str | None = None, force: bool = False) -> dict[str, str]:
+    """Build every fixture instance's image (see :func:`build_fixture_image`).
+
+    Returns:
+        ``{instance id: image name}``.
+    """
+    ids = [r["instance_id"] for r in load_instances(default_instances())]
+    return {i: build_fixture_image(i, base=base, force=force) for i in ids}
+
+
 __all__ = [
     "FIXTURE_IMAGE",
     "HARNESS_IMAGE_TEMPLATE",
@@ -490,6 +732,10 @@ __all__ = [
     "SWEBenchDebugBenchmark",
     "SWEBenchError",
     "build_fixture_image",
+    "build_fixture_images",
+    "fixture_image_name",
+    "harness_image",
+    "select",
     "default_instances",
     "harness_id",
     "hidden_file_commands",

@@ -22,7 +22,7 @@ import logging
 import os
 import posixpath
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Self
 
 import jsonschema
@@ -30,7 +30,7 @@ import jsonschema
 from dgym_tui.core.breakpoints import BreakpointStore
 from dgym_tui.core.pytest_summary import describe_score, is_resolved, parse_pytest_summary
 from dgym_tui.core.terminals import cleanup
-from dgym_tui.core.terminals.base import DEFAULT_MAX_OUTPUT, Terminal
+from dgym_tui.core.terminals.base import DEFAULT_MAX_OUTPUT, RunResult, Terminal
 from dgym_tui.core.tools import all_tools
 from dgym_tui.core.tools.base import Tool, ToolError, ToolOutput
 from dgym_tui.core.types import EvalSummary, StepResult, ToolCall
@@ -80,6 +80,12 @@ class RepoEnv:
             (``workdir``, ``network``, ``mem_limit``, ``pids_limit``, ``cpus``);
             e.g. ``{"workdir": "/testbed"}`` for images that installed the
             repository there.
+        grader: ``grader(result, terminal) -> EvalSummary | None`` scores each
+            run of the entrypoint instead of pytest's summary line (e.g. a
+            benchmark harness's log parser and resolution rule); ``result`` is
+            the entrypoint's ``RunResult``, ``terminal`` the episode's terminal
+            (to read a full log the output cap cut). None, or a grader
+            returning None, falls back to pytest's summary line.
 
     Attributes:
         workspace: the episode's :class:`Workspace` (None before reset).
@@ -105,7 +111,8 @@ class RepoEnv:
                  eval_timeout: float = 120, pdb_timeout: float = 30,
                  max_output: int = DEFAULT_MAX_OUTPUT,
                  setup_commands: Sequence[str] = (),
-                 terminal_options: dict[str, Any] | None = None) -> None:
+                 terminal_options: dict[str, Any] | None = None,
+                 grader: Callable[[RunResult, Terminal], EvalSummary | None] | None = None) -> None:
         self.path = os.fspath(path)
         if not os.path.isdir(self.path):
             raise ValueError(f"repository folder {self.path!r} does not exist; "
@@ -127,6 +134,7 @@ class RepoEnv:
         self.max_output = max_output
         self.setup_commands = list(setup_commands)
         self.terminal_options = dict(terminal_options or {})
+        self.grader = grader
 
         registry = all_tools()
         unknown = [name for name in tools if name not in registry]
@@ -325,13 +333,25 @@ class RepoEnv:
         if res.timed_out:
             output += (f"\n[the entrypoint was stopped after {self.eval_timeout:g} s; "
                        "look for an endless loop or a hanging call]")
-        summary = parse_pytest_summary(res.output, res.exit_code, res.timed_out)
+        summary = self._grade(res)
+        if summary is None:
+            summary = parse_pytest_summary(res.output, res.exit_code, res.timed_out)
         if summary is None:
             ok = res.exit_code == 0
             summary = EvalSummary(passed=int(ok), failed=int(not ok),
                                   exit_code=res.exit_code, timed_out=res.timed_out)
         self.last_eval, self.last_eval_output = summary, output
         return summary, output
+
+    def _grade(self, res: RunResult) -> EvalSummary | None:
+        """The grader's summary of one entrypoint run; None without a grader or when it fails."""
+        if self.grader is None:
+            return None
+        try:
+            return self.grader(res, self.terminal)
+        except Exception:  # a grader bug must not break the step: fall back to pytest's line
+            log.exception("grader failed; scoring from pytest's summary line instead")
+            return None
 
     # ------------------------------------------------------------- utilities
     def to_abs(self, rel: str) -> str:
