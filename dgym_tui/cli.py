@@ -9,12 +9,13 @@
     dgym list-tasks [BENCHMARK] [-p option=value ...] [--details] [--json]
     dgym prepull BENCHMARK [-p option=value ...]
     dgym init-llm-config [DIR]
+    dgym llm-check ENTRY [--config LLM.yaml]
     dgym config-keys
 
 Errors a user can cause print one line to stderr and exit with status 2
 (set ``DGYM_DEBUG=1`` to see the traceback). ``replay`` exits 1 when a step
-diverged. Heavy libraries (litellm, textual) are imported only by the
-subcommands that need them.
+diverged; ``llm-check`` exits 1 when the endpoint does not answer. Heavy
+libraries (litellm, textual) are imported only by the subcommands that need them.
 """
 
 from __future__ import annotations
@@ -174,6 +175,16 @@ def _cmd_init_llm_config(args: argparse.Namespace) -> int:
     path = write_llm_config_template(args.directory)
     print(f"wrote {path}; fill in your endpoints, then pass --llm <entry name>")
     return 0
+
+
+def _cmd_llm_check(args: argparse.Namespace) -> int:
+    from dgym_tui.llm import LLM
+    from dgym_tui.llm_check import check_llm, format_check
+
+    llm = LLM(args.entry, args.config)
+    check = check_llm(llm)
+    print(format_check(llm, check))
+    return 0 if check.mode else 1
 
 
 def _options(pairs: list[str]) -> dict[str, Any]:
@@ -384,6 +395,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("init-llm-config", help="write a commented llm.yaml template")
     p.add_argument("directory", nargs="?", help="folder (default: the user config folder)")
     p.set_defaults(func=_cmd_init_llm_config)
+
+    p = sub.add_parser("llm-check", help="call an llm.yaml entry with and without tools; print "
+                                         "latency and the tool_calling mode to use")
+    p.add_argument("entry", help="the llm.yaml entry name")
+    p.add_argument("--config", help="llm.yaml path (default: $DGYM_LLM_CONFIG or the user "
+                                    "config folder)")
+    p.set_defaults(func=_cmd_llm_check)
 
     p = sub.add_parser("config-keys", help="print the run config keys as a Markdown table")
     p.set_defaults(func=_cmd_config_keys)
