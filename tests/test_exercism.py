@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from dgym_tui.benchmarks import get_benchmark
@@ -127,3 +129,129 @@ def test_example_passes_in_docker(docker_ready):
         assert final.resolved and final.score == 38, final.eval_output
     finally:
         env.close()
+
+
+# ------------------------------------------------ the real track's layout (issue 9)
+
+def _exercise(root, slug, files, config=None):
+    """Write ``exercises/practice/<slug>`` of a track: ``{relative path: text}`` plus config.json."""
+    ex = root / "exercises" / "practice" / slug
+    for rel, text in files.items():
+        (ex / rel).parent.mkdir(parents=True, exist_ok=True)
+        (ex / rel).write_text(text)
+    if config is not None:
+        (ex / ".meta").mkdir(exist_ok=True)
+        (ex / ".meta" / "config.json").write_text(json.dumps({"files": config}))
+    return ex
+
+
+@pytest.fixture
+def track(tmp_path):
+    """A small track in the real layout: docs in three parts, approaches and articles with
+    complete solutions, a test helper, a refactoring exercise, a dashed slug."""
+    _exercise(tmp_path, "acronym", {
+        "acronym.py": "def abbreviate(words):\n    pass\n",
+        "acronym_test.py": "from acronym import abbreviate\n\n\ndef test_png():\n"
+                           "    assert abbreviate('Portable Network Graphics') == 'PNG'\n",
+        ".docs/introduction.md": "# Introduction\n\nTeams love TLAs.\n",
+        ".docs/instructions.md": "# Instructions\n\nConvert a phrase to its acronym.\n",
+        ".docs/instructions.append.md": "# Instructions append\n\nPython notes.\n",
+        ".meta/example.py": "def abbreviate(words):\n    return ''.join(w[0].upper() for w in words.split())\n",
+        ".approaches/regex-sub/snippet.txt": "SECRET_APPROACH = re.sub(...)\n",
+        ".approaches/config.json": "{}\n",
+        ".articles/performance/content.md": "SECRET_ARTICLE benchmarks\n",
+    }, config={"solution": ["acronym.py"], "test": ["acronym_test.py"],
+               "example": [".meta/example.py"]})
+    _exercise(tmp_path, "paasio", {
+        "paasio.py": "def total(xs):\n    pass\n",
+        "paasio_test.py": "from paasio import total\nfrom test_utils import DATA\n\n\n"
+                          "def test_total():\n    assert total(DATA) == 6\n",
+        "test_utils.py": "DATA = [1, 2, 3]\n",
+        ".docs/instructions.md": "# Instructions\n\nCount the bytes.\n",
+        ".meta/example.py": "def total(xs):\n    return sum(xs)\n",
+    }, config={"solution": ["paasio.py"], "test": ["paasio_test.py"], "editor": ["test_utils.py"],
+               "example": [".meta/example.py"]})
+    _exercise(tmp_path, "ledger", {
+        "ledger.py": "def entry(x):\n    return str(x)\n",
+        "ledger_test.py": "from ledger import entry\n\n\ndef test_entry():\n    assert entry(1) == '1'\n",
+        ".docs/instructions.md": "# Instructions\n\nRefactor a ledger printer.\n",
+        ".meta/example.py": "def entry(x):\n    return f'{x}'\n",
+    }, config={"solution": ["ledger.py"], "test": ["ledger_test.py"]})
+    _exercise(tmp_path, "affine-cipher", {
+        "affine_cipher.py": "def encode(text):\n    pass\n",
+        "affine_cipher_test.py": "from affine_cipher import encode\n\n\n"
+                                 "def test_encode():\n    assert encode('a') == 'b'\n",
+        ".docs/instructions.md": "# Instructions\n\nShift letters.\n",
+        ".meta/example.py": "def encode(text):\n    return chr(ord(text) + 1)\n",
+    })
+    return tmp_path
+
+
+def test_real_layout_stages_out_every_solution_folder(track):
+    task = ExercismBenchmark(path=track).load("acronym")
+    files = sorted(p.relative_to(task.path).as_posix() for p in task.path.rglob("*") if p.is_file())
+    assert files == [".docs/instructions.append.md", ".docs/instructions.md",
+                     ".docs/introduction.md", "acronym.py", "acronym_test.py"]
+    assert {".meta/", ".approaches/", ".articles/"} <= set(task.ignore)
+    # introduction, instructions, then the track's notes: as Exercism shows them
+    text = task.description
+    assert text.index("Teams love TLAs") < text.index("Convert a phrase") < text.index("Python notes")
+
+
+def test_every_test_file_and_helper_is_read_only(track, make_env, fast_pytest):
+    task = ExercismBenchmark(path=track).load("paasio")
+    assert {"paasio_test.py", "test_utils.py"} <= set(task.readonly)
+    kwargs = task.env_kwargs(tools=TOOLS, entrypoint=f"{fast_pytest} paasio_test.py")
+    env = make_env(kwargs.pop("path"), **kwargs)
+    env.reset()
+    for name in ("paasio_test.py", "test_utils.py"):
+        blocked = env.step(ToolCall("rewrite", {"path": name, "new_code": "DATA = []\n"}))
+        assert blocked.error, blocked.observation
+
+
+def test_refactoring_exercises_are_flagged_and_left_out_unless_asked(track, capsys):
+    from dgym_tui.cli import main
+
+    assert ExercismBenchmark(path=track).tasks() == ["acronym", "affine-cipher", "paasio"]
+    assert "ledger" in ExercismBenchmark(path=track, include_refactoring=True).tasks()
+    assert main(["list-tasks", "exercism", "-p", f"path={track}", "--json"]) == 0
+    rows = {r["name"]: r for r in map(json.loads, capsys.readouterr().out.splitlines())}
+    assert sorted(rows) == ["acronym", "affine-cipher", "ledger", "paasio"]
+    assert rows["ledger"]["refactoring"] and rows["ledger"]["left_out"]
+    assert not rows["acronym"]["refactoring"]
+    assert rows["paasio"]["test_command"] == "python -m pytest -q paasio_test.py"
+    assert main(["list-tasks", "exercism", "-p", f"path={track}", "--details"]) == 0
+    assert "  refactoring: yes\n  left out of runs: yes" in capsys.readouterr().out
+
+
+def test_underscored_slugs_and_the_aider_name(track):
+    bench = get_benchmark("aider", path=str(track))
+    assert bench.load("affine_cipher").name == "affine-cipher"
+    assert ExercismBenchmark(path=track, exercises=["affine_cipher"]).tasks() == ["affine-cipher"]
+
+
+@pytest.mark.parametrize("slug", ["acronym", "affine-cipher", "paasio"])
+def test_solution_resolves_and_no_solution_file_is_visible(slug, track, make_env, fast_pytest):
+    from dgym_tui.solution import SolutionPolicy
+
+    task = ExercismBenchmark(path=track).load(slug)
+    kwargs = task.env_kwargs(tools=TOOLS, entrypoint=f"{fast_pytest} {task.meta['test']}")
+    env = make_env(kwargs.pop("path"), **kwargs)
+    first = env.reset()
+    assert not first.resolved
+    listing = env.step(ToolCall("listdir", {"path": ".", "depth": 4})).observation
+    for hidden in (".meta", ".approaches", ".articles", "snippet.txt", "example"):
+        assert hidden not in listing, hidden
+    for word in ("SECRET_APPROACH", "SECRET_ARTICLE"):
+        grep = env.step(ToolCall("grep", {"pattern": word}))
+        assert grep.observation.startswith("No match"), grep.observation
+    # nor for code the agent runs: the staged copy has no such folder at all
+    assert not any((task.path / d).exists() for d in (".meta", ".approaches", ".articles"))
+    policy = SolutionPolicy.for_task(task)
+    policy.reset(None)
+    while True:
+        result = env.step(policy.propose([]).action)
+        assert not result.error, result.observation
+        if result.done:
+            break
+    assert result.resolved, result.eval_output

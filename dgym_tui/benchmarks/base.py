@@ -38,6 +38,8 @@ REGISTRY: dict[str, str] = {
     "mini": "dgym_tui.benchmarks.mini:MiniBenchmark",
     "local": "dgym_tui.benchmarks.local:LocalBenchmark",
     "exercism": "dgym_tui.benchmarks.exercism",
+    # the reference system's name for its Exercism benchmark
+    "aider": "dgym_tui.benchmarks.exercism:ExercismBenchmark",
     "swebench": "dgym_tui.benchmarks.swebench",
     "swebench-debug": "dgym_tui.benchmarks.swebench",
 }

@@ -17,12 +17,18 @@ from dgym_tui.benchmarks.base import Benchmark
 
 #: Labels of the detail fields, in print order; other fields follow under their own names.
 LABELS = {"image": "image", "test_command": "test", "fail_to_pass": "FAIL_TO_PASS",
-          "pass_to_pass": "PASS_TO_PASS", "refactoring": "refactoring"}
+          "pass_to_pass": "PASS_TO_PASS", "refactoring": "refactoring",
+          "left_out": "left out of runs"}
 
 
 def task_details(bench: Benchmark) -> Iterator[dict[str, Any]]:
-    """Yield :meth:`Benchmark.describe` of every task, in task order."""
-    for name in bench.tasks():
+    """Yield :meth:`Benchmark.describe` of every task, in task order.
+
+    Loaders that leave some tasks out of runs (Exercism's refactoring
+    exercises) list them too through an ``all_tasks()`` method; their details
+    say so (``left_out``).
+    """
+    for name in getattr(bench, "all_tasks", bench.tasks)():
         yield bench.describe(name)
 
 

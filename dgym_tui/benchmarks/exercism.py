@@ -5,10 +5,20 @@ The input is a folder in the layout of Exercism's Python track::
     exercises/practice/<slug>/
         <module>.py                  the stub the agent completes (module = slug with "_")
         <module>_test.py             the tests (read-only for the agent)
-        .docs/instructions.md        what to build -> the task description
-        .docs/instructions.append.md (optional) appended to the description
-        .meta/config.json            (optional) names the solution / test files
+        .docs/introduction.md        (optional) the story, shown first
+        .docs/instructions.md        what to build
+        .docs/instructions.append.md (optional) the track's notes, shown last
+        .meta/config.json            (optional) names the solution, test and helper files
         .meta/example.py             a reference solution: NEVER shown to the agent
+        .approaches/, .articles/     (optional) complete solutions: NEVER shown either
+
+The description is what Exercism shows: introduction, instructions, then
+the appended notes. Every test file and test helper ``.meta/config.json``
+names (``files.test``, ``files.editor``) is read-only. Refactoring exercises
+(``ledger``, ``markdown``: their stub already passes) are left out of the task
+list, so runs and success rates leave them out, unless
+``include_refactoring=True``; ``dgym list-tasks exercism --details`` flags them.
+Task names accept ``affine_cipher`` for ``affine-cipher``.
 
 ``ExercismBenchmark(path=...)`` accepts the track root (the folder holding
 ``exercises/``), the ``exercises/practice`` folder itself, or any folder whose
@@ -16,9 +26,9 @@ sub-folders are exercises. The default is our own exercises in
 ``data/exercism``.
 
 Because the working copy is bind-mounted whole into a sandbox (where pdb or
-test code could open any file), ``.meta`` is not merely hidden: each loaded
-task points at a staged copy of the exercise that holds only the stub, the
-tests and ``.docs`` (:func:`~dgym_tui.benchmarks.base.stage_copy`).
+test code could open any file), ``.meta``, ``.approaches`` and ``.articles``
+are not merely hidden: each loaded task points at a staged copy of the
+exercise without them (:func:`~dgym_tui.benchmarks.base.stage_copy`).
 """
 
 from __future__ import annotations
@@ -31,8 +41,10 @@ from typing import Any
 from dgym_tui.benchmarks.base import Benchmark, Task, stage_copy
 from dgym_tui.resources import resource_dir
 
-#: Folders of an exercise that never reach the working copy.
-PRIVATE_DIRS = (".meta",)
+#: Folders of an exercise that never reach the working copy (they hold solutions).
+PRIVATE_DIRS = (".meta", ".approaches", ".articles")
+#: Refactoring exercises of the Python track: their stub already passes the tests.
+REFACTORING = frozenset({"ledger", "markdown"})
 
 
 def default_path() -> Path:
@@ -55,6 +67,16 @@ def _is_exercise(folder: Path) -> bool:
     return folder.is_dir() and (folder / ".docs" / "instructions.md").is_file()
 
 
+def _config_files(folder: Path) -> dict[str, list[str]]:
+    """``files`` of ``.meta/config.json`` (``{}`` when missing or unreadable)."""
+    config = folder / ".meta" / "config.json"
+    try:
+        files = json.loads(config.read_text(encoding="utf-8")).get("files", {})
+    except (OSError, json.JSONDecodeError, AttributeError):
+        return {}
+    return {k: [str(v) for v in vals] for k, vals in files.items() if isinstance(vals, list)}
+
+
 def exercise_files(folder: Path) -> tuple[str, str]:
     """Return ``(stub, test)`` file names of the exercise in ``folder``.
 
@@ -66,15 +88,9 @@ def exercise_files(folder: Path) -> tuple[str, str]:
         FileNotFoundError: the stub or the test file does not exist.
     """
     module = folder.name.replace("-", "_")
-    stub, test = f"{module}.py", f"{module}_test.py"
-    config = folder / ".meta" / "config.json"
-    if config.is_file():
-        try:
-            files = json.loads(config.read_text(encoding="utf-8")).get("files", {})
-        except (json.JSONDecodeError, AttributeError):
-            files = {}
-        stub = (files.get("solution") or [stub])[0]
-        test = (files.get("test") or [test])[0]
+    files = _config_files(folder)
+    stub = (files.get("solution") or [f"{module}.py"])[0]
+    test = (files.get("test") or [f"{module}_test.py"])[0]
     for name in (stub, test):
         if not (folder / name).is_file():
             raise FileNotFoundError(f"exercise {folder.name!r} has no {name}; "
@@ -82,14 +98,44 @@ def exercise_files(folder: Path) -> tuple[str, str]:
     return stub, test
 
 
+def protected_files(folder: Path) -> list[str]:
+    """Return every test file and test helper of the exercise (read-only for the agent).
+
+    ``.meta/config.json``'s ``files.test`` and ``files.editor`` (helpers such
+    as paasio's ``test_utils.py``) that exist, else the conventional test file.
+    """
+    files = _config_files(folder)
+    names = [*files.get("test", []), *files.get("editor", [])] or [exercise_files(folder)[1]]
+    return [n for n in dict.fromkeys(names) if (folder / n).is_file()]
+
+
 def read_instructions(folder: Path) -> str:
-    """Return ``.docs/instructions.md`` followed by ``.docs/instructions.append.md`` if present."""
+    """Return the exercise's text as Exercism shows it.
+
+    ``.docs/introduction.md`` (+ ``introduction.append.md``), then
+    ``instructions.md``, then ``instructions.append.md``; missing parts are skipped.
+    """
     docs = folder / ".docs"
-    parts = [(docs / "instructions.md").read_text(encoding="utf-8").strip()]
-    append = docs / "instructions.append.md"
-    if append.is_file():
-        parts.append(append.read_text(encoding="utf-8").strip())
+    parts = []
+    for name in ("introduction.md", "introduction.append.md", "instructions.md",
+                 "instructions.append.md"):
+        path = docs / name
+        if path.is_file():
+            parts.append(path.read_text(encoding="utf-8").strip())
     return "\n\n".join(p for p in parts if p)
+
+
+def is_refactoring(folder: Path) -> bool:
+    """True for a refactoring exercise (its stub already passes): ``ledger``, ``markdown``,
+    or instructions that start by asking to refactor."""
+    if folder.name in REFACTORING:
+        return True
+    try:
+        text = (folder / ".docs" / "instructions.md").read_text(encoding="utf-8")
+    except OSError:
+        return False
+    body = [line for line in text.splitlines() if line.strip() and not line.startswith("#")]
+    return bool(body) and body[0].lstrip().lower().startswith("refactor")
 
 
 class ExercismBenchmark(Benchmark):
@@ -98,7 +144,10 @@ class ExercismBenchmark(Benchmark):
     Args:
         path: track root, ``exercises/practice`` folder, or a folder of
             exercise folders (str or Path); None uses our ``data/exercism``.
-        exercises: optional list of slugs to keep (others are left out).
+        exercises: optional list of slugs to keep (others are left out);
+            ``affine_cipher`` names ``affine-cipher``.
+        include_refactoring: also list the refactoring exercises (their stub
+            already passes, so they would inflate success rates).
 
     Raises:
         FileNotFoundError: ``path`` holds no exercise.
@@ -106,25 +155,58 @@ class ExercismBenchmark(Benchmark):
 
     name = "exercism"
 
-    def __init__(self, path: str | Path | None = None,
-                 exercises: list[str] | None = None) -> None:
+    def __init__(self, path: str | Path | None = None, exercises: list[str] | None = None,
+                 include_refactoring: bool = False) -> None:
         self.root = _exercises_dir(Path(path).expanduser() if path else default_path())
-        self.only = set(exercises) if exercises else None
+        self.only = {self._slug(e) for e in exercises} if exercises else None
+        self.include_refactoring = include_refactoring
 
-    def tasks(self) -> list[str]:
-        """Return the exercise slugs (folder names), sorted."""
+    def _slug(self, name: str) -> str:
+        """``name`` as a folder name: ``affine_cipher`` -> ``affine-cipher`` when that exists."""
+        if not (self.root / name).is_dir() and (self.root / name.replace("_", "-")).is_dir():
+            return name.replace("_", "-")
+        return name
+
+    def all_tasks(self) -> list[str]:
+        """Return every exercise slug, refactoring ones included, sorted."""
         names = [d.name for d in self.root.iterdir() if _is_exercise(d)]
         return sorted(n for n in names if self.only is None or n in self.only)
 
+    def tasks(self) -> list[str]:
+        """Return the exercise slugs (folder names), sorted; refactoring exercises only
+        with ``include_refactoring``."""
+        return [n for n in self.all_tasks()
+                if self.include_refactoring or not is_refactoring(self.root / n)]
+
     def source(self, task_name: str) -> Path:
         """Return the original folder of exercise ``task_name`` (with ``.meta``)."""
-        return self.root / task_name
+        return self.root / self._slug(task_name)
+
+    def load(self, task_name: str) -> Task:
+        """Return the exercise ``task_name`` (``affine_cipher`` works for ``affine-cipher``).
+
+        Raises:
+            KeyError: no such exercise; the message lists the closest names.
+        """
+        return super().load(self._slug(task_name))
+
+    def describe(self, task_name: str) -> dict[str, Any]:
+        """The ``--details`` of an exercise: test command, whether it is a refactoring one,
+        and whether runs leave it out (``left_out``: ``-p include_refactoring=true`` adds it)."""
+        folder = self.source(task_name)
+        if not _is_exercise(folder):
+            self.load(task_name)  # raises the KeyError naming close slugs
+        _, test = exercise_files(folder)
+        refactoring = is_refactoring(folder)
+        return {"name": folder.name, "image": None, "test_command": _entrypoint(test),
+                "refactoring": refactoring,
+                "left_out": refactoring and not self.include_refactoring}
 
     def _load(self, task_name: str) -> Task:
         folder = self.source(task_name)
         stub, test = exercise_files(folder)
         meta: dict[str, Any] = {"slug": task_name, "stub": stub, "test": test,
-                                "source": str(folder)}
+                                "source": str(folder), "refactoring": is_refactoring(folder)}
         example = folder / ".meta" / "example.py"
         if example.is_file():
             meta["example"] = str(example)
@@ -135,12 +217,17 @@ class ExercismBenchmark(Benchmark):
             name=task_name,
             benchmark=self.name,
             path=stage_copy(folder, exclude=PRIVATE_DIRS),
-            entrypoint=f"python -m pytest -q {shlex.quote(test)}",
+            entrypoint=_entrypoint(test),
             description=description,
             ignore=[f"{d}/" for d in PRIVATE_DIRS],
-            readonly=[test, ".docs/"],
+            readonly=[*protected_files(folder), ".docs/"],
             meta=meta,
         )
 
 
-__all__ = ["ExercismBenchmark", "default_path", "exercise_files", "read_instructions"]
+def _entrypoint(test: str) -> str:
+    return f"python -m pytest -q {shlex.quote(test)}"
+
+
+__all__ = ["ExercismBenchmark", "default_path", "exercise_files", "is_refactoring",
+           "protected_files", "read_instructions"]
