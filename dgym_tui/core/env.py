@@ -27,8 +27,9 @@ from typing import Any, Self
 
 import jsonschema
 
+from dgym_tui.core import test_report
 from dgym_tui.core.breakpoints import BreakpointStore
-from dgym_tui.core.pytest_summary import describe_score, is_resolved, parse_pytest_summary
+from dgym_tui.core.pytest_summary import describe_score, is_resolved, summarize
 from dgym_tui.core.terminals import cleanup
 from dgym_tui.core.terminals.base import DEFAULT_MAX_OUTPUT, RunResult, Terminal
 from dgym_tui.core.tools import all_tools
@@ -317,29 +318,32 @@ class RepoEnv:
         """Run the entrypoint once in the terminal and remember the result.
 
         Returns:
-            ``(summary, output)``: pytest's counts (when the output holds no
-            pytest summary line, the exit status counts as one test: passed
-            on exit code 0, failed otherwise) and the output text, truncated
-            to ``max_output`` bytes with a note when longer.
+            ``(summary, output)``: the counts and failed tests from pytest's
+            structured report (see :func:`dgym_tui.core.pytest_summary.summarize`:
+            a pytest run cut short counts as failed; without a report, pytest's
+            summary line or the exit status is used) and the output text,
+            truncated to ``max_output`` bytes with a note when longer.
 
         Raises:
             RuntimeError: no episode is running.
         """
         if self.terminal is None:
             raise RuntimeError("no episode is running; call reset() first")
-        res = self.terminal.run(self.entrypoint, timeout=self.eval_timeout,
+        command, report_path = test_report.prepare(self.terminal, self.entrypoint)
+        res = self.terminal.run(command, timeout=self.eval_timeout,
                                 max_output=self.max_output)
         output = res.output
         if res.timed_out:
             output += (f"\n[the entrypoint was stopped after {self.eval_timeout:g} s; "
                        "look for an endless loop or a hanging call]")
+        report = test_report.read(report_path)
         summary = self._grade(res)
         if summary is None:
-            summary = parse_pytest_summary(res.output, res.exit_code, res.timed_out)
-        if summary is None:
-            ok = res.exit_code == 0
-            summary = EvalSummary(passed=int(ok), failed=int(not ok),
-                                  exit_code=res.exit_code, timed_out=res.timed_out)
+            summary = summarize(res.output, res.exit_code, res.timed_out, report,
+                                self.terminal.to_relative)
+        elif report is not None and not summary.failures:  # the grader's counts, our locations
+            summary.failures = summarize(res.output, res.exit_code, res.timed_out, report,
+                                         self.terminal.to_relative).failures
         self.last_eval, self.last_eval_output = summary, output
         return summary, output
 

@@ -46,11 +46,53 @@ class ToolCall:
 
 
 @dataclass
-class EvalSummary:
-    """Counts parsed from the entrypoint's output (pytest's closing summary line).
+class FailedTest:
+    """One failed test (or collection error) of an eval, from pytest's structured report.
 
-    ``total`` is passed + failed + errors (skipped tests do not count towards
-    the score). ``exit_code`` is the entrypoint's exit status, None on timeout.
+    Attributes:
+        test_id: pytest's node id, e.g. ``"tests/test_app.py::test_add"``.
+        path: working-copy-relative file where the failure is best looked at:
+            the first traceback frame in the repository's own non-test code
+            (where the test enters the code under test), else the deepest
+            frame in a working-copy file; None when no frame is in the working copy.
+        line: 1-based line in ``path`` (None with it).
+        message: one line (the exception), at most 300 characters.
+        when: ``"setup"``, ``"call"``, ``"teardown"`` or ``"collect"``.
+        frames: ``(relative path, line)`` of the traceback frames inside the
+            working copy, outermost first.
+    """
+
+    test_id: str
+    path: str | None = None
+    line: int | None = None
+    message: str = ""
+    when: str = "call"
+    frames: list[tuple[str, int]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["frames"] = [list(f) for f in self.frames]
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> FailedTest:
+        kwargs = {k: data[k] for k in data if k in cls.__dataclass_fields__}
+        kwargs["frames"] = [tuple(f) for f in kwargs.get("frames") or []]
+        return cls(**kwargs)
+
+
+@dataclass
+class EvalSummary:
+    """The result of one run of the entrypoint.
+
+    Counts come from pytest's structured report (our plugin) when pytest ran,
+    else from pytest's closing summary line, else the exit status counts as
+    one test. ``total`` is passed + failed + errors (skipped tests do not
+    count towards the score). ``exit_code`` is the entrypoint's exit status,
+    None on timeout. ``failures`` lists the failed tests with their location
+    (empty without a report). ``problem`` is a one-line reason why the run
+    counts as failed although the exit code may say otherwise (pytest cut
+    short before its report, or the exit code disagreeing with it); "" when none.
     """
 
     passed: int = 0
@@ -59,17 +101,23 @@ class EvalSummary:
     skipped: int = 0
     exit_code: int | None = None
     timed_out: bool = False
+    failures: list[FailedTest] = field(default_factory=list)
+    problem: str = ""
 
     @property
     def total(self) -> int:
         return self.passed + self.failed + self.errors
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        data = asdict(self)
+        data["failures"] = [f.to_dict() for f in self.failures]
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> EvalSummary:
-        return cls(**{k: data[k] for k in data if k in cls.__dataclass_fields__})
+        kwargs = {k: data[k] for k in data if k in cls.__dataclass_fields__}
+        kwargs["failures"] = [FailedTest.from_dict(f) for f in kwargs.get("failures") or []]
+        return cls(**kwargs)
 
 
 @dataclass

@@ -390,7 +390,7 @@ class DgymApp(QuietKeys, App[int]):
         self._last_result = result
         self._refresh_tree(result)
         files = self.env.workspace.files()
-        where = locate_failure(result.eval_output, files)
+        where = locate_failure(result.eval_output, files, result.eval)
         if where is not None:
             self._open(where[0], where[1])
         else:
@@ -900,7 +900,8 @@ class DgymApp(QuietKeys, App[int]):
             path, line = result.frame
         else:
             files = model.files()
-            where = locate_failure(model.initial.eval_output, files)
+            where = locate_failure(model.initial.eval_output, files,
+                                   model.initial.eval)
             path, line = where if where else (first_source_file(files), 1)
         if path is None:
             self.source_view.load(None, "")

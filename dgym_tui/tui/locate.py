@@ -1,15 +1,20 @@
 """Find where a failing test's traceback enters the repository's own code.
 
 UI-free helper used by the app to decide which file and line the source view
-shows on start. It reads the eval output (pytest or a plain Python traceback)
-and matches the paths it names against the working copy's files.
+shows on start. The eval result's ``failures`` (pytest's structured report,
+``EvalSummary.failures``) answer it; for results without them (a non-pytest
+entrypoint, trajectories recorded before the report) the eval output is read
+(pytest or a plain Python traceback) and the paths it names matched against
+the working copy's files.
 """
 
 from __future__ import annotations
 
-import posixpath
 import re
 from collections.abc import Iterable
+
+from dgym_tui.core.pytest_summary import is_test_file, pick_location
+from dgym_tui.core.types import EvalSummary
 
 #: pytest's failure section header: ``____ test_name ____``.
 _SECTION = re.compile(r"^_{3,} (.+?) _{3,}\s*$", re.MULTILINE)
@@ -17,18 +22,6 @@ _SECTION = re.compile(r"^_{3,} (.+?) _{3,}\s*$", re.MULTILINE)
 _PYTEST_LOC = re.compile(r"^(?P<path>[^\s:][^:\n]*?\.py):(?P<line>\d+):", re.MULTILINE)
 #: CPython traceback lines: ``File "/abs/pkg/mod.py", line 12, in func``.
 _PY_LOC = re.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+)', re.MULTILINE)
-
-
-def is_test_file(path: str) -> bool:
-    """Return True when ``path`` (POSIX, relative) looks like test code.
-
-    Test code: ``test_*.py``, ``*_test.py``, ``conftest.py`` or any file under a
-    ``tests``/``test`` folder.
-    """
-    name = posixpath.basename(path)
-    parts = path.split("/")[:-1]
-    return (name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py"
-            or any(p in ("tests", "test") for p in parts))
 
 
 def match_file(path: str, files: Iterable[str] | set[str]) -> str | None:
@@ -85,7 +78,8 @@ def traceback_frames(text: str, files: Iterable[str]) -> list[tuple[str, int]]:
     return frames
 
 
-def locate_failure(eval_output: str, files: Iterable[str]) -> tuple[str, int] | None:
+def locate_failure(eval_output: str, files: Iterable[str],
+                   summary: EvalSummary | None = None) -> tuple[str, int] | None:
     """Pick the source location to show first for an eval output.
 
     The first failing test's traceback is read; the first frame in the
@@ -96,21 +90,21 @@ def locate_failure(eval_output: str, files: Iterable[str]) -> tuple[str, int] | 
     Args:
         eval_output: the entrypoint's output text.
         files: visible working-copy files (relative POSIX paths).
+        summary: the eval's summary; its first failure located in a visible
+            file wins (``EvalSummary.failures``).
 
     Returns:
         ``(relative path, 1-based line)`` or None when no frame names a
         working-copy file.
     """
     fileset = set(files)
+    for failure in summary.failures if summary else ():
+        if failure.path in fileset and failure.line:
+            return failure.path, failure.line
     frames = traceback_frames(first_failure_block(eval_output), fileset)
     if not frames:
         frames = traceback_frames(eval_output, fileset)
-    if not frames:
-        return None
-    for rel, line in frames:
-        if not is_test_file(rel):
-            return rel, line
-    return frames[-1]
+    return pick_location(frames)
 
 
 def first_source_file(files: Iterable[str]) -> str | None:

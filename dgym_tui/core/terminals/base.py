@@ -47,9 +47,18 @@ class Terminal(abc.ABC):
     Attributes:
         workdir: the working copy's path as commands see it (host path for the
             local terminal, the mount point inside the container for Docker).
+        scratch: see the class attribute below.
     """
 
     workdir: str
+    #: A host folder private to the episode, outside the working copy, that
+    #: commands may write (the eval's test report goes there); "" when the
+    #: terminal has none (the eval then reads no structured report).
+    scratch: str = ""
+
+    def scratch_path(self) -> str:
+        """The ``scratch`` folder's path as commands see it (the host path by default)."""
+        return self.scratch
 
     @abc.abstractmethod
     def start(self, host_root: str) -> None:

@@ -28,7 +28,6 @@ import shutil
 import site
 import subprocess
 import sys
-import tempfile
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
@@ -129,7 +128,6 @@ class BwrapTerminal(LocalTerminal):
         self.hidden = [str(p) for p in hidden]
         self.network = network
         self.hide_home = hide_home
-        self.scratch = ""
         self._prefix: list[str] = []
 
     def start(self, host_root: str) -> None:
@@ -144,7 +142,6 @@ class BwrapTerminal(LocalTerminal):
             raise TerminalError(f"{problem}; or use terminal='local' for trusted code")
         super().start(host_root)
         try:
-            self.scratch = tempfile.mkdtemp(prefix="dgym-scratch-")
             self._prefix = self._command_line()
         except BaseException:
             self.close()
@@ -197,9 +194,3 @@ class BwrapTerminal(LocalTerminal):
         # --die-with-parent fires when the starting *thread* ends.
         return _launcher_pool().submit(start).result()
 
-    def close(self) -> None:
-        """Kill every process of the episode and delete the scratch folder. Idempotent."""
-        super().close()
-        if self.scratch:
-            shutil.rmtree(self.scratch, ignore_errors=True)
-            self.scratch = ""

@@ -9,8 +9,10 @@ from __future__ import annotations
 import contextlib
 import os
 import selectors
+import shutil
 import signal
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable
 from typing import TypeVar
@@ -34,6 +36,8 @@ class LocalTerminal(Terminal):
 
     Attributes:
         tag: value of ``DGYM_EPISODE`` in every command's environment.
+        scratch: a private host folder (outside the working copy) made at
+            ``start()`` and deleted at ``close()``.
     """
 
     def __init__(self) -> None:
@@ -46,6 +50,8 @@ class LocalTerminal(Terminal):
             raise TerminalError(f"working copy {host_root!r} does not exist")
         self.workdir = os.path.realpath(host_root)
         cleanup.register(self)
+        if not self.scratch:
+            self.scratch = tempfile.mkdtemp(prefix="dgym-scratch-")
 
     # -- hooks for sandboxed subclasses -----------------------------------
     def _argv(self, command: str) -> list[str]:
@@ -120,6 +126,9 @@ class LocalTerminal(Terminal):
             elif getattr(child, "pid", None):
                 _kill_group(child.pid)
         procs.kill_tagged(self.tag)
+        if self.scratch:
+            shutil.rmtree(self.scratch, ignore_errors=True)
+            self.scratch = ""
         cleanup.unregister(self)
 
 

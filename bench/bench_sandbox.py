@@ -1,0 +1,131 @@
+"""What the sandbox work costs, as ratios against their floors measured in the same run.
+
+1. eval: ``RepoEnv.run_eval`` (the structured test report: our pytest plugin,
+   one JSON line per test, read back) against a bare ``python -m pytest`` of
+   the same tests in the same folder. Target <= 1.05x.
+2. pdb restart: closing a pdb session and starting it again up to its first
+   prompt (what a rewrite -> next pdb command pays) against a bare
+   ``pexpect.spawn`` of the same command to its first prompt (its close not
+   timed). Target <= 1.15x.
+
+Both are measured interleaved A B A B on the local and the bwrap terminal,
+with the load average noted. Prints median, p90 and mean in ms.
+
+    python bench/bench_sandbox.py [--rounds 20] [--tests 50] [--terminals local,bwrap]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pexpect
+
+from dgym_tui.core.env import RepoEnv
+from dgym_tui.core.pdb_session import PdbSession
+
+PYTEST = "PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 python -m pytest -q -p no:cacheprovider"
+
+
+def make_repo(root: Path, tests: int) -> None:
+    """A small repository: one module, ``tests`` test functions (one fails)."""
+    (root / "app.py").write_text("def add(a, b):\n    return a + b\n")
+    body = ["from app import add\n"]
+    for i in range(tests):
+        body.append(f"\ndef test_{i}():\n    assert add({i}, 1) == {i + 1 if i else 0}\n")
+    (root / "test_app.py").write_text("".join(body))
+
+
+def stats(samples: list[float]) -> tuple[float, float, float]:
+    ordered = sorted(samples)
+    p90 = ordered[min(len(ordered) - 1, int(0.9 * len(ordered)))]
+    return statistics.median(ordered) * 1e3, p90 * 1e3, statistics.mean(ordered) * 1e3
+
+
+def bare_pytest(env: RepoEnv) -> float:
+    argv = ["sh", "-c", PYTEST + " test_app.py"]
+    if env.terminal_spec == "bwrap":
+        argv = env.terminal._argv(PYTEST + " test_app.py")
+    started = time.perf_counter()
+    subprocess.run(argv, cwd=env.terminal.workdir, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.STDOUT, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+    return time.perf_counter() - started
+
+
+def our_eval(env: RepoEnv) -> float:
+    started = time.perf_counter()
+    summary, _ = env.run_eval()
+    elapsed = time.perf_counter() - started
+    assert summary.failed == 1 and not summary.problem, summary
+    return elapsed
+
+
+def bare_restart(env: RepoEnv, command: str) -> float:
+    argv = env.terminal._argv(command)
+    started = time.perf_counter()
+    child = pexpect.spawn(argv[0], argv[1:], cwd=env.terminal.workdir, encoding="utf-8",
+                          env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+    child.expect_exact("(Pdb) ", timeout=30)
+    elapsed = time.perf_counter() - started  # to the first prompt; closing is not timed
+    child.close(force=True)
+    return elapsed
+
+
+def our_restart(session: PdbSession) -> float:
+    started = time.perf_counter()
+    session.close()
+    session.start(timeout=30)
+    return time.perf_counter() - started
+
+
+def run(kind: str, rounds: int, tests: int) -> list[tuple[str, str, list[float], list[float]]]:
+    with tempfile.TemporaryDirectory() as tmp:
+        make_repo(Path(tmp), tests)
+        env = RepoEnv(tmp, entrypoint=f"{PYTEST} test_app.py", terminal=kind)
+        try:
+            env.reset()
+            command = "python -m pdb app.py"
+            session = PdbSession(env.terminal, command)
+            session.start(timeout=30)
+            a_eval, b_eval, a_pdb, b_pdb = [], [], [], []
+            for _ in range(rounds):
+                a_eval.append(bare_pytest(env))
+                b_eval.append(our_eval(env))
+                a_pdb.append(bare_restart(env, command))
+                b_pdb.append(our_restart(session))
+            session.close()
+        finally:
+            env.close()
+    return [(kind, "eval vs bare pytest", a_eval, b_eval),
+            (kind, "pdb restart vs bare spawn", a_pdb, b_pdb)]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=20)
+    parser.add_argument("--tests", type=int, default=50)
+    parser.add_argument("--terminals", default="local,bwrap")
+    args = parser.parse_args()
+    os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"]
+    print(f"load average before: {os.getloadavg()[0]:.2f} ({os.cpu_count()} CPUs); "
+          f"{args.rounds} rounds, interleaved")
+    rows = []
+    for kind in args.terminals.split(","):
+        rows += run(kind, args.rounds, args.tests)
+    print(f"{'terminal':8} {'what':28} {'floor med/p90/mean ms':>24} {'ours med/p90/mean ms':>24}"
+          f" {'ratio of means':>15}")
+    for kind, what, floor, ours in rows:
+        f, o = stats(floor), stats(ours)
+        print(f"{kind:8} {what:28} {f[0]:7.1f} {f[1]:7.1f} {f[2]:7.1f}  {o[0]:7.1f} {o[1]:7.1f} "
+              f"{o[2]:7.1f} {o[2] / f[2]:14.3f}x")
+    print(f"load average after: {os.getloadavg()[0]:.2f}")
+
+
+if __name__ == "__main__":
+    main()
