@@ -128,7 +128,7 @@ async def bench_trajectory(path: Path) -> tuple[float, float]:
 
     start = time.perf_counter()
     model = ReplayModel(read_trajectory(path))
-    model.files()  # the scratch copy with re-applied rewrites
+    model.files()  # the file list recorded in the header
     loaded = time.perf_counter() - start
     app = DgymApp(replay=model)
     async with app.run_test(size=(160, 48)) as pilot:

@@ -103,8 +103,12 @@ class Turn:
         wall_time: seconds spent on the turn (policy thinking + step).
         raw: the provider message of the proposal, when the policy gave one.
         patch: the working copy's whole patch against the starting files after
-            this step (unified diff, git style), recorded only when the step
-            changed a file; None otherwise.
+            this step (git style), recorded only when the step changed a file;
+            None otherwise.
+        originals: ``{path: starting text, or None for a created file}`` of the
+            files ``patch`` changes for the first time in the episode (replay
+            rebuilds every step from these and the patches); None when the
+            step changed nothing.
     """
 
     index: int
@@ -120,6 +124,7 @@ class Turn:
     wall_time: float = 0.0
     raw: dict | None = None
     patch: str | None = None
+    originals: dict[str, str | None] | None = None
 
     @property
     def observation(self) -> str:
@@ -150,6 +155,7 @@ class Turn:
         }
         if self.patch is not None:
             record["patch"] = self.patch
+            record["originals"] = self.originals or {}
         return record
 
     @classmethod
@@ -169,4 +175,5 @@ class Turn:
             wall_time=float(record.get("wall_time") or 0.0),
             raw=record.get("raw"),
             patch=record.get("patch"),
+            originals=record.get("originals"),
         )

@@ -47,6 +47,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from dgym_tui.core.patches import PatchError, original_texts
 from dgym_tui.core.types import StepResult, ToolCall
 from dgym_tui.policy import Policy
 from dgym_tui.records import EpisodeInfo, Proposal, Turn, Usage
@@ -216,6 +217,7 @@ class Session:
         # to it when the environment was closed under the session (SIGTERM cleanup)
         self._patch: str | None = None
         self._patch_generation = 0  # RepoEnv.generation after reset
+        self._originals_known: set[str] = set()  # files whose starting text is recorded
 
     # -- mode ---------------------------------------------------------------
     def _check_mode(self, mode: str) -> None:
@@ -309,7 +311,16 @@ class Session:
         config.setdefault("stop_on_resolved", self.stop_on_resolved)
         return {"task": task, "config": config, "tools": self.env.tool_schemas(),
                 "environment": environment, "versions": _versions(), "started_at": _now(),
-                "initial": initial.to_dict()}
+                "initial": initial.to_dict(), **self._start_files()}
+
+    def _start_files(self) -> dict[str, Any]:
+        """Header keys replay starts from: ``files`` (visible file -> git blob id at the
+        start) and ``readonly_files``."""
+        ws = self.env.workspace
+        if ws is None:
+            return {}
+        files = ws.start_ids()
+        return {"files": files, "readonly_files": sorted(f for f in files if ws.is_readonly(f))}
 
     def _require_running(self) -> None:
         if self.initial is None:
@@ -485,7 +496,8 @@ class Session:
         try:
             with self._env_lock:
                 result = self.env.step(action)
-                self._remember_patch()
+                patch = self._remember_patch()
+                originals = self._originals(patch) if patch is not None else None
         except Exception as exc:
             self._emit("error", f"step failed: {exc}")
             raise
@@ -494,20 +506,41 @@ class Session:
                     reasoning=proposal.reasoning if proposal else "",
                     result=result, usage=proposal.usage if proposal else Usage(),
                     wall_time=time.monotonic() - t0 + self._think_time(proposal),
-                    raw=proposal.raw if proposal else None)
+                    raw=proposal.raw if proposal else None, patch=patch, originals=originals)
         self.last = result
         return self._record(turn)
 
-    def _remember_patch(self) -> None:
-        """Keep the working copy's patch when the last step changed a file."""
+    def _remember_patch(self) -> str | None:
+        """Keep and return the working copy's patch when the last step changed a file
+        (None when it changed nothing or the patch cannot be computed)."""
         generation = self.env.generation
         if generation == self._patch_generation:
-            return
+            return None
         try:
             self._patch = self.env.patch()
             self._patch_generation = generation
         except Exception as exc:  # noqa: BLE001  the footer computes it again anyway
             log.debug("could not compute the patch: %s", exc)
+            return None
+        return self._patch
+
+    def _originals(self, patch: str) -> dict[str, str | None]:
+        """Starting text of each file ``patch`` changes for the first time (for replay)."""
+        ws = self.env.workspace
+
+        def current(rel: str) -> str | None:
+            try:
+                return ws.read_text(rel)
+            except Exception:  # noqa: BLE001  deleted or unreadable now
+                return None
+
+        try:
+            texts = original_texts(patch, current, self._originals_known)
+        except PatchError as exc:  # replay then says the source is not available
+            log.debug("could not recover the starting texts: %s", exc)
+            return {}
+        self._originals_known.update(texts)
+        return texts
 
     def _record(self, turn: Turn) -> Turn:
         self.pending = None

@@ -3,8 +3,11 @@
 A trajectory file holds one JSON object per line:
 
 - a ``header`` (schema version, task, run config, tool schemas, environment,
-  versions, start time, the initial observation as a StepResult dict);
-- one ``step`` line per turn of the episode (see :class:`dgym_tui.records.Turn`);
+  versions, start time, the initial observation as a StepResult dict, and
+  ``files``: every visible file's git blob id at the start);
+- one ``step`` line per turn of the episode (see :class:`dgym_tui.records.Turn`;
+  a step that changed files adds the whole ``patch`` and the ``originals`` of
+  the files changed for the first time);
 - a ``footer`` (resolved, score, max score, steps, patch, reason, end time),
   absent when the episode was interrupted.
 
@@ -29,7 +32,11 @@ from jsonschema import Draft202012Validator
 from dgym_tui.core.types import StepResult
 from dgym_tui.records import Turn
 
-SCHEMA_VERSION = 1
+#: Version written. 2 added what replay rebuilds the source from: the header's
+#: ``files`` / ``readonly_files`` and each file-changing step's ``patch`` /
+#: ``originals``. Version 1 files are still read (their source cannot be rebuilt).
+SCHEMA_VERSION = 2
+SUPPORTED_VERSIONS = (1, 2)
 
 
 class TrajectoryError(Exception):
@@ -270,10 +277,11 @@ def read_trajectory(path: str | os.PathLike[str]) -> Trajectory:
             if header is not None:
                 raise TrajectoryError(f"{path}:{lineno}: second header")
             version = record["schema_version"]
-            if version != SCHEMA_VERSION:
+            if version not in SUPPORTED_VERSIONS:
                 raise TrajectoryError(
                     f"{path}:{lineno}: schema version {version} is not supported "
-                    f"(this dgym-tui reads version {SCHEMA_VERSION}); upgrade dgym-tui")
+                    f"(this dgym-tui reads versions {SUPPORTED_VERSIONS[0]} to "
+                    f"{SUPPORTED_VERSIONS[-1]}); upgrade dgym-tui")
             header = record
             continue
         if header is None:

@@ -9,6 +9,7 @@ import pytest
 from dgym_tui.core.patches import (
     PatchError,
     apply_patch,
+    original_texts,
     parse_patch,
     patched_files,
     patched_text,
@@ -77,3 +78,13 @@ def test_folder_apply_matches_git_apply_and_is_all_or_nothing(tmp_path):
     with pytest.raises(PatchError):
         apply_patch(bad, ours)
     assert (ours / "pkg/new.py").read_text() == "hello\n"
+
+
+def test_original_texts_come_back_from_the_current_ones():
+    patch = (text_diff("f.py", OLD, NEW) + text_diff("gone.py", "bye\n", None)
+             + text_diff("new.py", None, "hello\n"))
+    now = {"f.py": NEW, "new.py": "hello\n"}
+    assert original_texts(patch, now.get) == {"f.py": OLD, "gone.py": "bye\n", "new.py": None}
+    assert original_texts(patch, now.get, skip={"f.py", "new.py"}) == {"gone.py": "bye\n"}
+    with pytest.raises(PatchError):
+        original_texts(patch, {"f.py": OLD}.get)  # the current text is not the patch's result

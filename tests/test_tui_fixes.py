@@ -214,9 +214,9 @@ async def test_long_replay_renders_few_turns_and_rewrites_lazily(calc_repo, tmp_
     app = DgymApp(replay=model)
     async with app.run_test(size=(160, 48)) as pilot:
         await pilot.pause()
-        assert model._applied == 0  # nothing re-applied to show step 0
+        assert model._patches == {}  # no recorded patch read to show step 0
         await pilot.press("l", "l")
-        assert model._applied == 2 and app.source_view.lines[4] == "    return total / len(xs)"
+        assert list(model._patches) == [2] and app.source_view.lines[4] == "    return total / len(xs)"
         await pilot.press("dollar_sign")
         await pilot.pause()
         transcript = app.query_one(Transcript)

@@ -5,7 +5,8 @@ small records, so the "No newline at end of file" marker is already folded
 into the line texts); :func:`patched_text` applies one file's hunks to a text,
 placing each hunk at its line number or, when the file moved, at the nearest
 place its context matches. :func:`patched_files` and :func:`apply_patch` do
-it for a folder, :func:`reverse` turns a patch around (new -> old).
+it for a folder, :func:`reverse` turns a patch around (new -> old) and
+:func:`original_texts` recovers what the changed files held before the patch.
 
 Generation of patches lives in :mod:`dgym_tui.core.workspace`; no ``git`` is
 needed on the host for either direction.
@@ -13,6 +14,7 @@ needed on the host for either direction.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Container
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -236,3 +238,29 @@ def apply_patch(patch: str, root: str | Path) -> list[str]:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text, encoding="utf-8")
     return list(files)
+
+
+def original_texts(patch: str, current: Callable[[str], str | None],
+                   skip: Container[str] = ()) -> dict[str, str | None]:
+    """Recover the text each file of ``patch`` had before it, from the text it has now.
+
+    Args:
+        patch: a unified diff whose new side is the current state.
+        current: ``current(rel)`` returns the file's text now (None: it does not exist).
+        skip: paths to leave out (already known). Binary files are left out too.
+
+    Returns:
+        ``{relative path: text before the patch, or None for a file the patch created}``.
+
+    Raises:
+        PatchError: the patch is malformed or does not match the current texts.
+    """
+    out: dict[str, str | None] = {}
+    for fp in parse_patch(patch, skip_binary=True):
+        before = fp.old_path
+        if before is None or before in skip:
+            if fp.new_path is not None and fp.new_path not in skip:
+                out[fp.new_path] = None
+            continue
+        out[before] = patched_text(reverse(fp), current(fp.path) if fp.new_path else None)
+    return out

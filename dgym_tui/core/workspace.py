@@ -629,6 +629,14 @@ class Workspace:
                 out.append(p)
         return out
 
+    def start_ids(self) -> dict[str, str]:
+        """Return ``{relative path: git blob id}`` of the visible files and links at the start.
+
+        The ids were computed while copying (no file is read again); after
+        :meth:`apply_to_source` the applied versions count as the start.
+        """
+        return {rel: info[1] for rel, info in self._src_info.items() if rel in self._initial}
+
     def _link_to_file(self, rel: str) -> bool:
         """Does link ``rel`` lead to a visible regular file inside the working copy?"""
         try:

@@ -1,16 +1,20 @@
 """What a recorded trajectory looked like at step N (UI-free helper for the replay view).
 
 Breakpoints, the frame, the eval summary and the observation come straight
-from the recorded ``StepResult`` of each step. File contents are NOT recorded
-in trajectories, so the source at step N is re-derived: the original
-repository (the header's ``task.path``) is copied once into a scratch working
-copy and the successful recorded ``rewrite`` actions are re-applied in order
-with the real rewrite tool, lazily (only up to the step shown so far); the
-text of each rewritten file is kept per step. A benchmark task whose scratch
-folder is gone is loaded again from its benchmark.
-Changes made by other means (e.g. a pdb ``!open(...).write``) are not
-re-derived; when the original repository is missing the source is reported
-as not available rather than guessed.
+from the recorded ``StepResult`` of each step. The source at step N is
+rebuilt from the trajectory alone (schema version 2): every step that changed
+a file recorded the whole patch against the starting files plus the starting
+text of the files it changed first (``originals``), so a changed file at step
+N is the latest patch up to N applied to its starting text. This covers every
+way a file changes (``rewrite``, code run under pdb, an editor between steps)
+and never reads the original repository, which may hold the fix by now.
+
+A file the episode never changed is read from the original repository (the
+header's ``task.path``, or the benchmark task loaded again when its scratch
+copy is gone) only when its git blob id still equals the one the header
+recorded at the start; otherwise it is reported as not available.
+Trajectories of schema version 1 recorded no patches: their source is not
+available (:attr:`ReplayModel.unavailable` says why).
 """
 
 from __future__ import annotations
@@ -18,9 +22,10 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Sequence
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
+from dgym_tui.core.gitpatch import blob_id
+from dgym_tui.core.patches import FilePatch, PatchError, parse_patch, patched_text
 from dgym_tui.core.types import StepResult
 from dgym_tui.records import Turn
 
@@ -86,21 +91,32 @@ class ReplayModel:
         turns: the recorded turns (``dgym_tui.records.Turn``), oldest first, as a
             :class:`LazyTurns` sequence (each converted from its record when first used).
         source_root: the original repository folder, or None when it is gone.
+        unavailable: why no source can be shown at all ("" when it can).
     """
 
     def __init__(self, trajectory: Any) -> None:
         self.trajectory = trajectory
         self.turns = LazyTurns(trajectory.steps)
         self.initial: StepResult = trajectory.initial
-        task = trajectory.header.get("task") or {}
+        header = trajectory.header
+        task = header.get("task") or {}
         root = task.get("path")
         self.source_root: Path | None = Path(root) if root and Path(root).is_dir() else None
         self._results: dict[int, StepResult] = {0: self.initial}  # step -> result, lazily
-        self._workspace = None
-        self._tool: Any = None
         self._task: Any = None
-        self._applied = 0  # turns whose rewrites were re-applied
-        self._versions: dict[str, tuple[list[int], list[str]]] | None = None
+        self._searched = False
+        self._start_ids: dict[str, str] = dict(header.get("files") or {})
+        self._readonly = set(header.get("readonly_files") or ())
+        self.unavailable = "" if "files" in header else (
+            "this trajectory was recorded without file contents (schema version "
+            f"{header.get('schema_version')}); record it again to replay its source")
+        # steps whose record holds a patch, and the starting texts of changed files
+        self._patch_steps = [i + 1 for i, r in enumerate(trajectory.steps) if "patch" in r]
+        self._originals: dict[str, str | None] = {}
+        for record in trajectory.steps:
+            for rel, text in (record.get("originals") or {}).items():
+                self._originals.setdefault(rel, text)
+        self._patches: dict[int, dict[str, FilePatch] | None] = {}  # step -> parsed, lazily
 
     def __len__(self) -> int:
         return len(self.turns)
@@ -138,8 +154,9 @@ class ReplayModel:
         after the episode; the header names the benchmark and task, so the
         task is loaded again (a fresh copy of the same files).
         """
-        if self.source_root is not None:
+        if self.source_root is not None or self._searched:
             return self.source_root
+        self._searched = True
         task = self.trajectory.header.get("task") or {}
         bench, name = task.get("benchmark"), task.get("task_name")
         if not (bench and name):
@@ -155,87 +172,69 @@ class ReplayModel:
         self.source_root = path if path.is_dir() else None
         return self.source_root
 
-    def _ensure_workspace(self) -> bool:
-        """Create the scratch working copy once (rewrites are re-applied lazily)."""
-        if self._versions is not None:
-            return self._workspace is not None
-        self._versions = {}
-        root = self._find_source()
-        if root is None:
-            return False
-        from dgym_tui.core.tools.rewrite import RewriteTool
-        from dgym_tui.core.workspace import Workspace
-
-        task = self.trajectory.header.get("task") or {}
-        ws = Workspace(root, ignore=task.get("ignore") or (),
-                       readonly=task.get("readonly") or ())
-        self._workspace = ws
-        self._tool = RewriteTool(SimpleNamespace(workspace=ws))
-        return True
-
-    def _apply_until(self, step: int) -> None:
-        """Re-apply the recorded successful rewrites of turns 1..``step`` not applied yet.
-
-        Opening a long trajectory therefore costs nothing for its rewrites;
-        moving forward applies only the new ones, and every version of a
-        rewritten file is kept, so moving back costs nothing either.
-        """
-        ws = self._workspace
-        while self._applied < min(step, len(self.turns)):
-            index = self._applied
-            self._applied += 1
-            recorded = self.turns.record(index).get("action") or {}
-            if not isinstance(recorded, dict) or recorded.get("name") != "rewrite":
-                continue  # not a rewrite: no need to convert the record
-            turn = self.turns[index]
-            action = turn.action
-            if (action is None or action.name != "rewrite" or turn.result is None
-                    or turn.result.error or not isinstance(action.arguments, dict)):
-                continue
+    def _patch_at(self, step: int) -> dict[str, FilePatch] | None:
+        """The files of the latest recorded patch at or before ``step`` (None: none yet)."""
+        i = _last_at_or_before(self._patch_steps, step)
+        if i is None:
+            return None
+        if i not in self._patches:
+            text = self.trajectory.steps[i - 1].get("patch") or ""
             try:
-                out = self._tool.run(**action.arguments)
-            except Exception:  # noqa: BLE001, S112  the recorded step failed the same way
-                continue
-            rel = (getattr(out, "data", None) or {}).get("path") or action.arguments.get("path")
-            try:
-                text = ws.read_text(rel)
-            except Exception:  # noqa: BLE001, S112  file deleted / hidden later: skip it
-                continue
-            steps, texts = self._versions.setdefault(rel, ([], []))
-            steps.append(turn.index)
-            texts.append(text)
+                self._patches[i] = {fp.path: fp for fp in parse_patch(text, skip_binary=True)}
+            except PatchError:
+                self._patches[i] = {}
+        return self._patches[i]
 
     def files(self) -> list[str]:
-        """Visible files of the original repository (plus files created by the
-        rewrites re-applied so far)."""
-        if not self._ensure_workspace():
+        """Visible files at the start plus every file the episode created."""
+        if self.unavailable:
             changed = set(self.initial.changed_files)
             for record in self.trajectory.steps:
                 changed.update((record.get("result") or {}).get("changed_files") or ())
             return sorted(changed)
-        return self._workspace.files()
+        return sorted(set(self._start_ids) | set(self._originals))
 
     def is_readonly(self, rel: str) -> bool:
-        """True when ``rel`` is read-only in the recorded task."""
-        return bool(self._workspace is not None and self._workspace.is_readonly(rel))
+        """True when ``rel`` was read-only in the recorded task."""
+        return rel in self._readonly
 
     def source_at(self, rel: str, step: int) -> str | None:
-        """Text of ``rel`` after ``step``, or None when it cannot be re-derived honestly."""
-        if not self._ensure_workspace():
+        """Text of ``rel`` after ``step``, or None when it cannot be rebuilt honestly
+        (the file does not exist then, is binary, or its original changed since)."""
+        if self.unavailable:
             return None
-        self._apply_until(step)
-        steps, texts = self._versions.get(rel, ([], []))
-        i = bisect_right(steps, step)
-        if i:
-            return texts[i - 1]
-        original = self.source_root / rel  # never rewritten up to ``step``
+        patch = self._patch_at(step)
+        if patch is not None and rel in patch:
+            if rel not in self._originals:
+                return None  # a binary file or one whose start was not recoverable
+            try:
+                return patched_text(patch[rel], self._originals[rel])
+            except PatchError:
+                return None
+        if rel in self._originals:  # unchanged up to ``step`` (or changed back)
+            return self._originals[rel]
+        return self._unchanged(rel)
+
+    def _unchanged(self, rel: str) -> str | None:
+        """A file the episode never changed, from the original if it is still the same."""
+        expected = self._start_ids.get(rel)
+        root = self._find_source()
+        if expected is None or root is None:
+            return None
         try:
-            return original.read_text(encoding="utf-8", errors="replace")
+            data = (root / rel).read_bytes()
         except OSError:
             return None
+        if blob_id(data) != expected:
+            return None  # changed since the recording: showing it would be a guess
+        return data.decode("utf-8", errors="replace")
 
     def close(self) -> None:
-        """Delete the scratch working copy."""
-        if self._workspace is not None:
-            self._workspace.cleanup()
-            self._workspace = None
+        """Release the benchmark task loaded again (its scratch copy), if any."""
+        self._task = None
+
+
+def _last_at_or_before(steps: list[int], step: int) -> int | None:
+    """The largest of the sorted ``steps`` that is <= ``step``, or None."""
+    i = bisect_right(steps, step)
+    return steps[i - 1] if i else None
