@@ -53,7 +53,8 @@ def timed(env: RepoEnv, name: str, **arguments) -> float:
 
 def bench_size(files: int, rounds: int) -> dict[str, list[float]]:
     samples: dict[str, list[float]] = {k: [] for k in
-                                       ("view", "listdir", "grep", "pdb p", "rewrite", "eval overhead")}
+                                       ("view", "listdir", "grep", "grep rare", "pdb p", "rewrite",
+                                        "eval overhead")}
     with tempfile.TemporaryDirectory(prefix="dgym-bench-") as tmp:
         repo = make_repo(Path(tmp) / "repo", files)
         with RepoEnv(repo, entrypoint=ENTRYPOINT) as env:
@@ -64,7 +65,8 @@ def bench_size(files: int, rounds: int) -> dict[str, list[float]]:
             for _ in range(rounds):
                 samples["view"].append(timed(env, "view", path="pkg000/mod07.py", start=1, end=40))
                 samples["listdir"].append(timed(env, "listdir", path="."))
-                samples["grep"].append(timed(env, "grep", pattern="def helper_12"))
+                samples["grep"].append(timed(env, "grep", pattern="def helper_12"))  # in every file
+                samples["grep rare"].append(timed(env, "grep", pattern="def middle"))  # in one file
                 samples["pdb p"].append(timed(env, "pdb", command="p values"))
             for i in range(rounds):
                 samples["rewrite"].append(timed(env, "rewrite", path="target.py", start=2, end=2,
@@ -89,6 +91,8 @@ def main() -> None:
     parser.add_argument("--sizes", default="100,1000,10000")
     parser.add_argument("--rounds", type=int, default=20)
     args = parser.parse_args()
+    # the bare run and the eval step must find the same python (the local terminal's PATH)
+    os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
     sizes = [int(s) for s in args.sizes.split(",")]
     results = {size: bench_size(size, args.rounds) for size in sizes}
     print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores; "

@@ -297,3 +297,13 @@ def test_patch_always_applies(tree, changes, new, contents):
             assert _files(check) == _files(ws.root)
         finally:
             ws.cleanup()
+
+
+def test_grep_sees_changes_made_by_running_code(env):
+    """grep's cached file contents follow writes made inside the sandbox (the change index)."""
+    assert "code.py:1: x = 1" in step(env, "grep", pattern="x = ").observation
+    assert env.terminal.run("echo 'x = 2' > code.py && mkdir -p sub && echo 'x = 3' > sub/new.py"
+                            ).exit_code == 0
+    r = step(env, "grep", pattern="x = ")
+    assert "code.py:1: x = 2" in r.observation and "sub/new.py:1: x = 3" in r.observation
+    assert r.changed_files == ["code.py", "sub/new.py"]

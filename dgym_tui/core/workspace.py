@@ -237,7 +237,7 @@ class Workspace:
         self._base: dict[str, Blob | None] = {}
         self._content: dict[str, tuple[Stamp, bytes]] = {}
         self._content_bytes = 0
-        self._files_cache: tuple[int, list[str]] | None = None
+        self._files_cache: tuple[int, list[str], dict] | None = None
 
     # -------------------------------------------------------------------- copy
     def _copy(self) -> None:
@@ -592,6 +592,16 @@ class Workspace:
             self._version += 1
         return bool(changed)
 
+    @property
+    def version(self) -> int:
+        """A number that changes whenever :meth:`refresh` saw a visible entry change."""
+        return self._version
+
+    @property
+    def watching(self) -> bool:
+        """True while inotify keeps the change index current (else every refresh scans)."""
+        return bool(self._index is not None and self._index.watching)
+
     def entry(self, rel: str) -> tuple[str, int] | None:
         """``(kind, size in bytes)`` of indexed entry ``rel`` (as of the last refresh); None if absent."""
         st = self._index.entries.get(rel) if self._index else None
@@ -614,8 +624,10 @@ class Workspace:
         if target != "." and target not in self._index.dirs:
             raise WorkspaceError(f"{self._normalize(rel)!r} is a file, not a folder")
         if self._files_cache is None or self._files_cache[0] != self._version:
-            self._files_cache = (self._version, sorted(self._index.entries))
-        every = self._files_cache[1]
+            self._files_cache = (self._version, sorted(self._index.entries), {})
+        every, memo = self._files_cache[1], self._files_cache[2]
+        if (target, special) in memo:
+            return list(memo[target, special])
         if target != ".":
             prefix = target + "/"
             every = every[_bisect(every, prefix):]
@@ -627,7 +639,8 @@ class Workspace:
             if stat.S_ISREG(mode) or (special and not stat.S_ISLNK(mode)) or (
                     stat.S_ISLNK(mode) and self._link_to_file(p)):
                 out.append(p)
-        return out
+        memo[target, special] = out
+        return list(out)
 
     def start_ids(self) -> dict[str, str]:
         """Return ``{relative path: git blob id}`` of the visible files and links at the start.

@@ -11,6 +11,7 @@ not regular, unreadable) are named in the observation.
 
 from __future__ import annotations
 
+import bisect
 import re
 import time
 from typing import Any, ClassVar
@@ -58,29 +59,50 @@ def compile_pattern(pattern: str, ignore_case: bool = False):
                         "quantifiers); rewrite it without them") from None
 
 
-def matching_lines(regex, data: bytes):
-    """Yield ``(line number, line bytes)`` of every line of ``data`` with a match."""
-    pos, number, counted, end = 0, 1, 0, len(data)
-    while pos <= end:
-        m = regex.search(data, pos)
-        if m is None:
-            break
-        start = m.start()
-        if start == end and (end == 0 or data.endswith(b"\n")):
-            break  # the empty "line" after a final newline is not a line
-        line_start = data.rfind(b"\n", 0, start) + 1
-        number += data.count(b"\n", counted, line_start)
-        counted = line_start
-        line_end = data.find(b"\n", start)
-        if line_end < 0:
-            line_end = end
-        yield number, data[line_start:line_end]
-        pos = line_end + 1
+class Corpus:
+    """Text files searched as one buffer: ``b"\\n".join(contents)``.
+
+    One RE2 call scans every file up to the next match, so the cost per file
+    without a match is a few bytes of C, not a Python call. The joining
+    newline keeps matches inside one file (``never_nl``).
+    """
+
+    def __init__(self, rels: list[str], datas: list[bytes]) -> None:
+        self.rels, self.datas = rels, datas
+        self.buffer = b"\n".join(datas)
+        self.starts, offset = [], 0
+        for data in datas:
+            self.starts.append(offset)
+            offset += len(data) + 1
+
+    def matching_lines(self, regex):
+        """Yield ``(path, line number, line bytes)`` of every line with a match, in file order."""
+        skip_to, current, number, counted = 0, -1, 1, 0
+        for m in regex.finditer(self.buffer):
+            start = m.start()
+            if start < skip_to:
+                continue  # another match on a line already reported
+            i = bisect.bisect_right(self.starts, start) - 1
+            data, local = self.datas[i], start - self.starts[i]
+            if local == len(data) and (not data or data.endswith(b"\n")):
+                continue  # the empty "line" after a final newline is not a line
+            if i != current:
+                current, number, counted = i, 1, 0
+            line_start = data.rfind(b"\n", 0, local) + 1
+            number += data.count(b"\n", counted, line_start)
+            counted = line_start
+            line_end = data.find(b"\n", local)
+            if line_end < 0:
+                line_end = len(data)
+            yield self.rels[i], number, data[line_start:line_end]
+            skip_to = self.starts[i] + line_end + 1
 
 
 @register
 class GrepTool(Tool):
     """Regex search over visible text files; prints ``path:line: text`` per hit."""
+
+    _cached: tuple | None = None
 
     name = "grep"
     instructions = (
@@ -103,17 +125,54 @@ class GrepTool(Tool):
         "additionalProperties": False,
     }
 
+    def on_reset(self) -> None:
+        self._cached = None
+
     def run(self, pattern: str, path: str = ".", ignore_case: bool = False,
             **_: Any) -> ToolOutput:
         regex = compile_pattern(pattern, ignore_case)
         ws = self.env.workspace
         top = ws.canonical(path, must_exist=True)
-        files = ws.files(top, special=True) if ws.kind(top) == "folder" else [top]
-        hits: list[str] = []
-        skipped: list[str] = []
-        more = 0
         deadline = time.monotonic() + TIME_BUDGET
-        stopped = 0
+        corpus, skipped, stopped = self._corpus(top, deadline)
+        hits: list[str] = []
+        more = 0
+        for rel, number, line in corpus.matching_lines(regex):
+            if len(hits) >= MAX_HITS:
+                more += 1
+                if time.monotonic() > deadline:
+                    break
+                continue
+            text = line.decode("utf-8", "replace").rstrip("\r")
+            if len(text) > MAX_LINE_CHARS:
+                text = text[:MAX_LINE_CHARS] + " [line cut]"
+            hits.append(f"{rel}:{number}: {text}")
+        where = "the repository" if top == "." else top
+        lines = ([f"{len(hits) + more} matches for {pattern!r} in {where}:", *hits] if hits
+                 else [f"No match for {pattern!r} in {where}."])
+        if more:
+            lines.append(f"... {more} more matches not shown; use a narrower pattern or path")
+        if skipped:
+            shown = ", ".join(skipped[:MAX_SKIPPED_SHOWN])
+            rest = len(skipped) - MAX_SKIPPED_SHOWN
+            lines.append(f"[not searched: {shown}{f' and {rest} more' if rest > 0 else ''}]")
+        if stopped:
+            lines.append(f"[search stopped after {TIME_BUDGET:g} s; {stopped} files not "
+                         "searched: give a narrower path]")
+        return ToolOutput("\n".join(lines), data={"hits": len(hits) + more,
+                                                  "skipped": len(skipped) + stopped})
+
+    def _corpus(self, top: str, deadline: float) -> tuple[Corpus, list[str], int]:
+        """The text files below ``top`` as a :class:`Corpus`, the skipped files, the files not read.
+
+        Reused while the working copy is unchanged (the change index says so).
+        """
+        ws = self.env.workspace
+        files = ws.files(top, special=True) if ws.kind(top) == "folder" else [top]
+        key = (id(ws), ws.version, top)
+        if self._cached is not None and self._cached[0] == key and ws.watching:
+            return self._cached[1]
+        rels, datas, skipped, stopped = [], [], [], 0
         for i, rel in enumerate(files):
             if time.monotonic() > deadline:
                 stopped = len(files) - i
@@ -129,31 +188,12 @@ class GrepTool(Tool):
                         reason = f"over {MAX_FILE_BYTES // (1 << 20)} MB"
             if reason is not None:
                 skipped.append(f"{rel} ({reason})")
-                continue
-            if is_binary(data[:BINARY_SNIFF_BYTES]):
-                continue
-            for number, line in matching_lines(regex, data):
-                if len(hits) >= MAX_HITS:
-                    more += 1
-                    continue
-                text = line.decode("utf-8", "replace").rstrip("\r")
-                if len(text) > MAX_LINE_CHARS:
-                    text = text[:MAX_LINE_CHARS] + " [line cut]"
-                hits.append(f"{rel}:{number}: {text}")
-        where = "the repository" if top == "." else top
-        lines = ([f"{len(hits) + more} matches for {pattern!r} in {where}:", *hits] if hits
-                 else [f"No match for {pattern!r} in {where}."])
-        if more:
-            lines.append(f"... {more} more matches not shown; use a narrower pattern or path")
-        if skipped:
-            shown = ", ".join(skipped[:MAX_SKIPPED_SHOWN])
-            rest = len(skipped) - MAX_SKIPPED_SHOWN
-            lines.append(f"[not searched: {shown}{f' and {rest} more' if rest > 0 else ''}]")
-        if stopped:
-            lines.append(f"[search stopped after {TIME_BUDGET:g} s; {stopped} files not "
-                         "searched: give a narrower path]")
-        return ToolOutput("\n".join(lines), data={"hits": len(hits) + more,
-                                                  "skipped": len(skipped) + stopped})
+            elif not is_binary(data[:BINARY_SNIFF_BYTES]):
+                rels.append(rel)
+                datas.append(data)
+        result = (Corpus(rels, datas), skipped, stopped)
+        self._cached = (key, result) if not stopped else None
+        return result
 
     def _skip_reason(self, rel: str) -> str | None:
         entry = self.env.workspace.entry(rel)
