@@ -182,3 +182,24 @@ class StepResult:
         if kwargs.get("eval"):
             kwargs["eval"] = EvalSummary.from_dict(kwargs["eval"])
         return cls(**kwargs)
+
+
+class WorkspaceError(Exception):
+    """A path is refused (outside the working copy, hidden, read-only, binary, ...).
+
+    The message is one line the agent can act on.
+    """
+
+
+class ApplyConflictError(WorkspaceError):
+    """Applying the session's changes would overwrite changes made to the original.
+
+    Nothing was written. Attributes: ``files``, the relative paths that were
+    changed in the original since the session started and could not be merged.
+    """
+
+    def __init__(self, files: list[str]) -> None:
+        self.files = list(files)
+        shown = ", ".join(self.files[:10]) + (" ..." if len(self.files) > 10 else "")
+        super().__init__(f"not applied: {shown} changed in the original since the session "
+                         "started and cannot be merged; merge by hand from the session's patch")

@@ -52,6 +52,7 @@ from dgym_tui.core.safefs import (
     scan_fd,
 )
 from dgym_tui.core.treeindex import Stamp, TreeIndex, stamp
+from dgym_tui.core.types import ApplyConflictError, WorkspaceError  # defined with the shared types
 
 IGNORE_FILE = ".debugignore"
 READONLY_FILE = ".debugreadonly"
@@ -75,27 +76,6 @@ CONTENT_CACHE_BYTES = 64 << 20
 
 _LINE_RE = re.compile(r"[^\n]*\n|[^\n]+")
 _swept = False
-
-
-class WorkspaceError(Exception):
-    """A path is refused (outside the working copy, hidden, read-only, binary, ...).
-
-    The message is one line the agent can act on.
-    """
-
-
-class ApplyConflictError(WorkspaceError):
-    """Applying the session's changes would overwrite changes made to the original.
-
-    Nothing was written. Attributes: ``files``, the relative paths that were
-    changed in the original since the session started and could not be merged.
-    """
-
-    def __init__(self, files: list[str]) -> None:
-        self.files = list(files)
-        shown = ", ".join(self.files[:10]) + (" ..." if len(self.files) > 10 else "")
-        super().__init__(f"not applied: {shown} changed in the original since the session "
-                         "started and cannot be merged; merge by hand from the session's patch")
 
 
 def _read_patterns(path: Path) -> list[str]:

@@ -28,8 +28,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Input, TabbedContent, TabPane, TextArea
 
-from dgym_tui.core.types import StepResult, ToolCall
-from dgym_tui.core.workspace import WorkspaceError
+from dgym_tui.core.types import StepResult, ToolCall, WorkspaceError
 from dgym_tui.tui.actions import console_action, pdb_call
 from dgym_tui.tui.keys import QuietKeys, action_name, with_quiet_twins
 from dgym_tui.tui.locate import first_source_file, locate_failure

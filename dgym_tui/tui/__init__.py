@@ -1,0 +1,1 @@
+"""The Textual front end (``dgym-tui``): app, widgets, screens and the replay view."""
