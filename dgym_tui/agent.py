@@ -235,6 +235,10 @@ def example_call(schemas: list[dict[str, Any]]) -> ToolCall | None:
     return ToolCall(name=chosen["name"], arguments=arguments)
 
 
+def _message_key(message: dict[str, Any]) -> str:
+    return json.dumps(message, sort_keys=True, ensure_ascii=False)
+
+
 def _describe(call: ToolCall) -> str:
     return f"{call.name} {_arguments_json(call)}"
 
@@ -274,6 +278,8 @@ class LLMAgent:
         self.info: EpisodeInfo | None = None
         self.usage = Usage()
         self._schemas: dict[str, dict[str, Any]] = {}
+        self._message_ids: dict[str, str] = {}  # message JSON -> id in the trajectory
+        self._absorbed = 0  # turns whose prompt messages are in _message_ids
 
     # -- episode -------------------------------------------------------------
 
@@ -283,6 +289,50 @@ class LLMAgent:
         self.usage = Usage()
         by_name = {s["function"]["name"]: s for s in info.tool_schemas}
         self._schemas = {name: by_name[name] for name in self.spec.tools if name in by_name}
+        system, task = self.build_messages([])[:2]
+        self._message_ids = {_message_key(system): "system", _message_key(task): "task"}
+        self._absorbed = 0
+
+    def prompt_header(self) -> dict[str, Any]:
+        """What every prompt of the episode starts from, for the trajectory header.
+
+        Returns:
+            ``{"agent": name, "tool_calling": mode, "system": text, "task": text,
+            "tools": [schemas of the agent's tools in the env]}``; steps refer to
+            the first two messages as ``"system"`` / ``"task"`` and to tools by name.
+
+        Raises:
+            RuntimeError: :meth:`reset` was not called.
+        """
+        system, task = self.build_messages([])[:2]
+        return {"agent": self.name, "tool_calling": self.tool_calling,
+                "system": system["content"], "task": task["content"],
+                "tools": list(self._schemas.values())}
+
+    def _prompt_record(self, sent: list[dict[str, Any]], turns: list[Turn], trimmed: int,
+                       tools: list[dict[str, Any]] | None) -> dict[str, Any]:
+        """Describe the sent messages by id (see :attr:`Turn.prompt`); a message
+        not sent at a recorded step before gets the id ``m<step>.<n>``."""
+        if len(turns) < self._absorbed:  # not the turns we saw (a new history): start over
+            self._message_ids = dict(list(self._message_ids.items())[:2])
+            self._absorbed = 0
+        for turn in turns[self._absorbed:]:
+            for message_id, message in ((turn.prompt or {}).get("new") or {}).items():
+                self._message_ids.setdefault(_message_key(message), message_id)
+        self._absorbed = len(turns)
+        ids, new = [], {}
+        for message in sent:
+            key = _message_key(message)
+            message_id = self._message_ids.get(key)
+            if message_id is None:
+                message_id = f"m{len(turns) + 1}.{len(new)}"
+                new[message_id] = message
+                self._message_ids[key] = message_id  # a repeat within this prompt
+            ids.append(message_id)
+        for message_id in new:  # only recorded steps may define ids for later ones
+            self._message_ids.pop(_message_key(new[message_id]))
+        return {"sent": ids, "new": new, "trimmed": trimmed,
+                "tools": [t["function"]["name"] for t in tools] if tools else None}
 
     @staticmethod
     def _counts(turns: list[Turn]) -> dict[str, int]:
@@ -345,10 +395,13 @@ class LLMAgent:
         if self.tool_calling == "text":
             text = f"{reasoning.strip()}\n\n{format_text_call(call)}".strip()
             return {"role": "assistant", "content": text}
-        return {"role": "assistant", "content": reasoning or None,
-                "tool_calls": [{"id": call.id, "type": "function",
-                                "function": {"name": call.name,
-                                             "arguments": _arguments_json(call)}}]}
+        message: dict[str, Any] = {"role": "assistant"}
+        if reasoning:  # no content key at all otherwise: what the client sends anyway
+            message["content"] = reasoning
+        message["tool_calls"] = [{"id": call.id, "type": "function",
+                                  "function": {"name": call.name,
+                                               "arguments": _arguments_json(call)}}]
+        return message
 
     def _result(self, call: ToolCall, text: str, output: bool = True) -> dict[str, Any]:
         """The tool result message; ``output`` False when ``text`` is a note, not tool output."""
@@ -470,7 +523,9 @@ class LLMAgent:
         if error is None:
             action, error = self._validate(parsed.calls, available, turns)
         return Proposal(action=action, reasoning=parsed.reasoning, error=error,
-                        usage=response.usage, raw=raw)
+                        usage=response.usage, raw=raw,
+                        prompt=self._prompt_record(response.prompt, turns, response.trimmed,
+                                                   tools))
 
     def _validate(self, calls: list[ParsedCall], available: list[str],
                   turns: list[Turn]) -> tuple[ToolCall | None, str | None]:

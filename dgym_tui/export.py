@@ -4,11 +4,18 @@
   system's trajectory files: ``problem``, ``config``, ``tools``, ``uuid``,
   ``success`` and ``log``, a list of ``{step_id, action, obs,
   prompt_response_pairs, token_usage}`` (step 0 is the reset).
-- ``sft``: chat-format JSONL, one conversation per episode — a system
-  message, the user's task (the reset observation), then for every executed
-  action an assistant message with the tool call and a ``tool`` message with
-  the observation. Rejected and invalid proposals are left out, edited turns
-  contribute the person's action, so human sessions become training data.
+- ``sft``: chat-format JSONL, one conversation per episode. For an LLM
+  agent's episode (the header has a ``prompt``: see :func:`rebuild_prompt`)
+  it is the conversation the agent really saw: its own system prompt and task
+  message, then every message its prompts held, in order (invalid replies,
+  corrections, rejections and the person's edits as the agent read them;
+  trimming notes left out), then its last reply; the tools are the schemas
+  it was offered. Otherwise (a person's session, an older trajectory) a
+  generic system message, the task (the reset observation), then for every
+  executed action an assistant tool call and a ``tool`` message with the
+  observation; rejected and invalid proposals are left out.
+
+:func:`rebuild_prompt` returns the exact messages and tools sent at one step.
 """
 
 from __future__ import annotations
@@ -38,6 +45,77 @@ def _arguments(action: dict[str, Any]) -> dict[str, Any] | str:
     return args or {}
 
 
+def _message_table(traj: Trajectory) -> dict[str, dict[str, Any]]:
+    """Every message id of an LLM agent's trajectory -> the message."""
+    prompt = traj.header.get("prompt") or {}
+    table = {"system": {"role": "system", "content": prompt.get("system", "")},
+             "task": {"role": "user", "content": prompt.get("task", "")}}
+    for record in traj.steps:
+        table.update((record.get("prompt") or {}).get("new") or {})
+    return table
+
+
+def rebuild_prompt(traj: Trajectory, step: int) -> tuple[list[dict[str, Any]],
+                                                         list[dict[str, Any]] | None]:
+    """Rebuild the exact prompt an LLM agent sent for one step.
+
+    The header's ``prompt`` holds the system prompt, the task message and the
+    tool schemas once; each step's ``prompt`` lists the ids of the messages
+    sent (``"system"``, ``"task"`` or ids defined in ``new`` of that step or an
+    earlier one), how many were trimmed, and the names of the tools offered.
+
+    Args:
+        traj: a trajectory recorded with an LLM agent.
+        step: the 1-based step number.
+
+    Returns:
+        ``(messages, tools)``: OpenAI-format messages as sent, and the tool
+        schemas sent with them (None in text mode).
+
+    Raises:
+        TrajectoryError: the step has no prompt record (a person's turn, or
+            a trajectory recorded before prompts were stored) or names an
+            unknown message id.
+    """
+    record = traj.step(step)
+    prompt = record.get("prompt")
+    if not prompt or "prompt" not in traj.header:
+        raise TrajectoryError(f"{traj.path}: step {step} has no recorded prompt "
+                              f"(not an LLM agent's step, or an older trajectory)")
+    table = _message_table(traj)
+    missing = [i for i in prompt["sent"] if i not in table]
+    if missing:
+        raise TrajectoryError(f"{traj.path}: step {step} names unknown message id(s) "
+                              f"{', '.join(missing)}")
+    schemas = {t["function"]["name"]: t for t in traj.header["prompt"].get("tools") or []}
+    tools = [schemas[name] for name in prompt["tools"]] if prompt.get("tools") else None
+    return [table[i] for i in prompt["sent"]], tools
+
+
+def _seen_conversation(traj: Trajectory) -> list[dict[str, Any]]:
+    """The messages of every prompt of the episode, each once, in order, plus the last reply."""
+    table = _message_table(traj)
+    order: list[str] = ["system", "task"]
+    last = None
+    for record in traj.steps:
+        prompt = record.get("prompt")
+        if not prompt:
+            continue
+        sent = list(prompt["sent"])
+        if prompt.get("trimmed"):
+            sent = sent[:2] + sent[3:]  # the note that replaced the dropped messages
+        order.extend(i for i in sent if i not in order)
+        last = record
+    messages = [table[i] for i in order]
+    raw = dict((last or {}).get("raw") or {})
+    if raw:
+        reply = {"role": "assistant", "content": raw.get("content") or ""}
+        if raw.get("tool_calls"):
+            reply["tool_calls"] = raw["tool_calls"]
+        messages.append(reply)
+    return messages
+
+
 def to_debug_gym(traj: Trajectory) -> dict[str, Any]:
     """Convert one trajectory to the reference system's JSON shape.
 
@@ -61,7 +139,8 @@ def to_debug_gym(traj: Trajectory) -> dict[str, Any]:
         pairs = None
         if record["actor"] == "agent" or record.get("proposed"):
             proposed = record.get("proposed")
-            pairs = [{"prompt": None,
+            pairs = [{"prompt": (rebuild_prompt(traj, record["step"])[0]
+                                 if record.get("prompt") and "prompt" in header else None),
                       "response": record.get("reasoning") or "",
                       "tool": ({"id": proposed.get("id"), "name": proposed["name"],
                                 "arguments": _arguments(proposed)} if proposed else None)}]
@@ -95,7 +174,8 @@ def to_sft(traj: Trajectory, system_prompt: str = SYSTEM_PROMPT) -> dict[str, An
 
     Args:
         traj: a trajectory.
-        system_prompt: the system message text.
+        system_prompt: the system message text when the trajectory has no
+            recorded prompt (a person's session, an older trajectory).
 
     Returns:
         ``{"messages": [...], "tools": [schemas], "meta": {"task", "resolved",
@@ -104,16 +184,27 @@ def to_sft(traj: Trajectory, system_prompt: str = SYSTEM_PROMPT) -> dict[str, An
         the ``tool`` message answers it by ``tool_call_id``.
     """
     header = traj.header
+    footer = traj.footer or {}
+    task = header.get("task") or {}
+    actors = {record["actor"] for record in traj.steps if record.get("action")}
+    meta = {"task": task.get("name") or task.get("path") or "",
+            "resolved": bool(footer.get("resolved", False)), "finished": traj.finished,
+            "steps": len(traj.steps)}
+    if header.get("prompt") and any(record.get("prompt") for record in traj.steps):
+        prompt = header["prompt"]
+        native = prompt.get("tool_calling") == "native"  # text mode: tools are in the prompt
+        return {"messages": _seen_conversation(traj),
+                "tools": (prompt.get("tools") or []) if native else [],
+                "meta": {**meta, "actors": sorted(actors), "agent": prompt.get("agent"),
+                         "tool_calling": prompt.get("tool_calling")}}
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": system_prompt},
         {"role": "user", "content": header["initial"]["observation"]},
     ]
-    actors = set()
     for record in traj.steps:
         action = record.get("action")
         if action is None:
             continue
-        actors.add(record["actor"])
         args = _arguments(action)
         call_id = action.get("id") or f"call_{record['step']}"
         messages.append({
@@ -127,13 +218,8 @@ def to_sft(traj: Trajectory, system_prompt: str = SYSTEM_PROMPT) -> dict[str, An
         })
         messages.append({"role": "tool", "tool_call_id": call_id,
                          "content": record.get("observation") or ""})
-    footer = traj.footer or {}
-    task = header.get("task") or {}
     return {"messages": messages, "tools": header.get("tools") or [],
-            "meta": {"task": task.get("name") or task.get("path") or "",
-                     "resolved": bool(footer.get("resolved", False)),
-                     "finished": traj.finished, "steps": len(traj.steps),
-                     "actors": sorted(actors)}}
+            "meta": {**meta, "actors": sorted(actors)}}
 
 
 def find_trajectories(paths: list[str | os.PathLike[str]]) -> list[Path]:

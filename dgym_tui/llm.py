@@ -343,6 +343,7 @@ class LLMResponse:
         usage: tokens and cost of this call.
         message: the assistant message as a plain dict (for the history / debugging).
         trimmed: how many history messages were dropped to fit the context window.
+        prompt: the messages actually sent (after trimming).
     """
 
     content: str
@@ -350,6 +351,7 @@ class LLMResponse:
     usage: Usage
     message: dict[str, Any]
     trimmed: int = 0
+    prompt: list[dict[str, Any]] = field(default_factory=list)
 
 
 def history_units(messages: list[dict[str, Any]], keep_first: int) -> list[list[int]]:
@@ -496,10 +498,12 @@ class LLM:
         return lambda messages: self.estimate_tokens(messages, tools) <= budget
 
     def _calibrate(self, server_tokens: int, messages: list[dict], tools: list[dict] | None) -> None:
-        """Learn the ratio of the server's prompt count to our estimate (kept within 0.5-4)."""
+        """Learn the ratio of the server's prompt count to our estimate, kept within 1-4:
+        a server that counts fewer tokens than we do is not believed (a wrong or
+        made-up usage figure would let the next prompt overflow)."""
         ours = self.count_tokens(messages, tools)
         if server_tokens > 0 and ours > 0:
-            self.calibration = min(max(server_tokens / ours, 0.5), 4.0)
+            self.calibration = min(max(server_tokens / ours, 1.0), 4.0)
 
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None,
                  keep_first: int = 2) -> LLMResponse:
@@ -569,6 +573,7 @@ class LLM:
                 attempt += 1
         if self.context_window and response.usage.prompt_tokens:
             self._calibrate(response.usage.prompt_tokens, prompt, tools)
+        response.prompt = prompt
         return response
 
     def _drop_after_overflow(self, messages: list[dict], tools: list[dict] | None, keep_first: int,

@@ -56,6 +56,8 @@ class Proposal:
             :attr:`Turn.error` and the agent reads it on its next turn.
         usage: tokens and cost spent producing this proposal.
         raw: the provider's message as a dict, for debugging (may be None).
+        prompt: what was sent to get it, for training data (see
+            :attr:`Turn.prompt`), or None.
     """
 
     action: ToolCall | None
@@ -63,6 +65,7 @@ class Proposal:
     error: str | None = None
     usage: Usage = field(default_factory=Usage)
     raw: dict | None = None
+    prompt: dict | None = None
 
 
 @dataclass
@@ -109,6 +112,11 @@ class Turn:
             files ``patch`` changes for the first time in the episode (replay
             rebuilds every step from these and the patches); None when the
             step changed nothing.
+        prompt: the messages an LLM agent sent for this proposal, as ids:
+            ``{"sent": [id, ...], "new": {id: message}, "trimmed": int,
+            "tools": [names] | None}`` (``"system"`` / ``"task"`` are the
+            header's ``prompt``; every other message is stored once, in
+            ``new`` of the first step that sent it); None for other policies.
     """
 
     index: int
@@ -125,6 +133,7 @@ class Turn:
     raw: dict | None = None
     patch: str | None = None
     originals: dict[str, str | None] | None = None
+    prompt: dict | None = None
 
     @property
     def observation(self) -> str:
@@ -156,6 +165,8 @@ class Turn:
         if self.patch is not None:
             record["patch"] = self.patch
             record["originals"] = self.originals or {}
+        if self.prompt is not None:
+            record["prompt"] = self.prompt
         return record
 
     @classmethod
@@ -176,4 +187,5 @@ class Turn:
             raw=record.get("raw"),
             patch=record.get("patch"),
             originals=record.get("originals"),
+            prompt=record.get("prompt"),
         )

@@ -309,9 +309,13 @@ class Session:
         config.setdefault("mode", self.mode)
         config.setdefault("max_steps", self.max_steps)
         config.setdefault("stop_on_resolved", self.stop_on_resolved)
-        return {"task": task, "config": config, "tools": self.env.tool_schemas(),
-                "environment": environment, "versions": _versions(), "started_at": _now(),
-                "initial": initial.to_dict(), **self._start_files()}
+        header = {"task": task, "config": config, "tools": self.env.tool_schemas(),
+                  "environment": environment, "versions": _versions(), "started_at": _now(),
+                  "initial": initial.to_dict(), **self._start_files()}
+        prompt_header = getattr(self.policy, "prompt_header", None)
+        if callable(prompt_header):  # an LLM agent: its system prompt, task message, tools
+            header["prompt"] = prompt_header()
+        return header
 
     def _start_files(self) -> dict[str, Any]:
         """Header keys replay starts from: ``files`` (visible file -> git blob id at the
@@ -418,10 +422,11 @@ class Session:
         if turn.action is None:
             copy = Turn(index=len(self.turns) + 1, actor=turn.actor, decision=turn.decision,
                         proposed=turn.proposed, action=None, note=turn.note, error=turn.error,
-                        reasoning=turn.reasoning, usage=turn.usage, raw=turn.raw)
+                        reasoning=turn.reasoning, usage=turn.usage, raw=turn.raw,
+                        prompt=turn.prompt)
             return self._record(copy)
         proposal = Proposal(action=turn.proposed, reasoning=turn.reasoning, usage=turn.usage,
-                            raw=turn.raw)
+                            raw=turn.raw, prompt=turn.prompt)
         return self._execute(turn.actor, turn.decision, turn.proposed, turn.action, proposal,
                              note=turn.note)
 
@@ -486,7 +491,8 @@ class Session:
         turn = Turn(index=len(self.turns) + 1, actor="agent", decision="rejected",
                     proposed=proposed, action=None, note=note, error=error,
                     reasoning=proposal.reasoning, usage=proposal.usage,
-                    wall_time=self._think_time(proposal), raw=proposal.raw)
+                    wall_time=self._think_time(proposal), raw=proposal.raw,
+                    prompt=proposal.prompt)
         return self._record(turn)
 
     def _execute(self, actor: str, decision: str, proposed: ToolCall | None,
@@ -506,7 +512,8 @@ class Session:
                     reasoning=proposal.reasoning if proposal else "",
                     result=result, usage=proposal.usage if proposal else Usage(),
                     wall_time=time.monotonic() - t0 + self._think_time(proposal),
-                    raw=proposal.raw if proposal else None, patch=patch, originals=originals)
+                    raw=proposal.raw if proposal else None, patch=patch, originals=originals,
+                    prompt=proposal.prompt if proposal else None)
         self.last = result
         return self._record(turn)
 
