@@ -183,11 +183,14 @@ def test_apply_to_source(ws):
     assert ws.changed_files() == []
 
 
-def test_stat_snapshot_sees_writes(ws):
-    before = ws.stat_snapshot()
-    assert ws.stat_snapshot() == before
+def test_refresh_sees_writes(ws):
+    ws.refresh()
+    version = ws.version
+    assert not ws.refresh() and ws.version == version
     ws.write_text("code.py", "x = 1\n")
-    assert ws.stat_snapshot() != before
+    assert ws.refresh() and ws.version != version
+    (ws.root / "pkg" / "util.py").write_text("X = 2\n")  # written by someone else
+    assert ws.refresh()
 
 
 def test_cleanup_idempotent(ws):

@@ -18,7 +18,7 @@ import errno
 import logging
 import os
 import stat
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import NamedTuple
 
 from dgym_tui.core.safefs import SafeTree, open_subdir, scan_fd
@@ -217,10 +217,3 @@ class TreeIndex:
         after = {p: s for p, s in self.entries.items() if p == rel or p.startswith(rel + "/")} \
             if rel in self.dirs else ({rel: self.entries[rel]} if rel in self.entries else {})
         return {p for p in before.keys() | after.keys() if before.get(p) != after.get(p)}
-
-    def update_paths(self, paths: Iterable[str]) -> set[str]:
-        """Look at ``paths`` again now (after our own writes). Returns the changed ones."""
-        changed: set[str] = set()
-        for rel in paths:
-            changed |= self._update(rel)
-        return changed

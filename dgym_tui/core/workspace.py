@@ -209,7 +209,6 @@ class Workspace:
         except BaseException:
             self.cleanup()
             raise
-        self._real_root = str(self.root)
         self._initial: dict[str, Stamp] = dict(self._index.entries)
         self._touched: set[str] = set()
         self._version = 0
@@ -335,18 +334,6 @@ class Workspace:
     def is_readonly(self, rel: str) -> bool:
         """Return True when ``rel`` (a relative POSIX path) may not be written by the agent."""
         return self._match(self._readonly, self._normalize(rel))
-
-    def relative(self, path: str | os.PathLike) -> str | None:
-        """Map a host path to its workspace-relative POSIX path; None when outside the root.
-
-        Purely by name (no link is followed): use it to name files, never to open them.
-        """
-        norm = os.path.normpath(os.fspath(path))
-        if norm == self._real_root:
-            return "."
-        if norm.startswith(self._real_root + os.sep):
-            return Path(norm).relative_to(self._real_root).as_posix()
-        return None
 
     def canonical(self, rel: str, must_exist: bool = False) -> str:
         """Return ``rel`` with links inside the working copy resolved (a relative path).
@@ -666,26 +653,14 @@ class Workspace:
             self._content[rel] = (stamp(fst), data)
         return data
 
-    def stat_snapshot(self) -> dict[str, tuple[int, int, int, int]]:
-        """Return ``{relative path: (mode, size, mtime_ns, inode)}`` of every visible entry.
-
-        Cheap with inotify (only what changed is looked at again); two
-        snapshots differ when a file was written, created or deleted in between.
-        """
-        self.refresh()
-        return {p: tuple(s) for p, s in self._index.entries.items()}
-
     # ----------------------------------------------------------------- changes
-    def changed_files(self, snapshot: object = None) -> list[str]:
+    def changed_files(self) -> list[str]:
         """Return visible files that differ from the original: sorted relative paths.
 
         Added, deleted and modified files (content or execute bit) count.
         Files hidden by ``.debugignore`` (and Python / pytest caches),
         FIFOs, sockets and device nodes never count. Cost: the files touched
         since the episode started, each read at most once per change.
-
-        Args:
-            snapshot: unused (kept for callers of the former API).
         """
         self.refresh()
         return sorted(p for p in self._touched if self._differs(p))

@@ -186,9 +186,8 @@ class PdbTool(Tool):
                 raise ToolError(f"{name} is outside the repository; breakpoints can only be "
                                 "set in repository files (give a path relative to its root)")
             name = rel
-        resolved = ws.resolve(name, must_exist=True)  # WorkspaceError: hidden / escapes
-        rel = ws.relative(resolved) or name
-        if resolved.is_dir():
+        rel = ws.canonical(name, must_exist=True)  # WorkspaceError: hidden / escapes
+        if ws.kind(rel) == "folder":
             raise ToolError(f"{rel} is a folder; give a file, e.g. b {rel}/module.py:12")
         return rel
 
