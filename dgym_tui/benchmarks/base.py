@@ -42,6 +42,7 @@ REGISTRY: dict[str, str] = {
     "aider": "dgym_tui.benchmarks.exercism:ExercismBenchmark",
     "swebench": "dgym_tui.benchmarks.swebench",
     "swebench-debug": "dgym_tui.benchmarks.swebench",
+    "swesmith": "dgym_tui.benchmarks.swesmith:SWESmithBenchmark",
 }
 
 ENTRY_POINT_GROUP = "dgym_tui.benchmarks"

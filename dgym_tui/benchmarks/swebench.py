@@ -140,14 +140,22 @@ def _as_list(value: Any) -> list[str]:
     return [str(v) for v in value]
 
 
-def normalize_instance(record: dict[str, Any]) -> dict[str, Any]:
+#: Fields every SWE-bench record has.
+REQUIRED_FIELDS = ("instance_id", "patch", "test_patch", "FAIL_TO_PASS")
+
+
+def normalize_instance(record: dict[str, Any],
+                       required: tuple[str, ...] = REQUIRED_FIELDS) -> dict[str, Any]:
     """Return a copy of an instance with FAIL_TO_PASS / PASS_TO_PASS as Python lists.
+
+    Args:
+        record: one instance as read.
+        required: fields it must have.
 
     Raises:
         SWEBenchError: a required field is missing.
     """
-    missing = [k for k in ("instance_id", "patch", "test_patch", "FAIL_TO_PASS")
-               if k not in record]
+    missing = [k for k in required if k not in record]
     if missing:
         raise SWEBenchError(f"instance {record.get('instance_id', '?')!r} lacks "
                             f"{', '.join(missing)}; is this a SWE-bench instance file?")
@@ -157,8 +165,9 @@ def normalize_instance(record: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def load_instances(source: str | os.PathLike, split: str = "test",
-                   revision: str | None = None) -> list[dict[str, Any]]:
+def load_instances(source: str | os.PathLike, split: str = "test", revision: str | None = None,
+                   named: dict[str, str] | None = None,
+                   required: tuple[str, ...] = REQUIRED_FIELDS) -> list[dict[str, Any]]:
     """Read SWE-bench instances from a ``.json`` / ``.jsonl`` file, a dataset id or a named set.
 
     Args:
@@ -168,6 +177,8 @@ def load_instances(source: str | os.PathLike, split: str = "test",
             package and network access).
         split: dataset split for a dataset id.
         revision: dataset revision (commit or tag) to pin; None: the latest.
+        named: named sets -> dataset ids (default :data:`NAMED_DATASETS`).
+        required: fields every record must have.
 
     Returns:
         Normalized instance dicts (see :func:`normalize_instance`), file order.
@@ -189,14 +200,14 @@ def load_instances(source: str | os.PathLike, split: str = "test",
     elif path.suffix in (".json", ".jsonl") or os.sep in str(source) and path.parent.is_dir():
         raise SWEBenchError(f"instance file {str(path)!r} does not exist")
     else:
-        name = NAMED_DATASETS.get(str(source).lower(), str(source))
+        name = (NAMED_DATASETS if named is None else named).get(str(source).lower(), str(source))
         try:
             import datasets  # optional extra, heavy: imported only here
         except ImportError:
             raise SWEBenchError(f"{source!r} is not a file; loading a dataset id needs the "
                                 "datasets extra: pip install 'dgym-tui[datasets]'") from None
         records = [dict(r) for r in datasets.load_dataset(name, split=split, revision=revision)]
-    return [normalize_instance(r) for r in records]
+    return [normalize_instance(r, required) for r in records]
 
 
 def read_ids(value: str | Iterable[str] | None) -> list[str]:
@@ -384,6 +395,15 @@ class SWEBenchBenchmark(Benchmark):
     name = "swebench"
     #: Apply ``test_patch`` to the working copy before the episode.
     apply_test_patch = False
+    #: Named instance sets of this benchmark (``instances=lite``).
+    named_datasets = NAMED_DATASETS
+    #: Fields every record of this benchmark has.
+    required_fields = REQUIRED_FIELDS
+
+    @staticmethod
+    def default_source() -> Path:
+        """The instances file used when ``instances`` is not given (our offline fixtures)."""
+        return default_instances()
 
     def __init__(self, instances: str | os.PathLike | None = None, split: str = "test",
                  revision: str | None = None, tasks: str | list[str] | None = None,
@@ -391,7 +411,9 @@ class SWEBenchBenchmark(Benchmark):
                  image_template: str | None = None, repo_dir: str = "/testbed",
                  cache_dir: str | os.PathLike | None = None,
                  test_command: str | None = None) -> None:
-        records = load_instances(instances or default_instances(), split=split, revision=revision)
+        records = load_instances(instances or self.default_source(), split=split,
+                                 revision=revision, named=self.named_datasets,
+                                 required=self.required_fields)
         self.instances = {r["instance_id"]: r for r in select(records, tasks, exclude)}
         self.namespace = namespace
         self.image_template = image_template
@@ -504,11 +526,16 @@ class SWEBenchBenchmark(Benchmark):
         return self._finish(task, instance, spec, python, bool(info.get("conda")))
 
     def _finish(self, task: Task, instance: dict[str, Any], spec: HarnessSpec, python: str,
-                conda: bool) -> Task:
-        """swebench: hide the new tests in the container; run them on a scratch copy."""
-        files = {rel: text for rel, text in patched_files(instance["test_patch"], task.path).items()
-                 if text is not None}
-        task.setup_commands += hidden_file_commands(files)
+                conda: bool, hidden: dict[str, str] | None = None) -> Task:
+        """swebench: hide the new tests in the container; run them on a scratch copy.
+
+        ``hidden``: ``{relative path: text}`` of the hidden test files; None:
+        the files as ``test_patch`` leaves them.
+        """
+        if hidden is None:
+            hidden = {rel: text for rel, text in
+                      patched_files(instance["test_patch"], task.path).items() if text is not None}
+        task.setup_commands += hidden_file_commands(hidden)
         task.readonly = [p for p in task.readonly if (task.path / p).exists()]
         # pytest's tracebacks quote the source of failing tests: without them the
         # eval output names the tests, not the hidden tests' code.
@@ -651,7 +678,8 @@ def _tree_hash(folder: Path) -> str:
 
 
 def build_fixture_image(instance_id: str = "dgym__calc-1", base: str | None = None,
-                        force: bool = False) -> str:
+                        force: bool = False, repo: Path | None = None,
+                        tag: str | None = None) -> str:
     """Build the image of one offline fixture instance (cached by tag and content).
 
     The image is ``base`` plus the fixture repository (``data/swebench/repos/
@@ -666,6 +694,8 @@ def build_fixture_image(instance_id: str = "dgym__calc-1", base: str | None = No
         base: base image with python, pytest and git; default env
             ``DGYM_TEST_IMAGE`` or ``dgym-tui/sandbox:test``.
         force: rebuild even when the image is up to date.
+        repo: the repository folder (default :func:`fixture_repo` of the instance).
+        tag: the image name (default :func:`fixture_image_name` of the instance).
 
     Returns:
         the image name.
@@ -679,10 +709,10 @@ def build_fixture_image(instance_id: str = "dgym__calc-1", base: str | None = No
 
     from dgym_tui.core.terminals.docker import get_client
 
-    source = fixture_repo(instance_id)
+    source = repo or fixture_repo(instance_id)
     if not source.is_dir():
         raise SWEBenchError(f"no fixture repository {str(source)!r}")
-    tag = fixture_image_name(instance_id)
+    tag = tag or fixture_image_name(instance_id)
     client = get_client()
     base = base or os.environ.get("DGYM_TEST_IMAGE", "dgym-tui/sandbox:test")
     content = _tree_hash(source)

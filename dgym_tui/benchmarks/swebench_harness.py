@@ -30,7 +30,8 @@ from __future__ import annotations
 import importlib
 import re
 import shlex
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
 
@@ -92,6 +93,8 @@ class HarnessSpec:
             pytest fallback.
         directives: the test directives appended to the last test command
             (test files, Django's dotted modules); empty for new-format records.
+        parse: a log parser ``parse(log) -> {test id: status}`` used instead of
+            the harness's parser named ``log_parser`` (e.g. a SWE-smith profile's).
     """
 
     repo: str
@@ -103,6 +106,7 @@ class HarnessSpec:
     fail_only: bool = False
     known: bool = True
     directives: tuple[str, ...] = ()
+    parse: Callable[[str], dict[str, str]] | None = field(default=None, compare=False)
 
     def env_lines(self, conda: bool = True) -> list[str]:
         """The shell lines every test run starts with.
@@ -224,17 +228,24 @@ def parse_log(log: str, spec: HarnessSpec, instance: dict[str, Any]) -> dict[str
     Like the harness, the part between its markers is parsed when the log has
     them; when that part gives nothing, the whole log is.
     """
+    if spec.parse is not None:
+        return _parse_part(log, lambda text: spec.parse(text))
     function = parser_function(spec.log_parser)
     test_spec = SimpleNamespace(instance_id=instance.get("instance_id"), repo=spec.repo,
                                 version=spec.version,
                                 FAIL_TO_PASS=instance.get("FAIL_TO_PASS", []),
                                 PASS_TO_PASS=instance.get("PASS_TO_PASS", []))
+    return _parse_part(log, lambda text: function(text, test_spec))
+
+
+def _parse_part(log: str, parse: Callable[[str], dict[str, str]]) -> dict[str, str]:
+    """Parse the part between the markers when the log has them and it gives something,
+    else the whole log."""
     if START_TEST_OUTPUT in log and END_TEST_OUTPUT in log:
-        part = log.split(START_TEST_OUTPUT, 1)[1].split(END_TEST_OUTPUT, 1)[0]
-        status = function(part, test_spec)
+        status = parse(log.split(START_TEST_OUTPUT, 1)[1].split(END_TEST_OUTPUT, 1)[0])
         if status:
             return status
-    return function(log, test_spec)
+    return parse(log)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,3 @@
+from .addict import Dict
+
+__all__ = ['Dict']
