@@ -307,3 +307,10 @@ def test_grep_sees_changes_made_by_running_code(env):
     r = step(env, "grep", pattern="x = ")
     assert "code.py:1: x = 2" in r.observation and "sub/new.py:1: x = 3" in r.observation
     assert r.changed_files == ["code.py", "sub/new.py"]
+
+
+@given(st.text(_NAME_CHARS, min_size=1, max_size=8))
+def test_git_quoting_round_trips(name):
+    from dgym_tui.core.gitpatch import quote_path, unquote_path
+
+    assert unquote_path(quote_path(name)) == name

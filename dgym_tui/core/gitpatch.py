@@ -63,6 +63,26 @@ def quote_path(name: str) -> str:
     return '"' + "".join(out) + '"'
 
 
+def unquote_path(text: str) -> str:
+    """Undo :func:`quote_path`: a C-style quoted name becomes the file name; others pass."""
+    if len(text) < 2 or not (text.startswith('"') and text.endswith('"')):
+        return text
+    body, out, i = text[1:-1], bytearray(), 0
+    reverse = {v: k for k, v in _ESCAPES.items()}
+    while i < len(body):
+        ch = body[i]
+        if ch != "\\" or i + 1 == len(body):
+            out += ch.encode("utf-8")
+            i += 1
+        elif body[i + 1] in "01234567":
+            out.append(int(body[i + 1:i + 4], 8) & 0xFF)
+            i += 4
+        else:
+            out.append(reverse.get(body[i + 1], ord(body[i + 1])))
+            i += 2
+    return os.fsdecode(bytes(out))
+
+
 def blob_id(data: bytes) -> str:
     """Git's object id (SHA-1) of a blob holding ``data``."""
     return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()

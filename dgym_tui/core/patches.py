@@ -21,6 +21,8 @@ from pathlib import Path
 from unidiff import PatchSet
 from unidiff.errors import UnidiffParseError
 
+from dgym_tui.core.gitpatch import unquote_path
+
 
 class PatchError(ValueError):
     """A patch cannot be read or does not apply; the message says where."""
@@ -76,7 +78,7 @@ class FilePatch:
 
 
 def _name(name: str) -> str | None:
-    name = name.split("\t", 1)[0].strip()
+    name = unquote_path(name.split("\t", 1)[0].strip())  # git quotes special names
     if name == "/dev/null":
         return None
     return name[2:] if name[:2] in ("a/", "b/") else name
