@@ -314,3 +314,34 @@ def test_git_quoting_round_trips(name):
     from dgym_tui.core.gitpatch import quote_path, unquote_path
 
     assert unquote_path(quote_path(name)) == name
+
+
+SIGTERM_SCRIPT = r"""
+import sys
+from dgym_tui import RepoEnv, ToolCall
+env = RepoEnv(sys.argv[1], entrypoint="true")
+env.reset()
+print("ready", flush=True)
+while True:  # SIGTERM arrives while a grep with a catastrophic pattern runs
+    env.step(ToolCall("grep", {"pattern": "(a+)+$"}))
+"""
+
+
+@pytest.mark.timeout(120)
+def test_sigterm_during_grep_ends_the_process(tmp_path):
+    """The owner's SIGTERM is handled at once: no tool call holds it (and the working copy goes)."""
+    import signal
+    import sys
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    for i in range(50):
+        (repo / f"f{i}.txt").write_text(("a" * 40 + "!\n") * 2000)
+    proc = subprocess.Popen([sys.executable, "-c", SIGTERM_SCRIPT, str(repo)],
+                            stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "ready"
+    copies = {p for p in os.listdir(tempfile.gettempdir()) if p.startswith(f"dgym-ws-{proc.pid}-")}
+    assert copies
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=60) == -signal.SIGTERM
+    assert not any(os.path.exists(os.path.join(tempfile.gettempdir(), p)) for p in copies)
