@@ -346,3 +346,38 @@ def test_prepull_skips_images_that_are_present(fixture_images, capsys):
     assert SWEBenchBenchmark().prepull(progress=False) == []
     assert main(["prepull", "swebench", "--no-progress"]) == 0
     assert "pulled 0 image(s)" in capsys.readouterr().out
+
+
+@pytest.mark.docker
+def test_new_format_record_resolves_with_its_eval_script(fixture_images, tmp_path):
+    """A swebench 5.x record (image, eval_script, log_parser) of the sympy fixture."""
+    old = FIXTURES["dgym__sympy-1"]
+    script = "\n".join([
+        "#!/bin/bash", "set -uxo pipefail", "cd /testbed", "export DGYM_NEW_FORMAT=1",
+        f"git checkout {old['base_commit']} sympy/core/tests/test_numbers.py",
+        "git apply -v - <<'EOF_114329324912'", old["test_patch"].rstrip("\n"), "EOF_114329324912",
+        ": '>>>>> Start Test Output'",
+        "bin/test -C --verbose sympy/core/tests/test_numbers.py",
+        ": '>>>>> End Test Output'",
+        f"git checkout {old['base_commit']} sympy/core/tests/test_numbers.py"])
+    record = {k: v for k, v in old.items() if k not in ("image_name", "repo", "version")}
+    record.update(instance_id="dgym__sympy-new-1", image=fixture_images["dgym__sympy-1"],
+                  eval_script=script, log_parser="parse_log_sympy", eval_type="pass_and_fail",
+                  repo="dgym/sympy-like", version="1")
+    path = tmp_path / "new.jsonl"
+    path.write_text(json.dumps(record) + "\n")
+    bench = SWEBenchBenchmark(instances=str(path), cache_dir=tmp_path / "cache")
+    assert bench.describe("dgym__sympy-new-1")["test_command"] == (
+        "export DGYM_NEW_FORMAT=1 && bin/test -C --verbose sympy/core/tests/test_numbers.py")
+    task = bench.load("dgym__sympy-new-1")
+    env = task.make_env()
+    try:
+        first = env.reset()
+        assert (first.score, first.max_score, first.resolved) == (2, 4, False), first.observation
+        policy = SolutionPolicy.for_task(task)
+        policy.reset(None)
+        while not (result := env.step(policy.propose([]).action)).done:
+            assert not result.error, result.observation
+        assert (result.score, result.resolved) == (4, True), result.observation
+    finally:
+        env.close()
