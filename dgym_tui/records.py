@@ -109,9 +109,10 @@ class Turn:
             this step (git style), recorded only when the step changed a file;
             None otherwise.
         originals: ``{path: starting text, or None for a created file}`` of the
-            files ``patch`` changes for the first time in the episode (replay
-            rebuilds every step from these and the patches); None when the
-            step changed nothing.
+            files ``patch`` changes for the first time in the episode, or
+            whose start moved (the changes were applied to the original in
+            between): replay rebuilds every step from these and the patches.
+            None when the step changed nothing.
         prompt: the messages an LLM agent sent for this proposal, as ids:
             ``{"sent": [id, ...], "new": {id: message}, "trimmed": int,
             "tools": [names] | None}`` (``"system"`` / ``"task"`` are the

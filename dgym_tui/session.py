@@ -217,7 +217,9 @@ class Session:
         # to it when the environment was closed under the session (SIGTERM cleanup)
         self._patch: str | None = None
         self._patch_generation = 0  # RepoEnv.generation after reset
-        self._originals_known: set[str] = set()  # files whose starting text is recorded
+        # git blob id of the start of each file whose starting text is recorded
+        # (None: created in the session); applying the changes to the original moves it
+        self._base_ids: dict[str, str | None] = {}
 
     # -- mode ---------------------------------------------------------------
     def _check_mode(self, mode: str) -> None:
@@ -532,7 +534,9 @@ class Session:
         return self._patch
 
     def _originals(self, patch: str) -> dict[str, str | None]:
-        """Starting text of each file ``patch`` changes for the first time (for replay)."""
+        """Starting text of the files whose start replay does not know yet: changed for
+        the first time, or whose start moved because the changes were applied to the
+        original meanwhile (the patch is then against the applied version)."""
         ws = self.env.workspace
 
         def current(rel: str) -> str | None:
@@ -542,11 +546,17 @@ class Session:
                 return None
 
         try:
-            texts = original_texts(patch, current, self._originals_known)
+            before = original_texts(patch, current)
         except PatchError as exc:  # replay then says the source is not available
             log.debug("could not recover the starting texts: %s", exc)
             return {}
-        self._originals_known.update(texts)
+        ids = ws.start_ids()
+        texts = {}
+        for rel in sorted(set(before) | set(self._base_ids)):
+            if rel in self._base_ids and self._base_ids[rel] == ids.get(rel):
+                continue
+            texts[rel] = before[rel] if rel in before else current(rel)  # unchanged since
+            self._base_ids[rel] = ids.get(rel)
         return texts
 
     def _record(self, turn: Turn) -> Turn:

@@ -71,3 +71,25 @@ def test_old_schema_trajectory_is_read_but_its_source_is_refused(make_repo, tmp_
     assert len(model) == 4 and model.source_at("code.py", 2) is None
     assert "schema version 1" in model.unavailable
     assert "code.py" in model.files()  # the changed files are still listed
+
+
+def test_changes_applied_mid_session_move_the_start(make_repo, tmp_path):
+    """`w` in the middle of an episode: later patches are against the applied version."""
+    repo = make_repo({"code.py": CODE, "test_code.py": TESTS})
+    path = tmp_path / "t.jsonl"
+    done = FIXED + "# done\n"
+    with RepoEnv(repo, entrypoint=ENTRYPOINT, tools=("view", "rewrite", "eval")) as env:
+        session = Session(env, trajectory_path=path, task_name="mean", max_steps=10)
+        session.start()
+        session.act(ToolCall("rewrite", {"path": "code.py", "start": 3,
+                                         "new_code": "    return total / len(xs)\n"}))
+        assert env.apply_to_source() == ["code.py"] and env.patch() == ""
+        session.act(ToolCall("rewrite", {"path": "code.py", "start": 4, "end": 3,
+                                         "new_code": "# done\n"}))
+        session.act(ToolCall("view", {"path": "code.py"}))
+        session.finish("quit")
+    traj = read_trajectory(path)
+    assert [s.get("originals") for s in traj.steps] == [{"code.py": CODE},
+                                                       {"code.py": FIXED}, None]
+    model = ReplayModel(traj)
+    assert [model.source_at("code.py", n) for n in range(4)] == [CODE, FIXED, done, done]

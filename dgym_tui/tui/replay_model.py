@@ -112,10 +112,11 @@ class ReplayModel:
             f"{header.get('schema_version')}); record it again to replay its source")
         # steps whose record holds a patch, and the starting texts of changed files
         self._patch_steps = [i + 1 for i, r in enumerate(trajectory.steps) if "patch" in r]
-        self._originals: dict[str, str | None] = {}
-        for record in trajectory.steps:
+        # path -> [(step, starting text)]: a start moves when the changes were applied
+        self._originals: dict[str, list[tuple[int, str | None]]] = {}
+        for number, record in enumerate(trajectory.steps, start=1):
             for rel, text in (record.get("originals") or {}).items():
-                self._originals.setdefault(rel, text)
+                self._originals.setdefault(rel, []).append((number, text))
         self._patches: dict[int, dict[str, FilePatch] | None] = {}  # step -> parsed, lazily
 
     def __len__(self) -> int:
@@ -204,16 +205,19 @@ class ReplayModel:
         if self.unavailable:
             return None
         patch = self._patch_at(step)
-        if patch is not None and rel in patch:
-            if rel not in self._originals:
-                return None  # a binary file or one whose start was not recoverable
-            try:
-                return patched_text(patch[rel], self._originals[rel])
-            except PatchError:
-                return None
-        if rel in self._originals:  # unchanged up to ``step`` (or changed back)
-            return self._originals[rel]
-        return self._unchanged(rel)
+        starts = self._originals.get(rel)
+        if not starts:
+            return None if patch is not None and rel in patch else self._unchanged(rel)
+        # the start in effect: the latest recorded up to ``step`` (the first one when
+        # the file changes only later)
+        known = [text for number, text in starts if number <= step]
+        start = known[-1] if known else starts[0][1]
+        if patch is None or rel not in patch:
+            return start  # unchanged up to ``step``, or changed back
+        try:
+            return patched_text(patch[rel], start)
+        except PatchError:
+            return None
 
     def _unchanged(self, rel: str) -> str | None:
         """A file the episode never changed, from the original if it is still the same."""
