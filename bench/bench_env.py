@@ -1,17 +1,25 @@
-"""Benchmark the environment: reset, view, eval, rewrite and pdb round trips.
+"""Benchmark the environment against the reference system, honestly.
 
-Prints a table of median and p90 milliseconds for the local and the Docker
-terminal on one data/mini task and, when the reference system is installed
-(bench/setup_reference.sh, or REF_PYTHON=/path/to/python), the same plan run by
-it, with ratios reference / ours. Targets: shared/DESIGN.md "Performance".
-
-    python bench/bench_env.py [--task pagination] [--rounds 20] [--resets 5]
+    python bench/bench_env.py [--task pagination] [--rounds 20]
                               [--terminals local,docker] [--ref-python PATH]
 
+Every system x terminal is a driver process (bench/ours_driver.py, and
+bench/ref_driver.py inside the reference system's virtualenv, installed by
+bench/setup_reference.sh). The drivers get their rounds in turn, A B A B, so
+they share the machine's load; each round is a fresh episode running
+plan.round_plan, and every observation is checked (plan.check): an action
+that fails is counted as an error, never timed as a fast one.
+
+Per action it prints median, p90 and mean milliseconds, the share of samples
+over 50 ms, and the ratio of means reference / ours. The reference's pdb
+reader sleeps 100 ms whenever pdb has not answered at its first read, so its
+median flips with the machine's load: read the mean and the slow share, and
+the load average printed above the table.
+
 Locally, eval and reset are dominated by the host's pytest start-up: a host
-with many pytest plugins (hypothesis's alone costs ~2 s here) pays it on every
-run, for both systems. ``PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 python bench/...``
-measures with a plain pytest, as the Docker sandbox has.
+with many pytest plugins pays it on every run, for both systems.
+``PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 python bench/...`` measures with a plain
+pytest, as the Docker sandbox has.
 """
 
 from __future__ import annotations
@@ -21,90 +29,76 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from plan import actions, find_probe, summarize  # noqa: E402
+from plan import LABELS, summarize  # noqa: E402
 
-from dgym_tui import ToolCall  # noqa: E402
 from dgym_tui.benchmarks import get_benchmark  # noqa: E402
 
-LABELS = ["reset", "view", "eval", "rewrite", "pdb b N", "pdb c", "pdb p x", "pdb n"]
+HERE = Path(__file__).parent
 DEFAULT_REF = "/opt/ref-debug-gym/bin/python"
 
 
-def main_module(task) -> str:
-    """The task's code module: the first .py file that is not a test file."""
-    for path in sorted(Path(task.path).glob("*.py")):
-        if not path.name.startswith("test_"):
-            return path.name
-    raise SystemExit(f"task {task.name}: no code module found")
+class Driver:
+    """One system on one terminal, answering rounds (see plan.serve)."""
 
+    def __init__(self, name: str, argv: list[str]) -> None:
+        self.name = name
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     text=True, cwd=HERE.parent)
+        self.samples: dict[str, list[float]] = {label: [] for label in LABELS}
+        self.errors: dict[str, list[str]] = {label: [] for label in LABELS}
+        self.failed = ""
 
-def bench_ours(task, module: str, terminal: str, rounds: int, resets: int, image: str):
-    probe = find_probe(Path(task.path), module)
-    samples: dict[str, list[float]] = {"reset": []}
-    env = None
-    for i in range(resets):
-        env = task.make_env(terminal=terminal, image=image if terminal == "docker" else None)
-        started = time.perf_counter()
-        env.reset()
-        samples["reset"].append(time.perf_counter() - started)
-        if i + 1 < resets:
-            env.close()
-    line = probe["line"]
-    text = env.workspace.read_text(module).splitlines()
-    plan = actions(probe, rounds)
-    plan.append(("rewrite", "rewrite", {"path": module, "start": line, "end": line,
-                                        "new_code": text[line - 1]}))
-    for label, name, args in plan:
-        started = time.perf_counter()
-        result = env.step(ToolCall(name=name, arguments=args))
-        samples.setdefault(label, []).append(time.perf_counter() - started)
-        if result.error:
-            raise SystemExit(f"{terminal}: {name} {args} failed: {result.observation[:300]}")
-    env.close()
-    return summarize(samples)
-
-
-def bench_reference(ref_python: str, task, module: str, rounds: int, resets: int):
-    driver = Path(__file__).parent / "ref_driver.py"
-    proc = subprocess.run([ref_python, str(driver), str(task.path), task.entrypoint, module,
-                           str(rounds), str(resets)], capture_output=True, text=True,
-                          timeout=1800)
-    if proc.returncode != 0:
-        print(f"reference system failed:\n{proc.stderr[-2000:]}", file=sys.stderr)
-        return None
-    return json.loads(proc.stdout.strip().splitlines()[-1])
-
-
-def table(columns: dict[str, dict]) -> str:
-    names = list(columns)
-    head = f"{'action':<10}" + "".join(f"{n + ' med':>16}{n + ' p90':>14}" for n in names)
-    rows = [head, "-" * len(head)]
-    ref = columns.get("reference")
-    for label in LABELS:
-        row = f"{label:<10}"
-        for n in names:
-            cell = columns[n].get(label)
-            if cell:
-                row += f"{cell['median']:>16.1f}{cell['p90']:>14.1f}"
+    def round(self) -> None:
+        if self.failed:
+            return
+        self.proc.stdin.write("round\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            self.failed = f"driver exited with {self.proc.wait()}"
+            return
+        answer = json.loads(line)
+        for label, seconds in answer["samples"].items():
+            if label in answer["errors"]:
+                self.errors[label].append(answer["errors"][label])
             else:
-                row += f"{'-':>16}{'-':>14}"
-        rows.append(row)
-    if ref:
-        rows.append("")
-        rows.append("ratio reference / ours (median; > 1 means we are faster)")
-        for n in names:
-            if n == "reference":
+                self.samples[label].append(seconds)
+
+    def close(self) -> None:
+        try:
+            self.proc.stdin.write("quit\n")
+            self.proc.stdin.close()
+            self.proc.wait(timeout=120)
+        except (OSError, subprocess.TimeoutExpired):
+            self.proc.kill()
+
+
+def load() -> str:
+    one, five, _ = os.getloadavg()
+    return f"load average {one:.2f} (1 min) {five:.2f} (5 min) on {os.cpu_count()} cores"
+
+
+def table(drivers: list[Driver]) -> str:
+    rows = [f"{'action':<17}{'system':<20}{'median':>9}{'p90':>9}{'mean':>9}{'>50ms':>7}"
+            f"{'n':>4}{'errors':>7}{'ref/ours (mean)':>17}"]
+    rows.append("-" * len(rows[0]))
+    by_name = {d.name: d for d in drivers}
+    for label in LABELS:
+        for d in drivers:
+            values, errors = d.samples[label], len(d.errors[label])
+            if not values:
+                rows.append(f"{label:<17}{d.name:<20}{'-':>9}{'-':>9}{'-':>9}{'-':>7}{0:>4}{errors:>7}")
                 continue
-            parts = []
-            for label in LABELS:
-                if label in ref and label in columns[n] and columns[n][label]["median"] > 0:
-                    ratio = ref[label]["median"] / columns[n][label]["median"]
-                    parts.append(f"{label} {ratio:.1f}x")
-            rows.append(f"  {n}: " + ", ".join(parts))
+            s = summarize(values)
+            ratio = ""
+            ref = by_name.get("reference " + d.name.split(" ", 1)[-1])
+            if not d.name.startswith("reference") and ref and ref.samples[label]:
+                ratio = f"{summarize(ref.samples[label])['mean'] / s['mean']:.1f}x"
+            rows.append(f"{label:<17}{d.name:<20}{s['median']:>9.1f}{s['p90']:>9.1f}{s['mean']:>9.1f}"
+                        f"{s['slow']:>7.0%}{s['n']:>4}{errors:>7}{ratio:>17}")
     return "\n".join(rows)
 
 
@@ -112,31 +106,43 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--task", default="pagination")
     parser.add_argument("--rounds", type=int, default=20)
-    parser.add_argument("--resets", type=int, default=5)
     parser.add_argument("--terminals", default="local,docker")
-    parser.add_argument("--image", default=os.environ.get("DGYM_TEST_IMAGE",
-                                                          "dgym-tui/sandbox:test"))
+    parser.add_argument("--image", default=os.environ.get("DGYM_TEST_IMAGE", "dgym-tui/sandbox:test"))
     parser.add_argument("--ref-python", default=os.environ.get("REF_PYTHON", DEFAULT_REF))
     args = parser.parse_args()
 
-    task = get_benchmark("mini").load(args.task)
-    module = main_module(task)
-    columns = {}
-    for terminal in [t for t in args.terminals.split(",") if t]:
-        print(f"running {terminal} ...", file=sys.stderr)
-        columns[terminal] = bench_ours(task, module, terminal, args.rounds, args.resets,
-                                       args.image)
+    terminals = [t for t in args.terminals.split(",") if t]
+    drivers = [Driver(f"ours {t}", [sys.executable, str(HERE / "ours_driver.py"), args.task, t,
+                                    args.image]) for t in terminals]
     if os.path.exists(args.ref_python):
-        print("running the reference system ...", file=sys.stderr)
-        ref = bench_reference(args.ref_python, task, module, args.rounds, args.resets)
-        if ref:
-            columns["reference"] = ref
+        task = get_benchmark("mini").load(args.task)
+        # The reference runs pdb on its entrypoint as given: pytest must not
+        # capture stdin (its own default entrypoint is `python -m pytest -sq .`).
+        entrypoint = task.entrypoint.replace(" pytest ", " pytest -s ", 1)
+        drivers += [Driver(f"reference {t}", [args.ref_python, str(HERE / "ref_driver.py"),
+                                              str(task.path), entrypoint, t, args.image])
+                    for t in terminals if t in ("local", "docker")]
     else:
         print(f"reference system not installed at {args.ref_python} "
-              "(bash bench/setup_reference.sh); skipping it", file=sys.stderr)
-    print(f"task {args.task} ({module}), {args.rounds} rounds, {args.resets} resets; "
-          "milliseconds")
-    print(table(columns))
+              "(bash bench/setup_reference.sh); timing ours only", file=sys.stderr)
+    before = load()
+    try:
+        for n in range(args.rounds):
+            print(f"round {n + 1}/{args.rounds}", file=sys.stderr)
+            for d in drivers:
+                d.round()
+    finally:
+        for d in drivers:
+            d.close()
+    print(f"task {args.task}, {args.rounds} rounds interleaved A B A B; milliseconds")
+    print(f"before: {before}; after: {load()}")
+    print(table(drivers))
+    for d in drivers:
+        if d.failed:
+            print(f"{d.name}: {d.failed}")
+        for label, messages in d.errors.items():
+            if messages:
+                print(f"{d.name} {label}: {len(messages)} errors, first: {messages[0][:240]}")
 
 
 if __name__ == "__main__":

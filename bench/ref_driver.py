@@ -1,51 +1,70 @@
-"""Time the reference system (microsoft/debug-gym 1.3.0) on the same plan.
+"""The reference system's side of the environment benchmark (microsoft/debug-gym 1.3.0).
 
 Runs inside the reference system's own virtualenv (see bench/setup_reference.sh):
 
-    REF_PY bench/ref_driver.py TASK_DIR ENTRYPOINT MODULE ROUNDS RESETS
+    REF_PY bench/ref_driver.py TASK_DIR ENTRYPOINT TERMINAL IMAGE
 
-Prints one JSON line: ``{label: {"median": ms, "p90": ms, "n": count}}``.
+Answers ``round`` lines on stdin (see plan.serve) like bench/ours_driver.py:
+each round is a fresh episode (a new LocalEnv, its reset) on its local
+terminal, or on its DockerTerminal with ``base_image`` set to IMAGE (our
+sandbox image: it works offline), running plan.round_plan.
 """
 
 from __future__ import annotations
 
 import logging
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 from debug_gym.gym.envs.local import LocalEnv  # noqa: E402
+from debug_gym.gym.terminals.docker import DockerTerminal  # noqa: E402
 from debug_gym.gym.tools.tool import ToolCall  # noqa: E402
 from debug_gym.gym.tools.toolbox import Toolbox  # noqa: E402
-from plan import actions, dump, find_probe, summarize  # noqa: E402
+from plan import find_probe, round_plan, serve, timed  # noqa: E402
+
+NAMES = {"rewrite": "edit"}  # our tool name -> the reference's
+
+
+def code_module(folder: Path) -> str:
+    for path in sorted(folder.glob("*.py")):
+        if not path.name.startswith("test_"):
+            return path.name
+    raise SystemExit(f"{folder}: no code module found")
 
 
 def main() -> None:
-    task, entrypoint, module, rounds, resets = sys.argv[1:6]
+    task, entrypoint, terminal, image = sys.argv[1:5]
     logging.disable(logging.CRITICAL)
-    probe = find_probe(Path(task), module)
-    samples: dict[str, list[float]] = {"reset": []}
-    for i in range(int(resets)):
-        env = LocalEnv(path=task, entrypoint=entrypoint)
+    probe = find_probe(Path(task), code_module(Path(task)))
+    plan = round_plan(probe)
+    count = iter(range(10**9))
+
+    def run_round() -> tuple[dict, dict]:
+        term = DockerTerminal(base_image=image) if terminal == "docker" else None
+        env = LocalEnv(path=task, entrypoint=entrypoint, terminal=term)
         for name in ("view", "eval", "pdb", "edit"):
             env.add_tool(Toolbox.get_tool(name))
-        started = time.perf_counter()
-        env.reset()
-        samples["reset"].append(time.perf_counter() - started)
-        if i + 1 < int(resets):
+        samples, errors = {}, {}
+
+        def step(tool: str, arguments: dict) -> str:
+            if tool == "reset":
+                info = env.reset()
+            else:
+                call = ToolCall(id=f"b{next(count)}", name=NAMES.get(tool, tool), arguments=arguments)
+                info = env.step(call)
+            return info.step_observation.observation
+
+        try:
+            for label, calls in plan:
+                samples[label], error = timed(calls, step, probe)
+                if error:
+                    errors[label] = error
+        finally:
             env.close()
-    text = (Path(task) / module).read_text().splitlines()
-    line = probe["line"]
-    plan = actions(probe, int(rounds))
-    plan.append(("rewrite", "edit", {"path": module, "start": line, "end": line,
-                                     "new_code": text[line - 1]}))
-    for n, (label, name, args) in enumerate(plan):
-        started = time.perf_counter()
-        env.step(ToolCall(id=f"b{n}", name=name, arguments=args))
-        samples.setdefault(label, []).append(time.perf_counter() - started)
-    env.close()
-    print(dump(summarize(samples)))
+        return samples, errors
+
+    serve(run_round)
 
 
 if __name__ == "__main__":
