@@ -11,7 +11,9 @@ plan.round_plan, and every observation is checked (plan.check): an action
 that fails is counted as an error, never timed as a fast one.
 
 Per action it prints median, p90 and mean milliseconds, the share of samples
-over 50 ms, and the ratio of means reference / ours. The reference's pdb
+over 50 ms, the ratio of means reference / ours, and for eval the ratio of
+means ours / floor (a bare ``python -m pytest`` of the same tests,
+bench/floor_driver.py). The reference's pdb
 reader sleeps 100 ms whenever pdb has not answered at its first read, so its
 median flips with the machine's load: read the mean and the slow share, and
 the load average printed above the table.
@@ -44,7 +46,7 @@ class Driver:
     """One system on one terminal, answering rounds (see plan.serve)."""
 
     def __init__(self, name: str, argv: list[str]) -> None:
-        self.name = name
+        self.name = name  # "SYSTEM TERMINAL": ours, reference or floor
         self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      text=True, cwd=HERE.parent)
         self.samples: dict[str, list[float]] = {label: [] for label in LABELS}
@@ -83,22 +85,27 @@ def load() -> str:
 
 def table(drivers: list[Driver]) -> str:
     rows = [f"{'action':<17}{'system':<20}{'median':>9}{'p90':>9}{'mean':>9}{'>50ms':>7}"
-            f"{'n':>4}{'errors':>7}{'ref/ours (mean)':>17}"]
+            f"{'n':>4}{'errors':>7}  ref/ours, ours/floor (mean)"]
     rows.append("-" * len(rows[0]))
     by_name = {d.name: d for d in drivers}
     for label in LABELS:
         for d in drivers:
             values, errors = d.samples[label], len(d.errors[label])
+            if not values and d.name.startswith("floor"):
+                continue
             if not values:
                 rows.append(f"{label:<17}{d.name:<20}{'-':>9}{'-':>9}{'-':>9}{'-':>7}{0:>4}{errors:>7}")
                 continue
             s = summarize(values)
             ratio = ""
             ref = by_name.get("reference " + d.name.split(" ", 1)[-1])
-            if not d.name.startswith("reference") and ref and ref.samples[label]:
-                ratio = f"{summarize(ref.samples[label])['mean'] / s['mean']:.1f}x"
+            if d.name.startswith("ours") and ref and ref.samples[label]:
+                ratio = f"{summarize(ref.samples[label])['mean'] / s['mean']:.2f}x"
+            floor = by_name.get("floor " + d.name.split(" ", 1)[-1])
+            if d.name.startswith("ours") and floor and floor.samples[label]:
+                ratio += f" floor {s['mean'] / summarize(floor.samples[label])['mean']:.2f}x"
             rows.append(f"{label:<17}{d.name:<20}{s['median']:>9.1f}{s['p90']:>9.1f}{s['mean']:>9.1f}"
-                        f"{s['slow']:>7.0%}{s['n']:>4}{errors:>7}{ratio:>17}")
+                        f"{s['slow']:>7.0%}{s['n']:>4}{errors:>7}  {ratio}")
     return "\n".join(rows)
 
 
@@ -114,6 +121,8 @@ def main() -> None:
     terminals = [t for t in args.terminals.split(",") if t]
     drivers = [Driver(f"ours {t}", [sys.executable, str(HERE / "ours_driver.py"), args.task, t,
                                     args.image]) for t in terminals]
+    if "local" in terminals:
+        drivers.append(Driver("floor local", [sys.executable, str(HERE / "floor_driver.py"), args.task]))
     if os.path.exists(args.ref_python):
         task = get_benchmark("mini").load(args.task)
         # The reference runs pdb on its entrypoint as given: pytest must not
