@@ -214,6 +214,8 @@ def test_refactoring_exercises_are_flagged_and_left_out_unless_asked(track, caps
 
     assert ExercismBenchmark(path=track).tasks() == ["acronym", "affine-cipher", "paasio"]
     assert "ledger" in ExercismBenchmark(path=track, include_refactoring=True).tasks()
+    with pytest.raises(KeyError, match="refactoring exercise.*include_refactoring=true"):
+        ExercismBenchmark(path=track).load("ledger")
     assert main(["list-tasks", "exercism", "-p", f"path={track}", "--json"]) == 0
     rows = {r["name"]: r for r in map(json.loads, capsys.readouterr().out.splitlines())}
     assert sorted(rows) == ["acronym", "affine-cipher", "ledger", "paasio"]

@@ -186,9 +186,14 @@ class ExercismBenchmark(Benchmark):
         """Return the exercise ``task_name`` (``affine_cipher`` works for ``affine-cipher``).
 
         Raises:
-            KeyError: no such exercise; the message lists the closest names.
+            KeyError: no such exercise (the message lists the closest names), or a
+                refactoring exercise without ``include_refactoring``.
         """
-        return super().load(self._slug(task_name))
+        slug = self._slug(task_name)
+        if slug in self.all_tasks() and slug not in self.tasks():
+            raise KeyError(f"{slug!r} is a refactoring exercise (its stub already passes), left "
+                           "out of runs; add -p include_refactoring=true to run it")
+        return super().load(slug)
 
     def describe(self, task_name: str) -> dict[str, Any]:
         """The ``--details`` of an exercise: test command, whether it is a refactoring one,
