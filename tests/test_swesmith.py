@@ -97,3 +97,9 @@ def test_gold_fix_resolves_and_the_bug_does_not(smith_image, tmp_path):
         assert (result.score, result.max_score, result.resolved) == (4, 4, True), result.observation
     finally:
         env.close()
+
+
+def test_details_show_the_profile_command_as_it_runs():
+    details = SWESmithBenchmark().describe(INSTANCE)
+    assert details["test_command"].startswith("bash -c 'source /opt/miniconda3/bin/activate;")
+    assert details["image"] == RECORD["image_name"]

@@ -118,7 +118,7 @@ class SWESmithBenchmark(SWEBenchBenchmark):
         profile = profile_for(instance)
         command, _ = profile.get_test_cmd(instance)
         return HarnessSpec(str(instance.get("repo", profile.repo_name)), profile.commit[:8],
-                           (f"bash -c {shlex.quote(command)}",), log_parser="profile",
+                           (f"bash -c {shlex.quote(command)}",), log_parser="profile", known=False,
                            parse=profile.log_parser)
 
     def _load(self, task_name: str) -> Task:
