@@ -29,6 +29,7 @@ import difflib
 import shlex
 import shutil
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -145,6 +146,11 @@ class SWESmithBenchmark(SWEBenchBenchmark):
                   if (clean / f).is_file()}
         return self._finish(task, instance, spec, info.get("python", "python"),
                             bool(info.get("conda")), hidden=hidden)
+
+    def _debug(self, instance: dict[str, Any], spec: HarnessSpec, tests: list[str], root: Path,
+               python: str, conda: bool) -> str | None:
+        """pdb runs in the images' conda environment (the test command activates it itself)."""
+        return super()._debug(instance, replace(spec, known=True), tests, root, python, conda)
 
     def _buggy_copy(self, clean: Path, instance: dict[str, Any], hidden: list[str]) -> Path:
         """The clean copy with the bug applied and ``hidden`` test files taken out (cached)."""
