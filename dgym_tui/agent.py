@@ -70,6 +70,56 @@ class AgentSpec:
     path: Path | None = None
 
 
+@dataclass
+class TeamSpec:
+    """A spec whose episode is played by several LLM agents in turn (``roles``).
+
+    Attributes:
+        name, description: labels.
+        roles: ``{role: AgentSpec}`` in playing order (``info_seek_agent``:
+            ``seeker`` then ``fixer``).
+        max_steps: ``{role: steps}`` a role may take before the next one takes over.
+        tools: every role's tools (what the environment must offer).
+        path: the YAML file, or None.
+    """
+
+    name: str
+    description: str = ""
+    roles: dict[str, AgentSpec] = field(default_factory=dict)
+    max_steps: dict[str, int] = field(default_factory=dict)
+    tools: list[str] = field(default_factory=list)
+    path: Path | None = None
+
+
+def parse_team_spec(data: dict[str, Any], base: Path, source: str = "agent spec") -> TeamSpec:
+    """Validate a spec with ``roles`` (each role an agent spec mapping, plus an
+    optional ``max_steps``) and load the roles' templates.
+
+    Raises:
+        AgentSpecError: unknown keys, no roles, or an invalid role.
+    """
+    unknown = sorted(set(data) - {"name", "description", "roles"})
+    if unknown:
+        raise AgentSpecError(f"{source}: unknown key(s) {', '.join(unknown)} next to 'roles'")
+    roles = data.get("roles")
+    if not data.get("name") or not isinstance(roles, dict) or len(roles) < 2:
+        raise AgentSpecError(f"{source}: a spec with roles needs a name and at least two roles")
+    team = TeamSpec(name=str(data["name"]), description=str(data.get("description") or ""))
+    for role, role_data in roles.items():
+        if not isinstance(role_data, dict):
+            raise AgentSpecError(f"{source}: role {role!r} must be a mapping")
+        role_data = dict(role_data)
+        steps = role_data.pop("max_steps", None)
+        if steps is not None and (not isinstance(steps, int) or steps < 1):
+            raise AgentSpecError(f"{source}: roles.{role}.max_steps must be a positive integer")
+        role_data.setdefault("name", f"{team.name}.{role}")
+        team.roles[str(role)] = parse_agent_spec(role_data, base, f"{source} (role {role})")
+        if steps:
+            team.max_steps[str(role)] = steps
+        team.tools += [t for t in team.roles[str(role)].tools if t not in team.tools]
+    return team
+
+
 def available_agents() -> list[str]:
     """Return the names of the agent specs shipped in the agents/ folder, sorted."""
     from dgym_tui.resources import resource_dir
@@ -140,14 +190,15 @@ def parse_agent_spec(data: dict[str, Any], base: Path, source: str = "agent spec
     return spec
 
 
-def load_agent_spec(name_or_path: str | os.PathLike) -> AgentSpec:
+def load_agent_spec(name_or_path: str | os.PathLike) -> AgentSpec | TeamSpec:
     """Load an agent spec by name (``agents/NAME.yaml``) or from a YAML file path.
 
     Args:
         name_or_path: ``"debug_agent"`` or a path such as ``"my/agent.yaml"``.
 
     Returns:
-        The parsed :class:`AgentSpec` with its templates loaded.
+        The parsed :class:`AgentSpec` with its templates loaded, or a
+        :class:`TeamSpec` when the file has ``roles``.
 
     Raises:
         AgentSpecError: no such agent (the message lists the known ones), or
@@ -174,9 +225,38 @@ def load_agent_spec(name_or_path: str | os.PathLike) -> AgentSpec:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError:
         raise AgentSpecError(f"{path}: not valid YAML; fix the file") from None
-    spec = parse_agent_spec(data, path.parent, str(path))
+    if isinstance(data, dict) and "roles" in data:
+        spec: AgentSpec | TeamSpec = parse_team_spec(data, path.parent, str(path))
+    else:
+        spec = parse_agent_spec(data, path.parent, str(path))
     spec.path = path
     return spec
+
+
+def make_agent(spec: AgentSpec | TeamSpec | str | os.PathLike, llm: Any,
+               config_path: str | os.PathLike | None = None,
+               tool_calling: str | None = None) -> Any:
+    """Build the policy for an agent spec: an :class:`LLMAgent`, or for a spec
+    with roles an :class:`~dgym_tui.info_seek.InfoSeekAgent`.
+
+    Args:
+        spec: a spec, an agent name or a spec path.
+        llm: an llm.yaml entry name (every role uses it), ``"role=ENTRY,role=ENTRY"``
+            (one entry per role, e.g. ``"seeker=small,fixer=big"``), an LLM or an LLMConfig.
+        config_path: llm.yaml path.
+        tool_calling: force ``"native"`` / ``"text"`` for every role.
+
+    Raises:
+        AgentSpecError / LLMConfigError: bad spec, LLM entry, or role mapping.
+    """
+    loaded = spec if isinstance(spec, (AgentSpec, TeamSpec)) else load_agent_spec(spec)
+    if isinstance(loaded, TeamSpec):
+        from dgym_tui.info_seek import InfoSeekAgent
+
+        return InfoSeekAgent(loaded, llm, config_path, tool_calling)
+    if isinstance(llm, str) and "=" in llm:
+        raise AgentSpecError(f"agent {loaded.name!r} has no roles; give one LLM entry, not {llm!r}")
+    return LLMAgent(loaded, llm, config_path, tool_calling)
 
 
 def _render(template: str, **variables: Any) -> str:
@@ -253,6 +333,8 @@ class LLMAgent:
         config_path: llm.yaml path when ``llm`` is a name.
         tool_calling: force ``"native"`` or ``"text"``; default: the spec's
             setting, else the LLM's.
+        role: the role this agent plays in a team (recorded as ``raw["role"]``
+            of each proposal), or None.
 
     Raises:
         AgentSpecError / LLMConfigError: bad spec or LLM entry.
@@ -265,10 +347,16 @@ class LLMAgent:
 
     def __init__(self, spec: AgentSpec | str | os.PathLike, llm: LLM | LLMConfig | str,
                  config_path: str | os.PathLike | None = None,
-                 tool_calling: str | None = None) -> None:
+                 tool_calling: str | None = None, role: str | None = None) -> None:
         from dgym_tui.llm import LLM
 
         self.spec = spec if isinstance(spec, AgentSpec) else load_agent_spec(spec)
+        if not isinstance(self.spec, AgentSpec):
+            raise AgentSpecError(f"agent {self.spec.name!r} has roles; build it with make_agent")
+        self.role = role
+        #: None: prompt message ids m<step>.<n> and the header's "system" / "task";
+        #: a string: ids <prefix><step>.<n> only (a later role of a team has its own head)
+        self.message_prefix: str | None = None
         self.llm = llm if isinstance(llm, LLM) else LLM(llm, config_path)
         self.name = self.spec.name
         self.tool_calling = tool_calling or self.spec.tool_calling or self.llm.tool_calling
@@ -290,7 +378,8 @@ class LLMAgent:
         by_name = {s["function"]["name"]: s for s in info.tool_schemas}
         self._schemas = {name: by_name[name] for name in self.spec.tools if name in by_name}
         system, task = self.build_messages([])[:2]
-        self._message_ids = {_message_key(system): "system", _message_key(task): "task"}
+        self._message_ids = ({} if self.message_prefix else
+                             {_message_key(system): "system", _message_key(task): "task"})
         self._absorbed = 0
 
     def prompt_header(self) -> dict[str, Any]:
@@ -314,7 +403,8 @@ class LLMAgent:
         """Describe the sent messages by id (see :attr:`Turn.prompt`); a message
         not sent at a recorded step before gets the id ``m<step>.<n>``."""
         if len(turns) < self._absorbed:  # not the turns we saw (a new history): start over
-            self._message_ids = dict(list(self._message_ids.items())[:2])
+            self._message_ids = dict(list(self._message_ids.items())
+                                     [:0 if self.message_prefix else 2])
             self._absorbed = 0
         for turn in turns[self._absorbed:]:
             for message_id, message in ((turn.prompt or {}).get("new") or {}).items():
@@ -325,7 +415,7 @@ class LLMAgent:
             key = _message_key(message)
             message_id = self._message_ids.get(key)
             if message_id is None:
-                message_id = f"m{len(turns) + 1}.{len(new)}"
+                message_id = f"{self.message_prefix or 'm'}{len(turns) + 1}.{len(new)}"
                 new[message_id] = message
                 self._message_ids[key] = message_id  # a repeat within this prompt
             ids.append(message_id)
@@ -519,6 +609,8 @@ class LLMAgent:
                              native=self.tool_calling == "native")
         raw = dict(response.message)
         raw["parse"] = {"form": parsed.form, "recovered": parsed.recovered}
+        if self.role:
+            raw["role"] = self.role
         action, error = None, parsed.error
         if error is None:
             action, error = self._validate(parsed.calls, available, turns)

@@ -129,11 +129,12 @@ def make_policy(kind: str, agent: str = "debug_agent", llm: str | None = None,
     """Build a policy by kind.
 
     Args:
-        kind: ``"agent"`` (an LLMAgent from the spec ``agent`` and the llm.yaml
+        kind: ``"agent"`` (an LLM agent from the spec ``agent`` and the llm.yaml
             entry ``llm``), ``"human"`` (actions typed on stdin) or
             ``"solution"`` (applies ``task``'s gold patch, then submits).
         agent: agent spec name or path (kind ``agent``).
-        llm: llm.yaml entry name (kind ``agent``).
+        llm: llm.yaml entry name (kind ``agent``), or ``"role=ENTRY,..."`` for a spec
+            with roles (``info_seek_agent``).
         llm_config: path of llm.yaml; None for the default location.
         task: the benchmark Task (kind ``solution``).
 
@@ -144,11 +145,11 @@ def make_policy(kind: str, agent: str = "debug_agent", llm: str | None = None,
     if kind == "agent":
         if not llm:
             raise ConfigError("policy 'agent' needs an LLM entry: give llm (-p llm=NAME / --llm)")
-        from dgym_tui.agent import AgentSpecError, LLMAgent
+        from dgym_tui.agent import AgentSpecError, make_agent
         from dgym_tui.llm import LLMConfigError
 
         try:
-            return LLMAgent(agent, llm, config_path=llm_config)
+            return make_agent(agent, llm, config_path=llm_config)
         except (AgentSpecError, LLMConfigError) as exc:
             raise ConfigError(str(exc)) from None
     if kind == "human":

@@ -128,11 +128,11 @@ def make_policy(args: argparse.Namespace) -> Any:
         return None
     if not args.llm:
         raise UsageError("--agent needs --llm NAME (an entry of llm.yaml)")
-    from dgym_tui.agent import AgentSpecError, LLMAgent
+    from dgym_tui.agent import AgentSpecError, make_agent
     from dgym_tui.llm import LLMConfigError
 
     try:
-        return LLMAgent(args.agent, llm=args.llm)
+        return make_agent(args.agent, llm=args.llm)
     except (AgentSpecError, LLMConfigError, KeyError, ValueError, FileNotFoundError) as exc:
         msg = exc.args[0] if exc.args else str(exc)
         raise UsageError(f"cannot build agent {args.agent!r}: {msg}") from None
