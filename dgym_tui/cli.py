@@ -289,7 +289,10 @@ def _cmd_play(args: argparse.Namespace) -> int:
         name = Path(args.path).resolve().name
     else:
         raise UserError("give a repository PATH or --task BENCHMARK/TASK")
-    output = Path(args.output or f"{name.replace('/', '_')}.trajectory.jsonl")
+    from dgym_tui.paths import hidden_patterns, unique_trajectory_path
+
+    output = Path(args.output) if args.output else unique_trajectory_path(name)
+    env.ignore.extend(p for p in hidden_patterns(env.path, [output]) if p not in env.ignore)
     policy = make_policy("human")
     session = Session(env, policy, mode="auto", max_steps=args.max_steps,
                       trajectory_path=output, task_name=name,
@@ -373,7 +376,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--terminal", default="local", choices=("local", "docker"))
     p.add_argument("--image", help="Docker image (with --terminal docker)")
     p.add_argument("--max-steps", type=_positive_int, default=200)
-    p.add_argument("-o", "--output", help="trajectory file")
+    p.add_argument("-o", "--output", help="trajectory file (default: a new file under "
+                   "$XDG_DATA_HOME/dgym-tui/runs)")
     p.set_defaults(func=_cmd_play)
 
     p = sub.add_parser("list-tasks", help="list benchmarks, or the tasks of one")

@@ -399,13 +399,20 @@ class Session:
     def act(self, action: ToolCall) -> Turn:
         """Execute the person's own action (actor ``"human"``, decision ``"manual"``).
 
-        Allowed in any mode; a pending proposal is dropped.
+        Allowed in any mode; a pending proposal is dropped (its tokens still count).
 
         Raises:
             SessionError: not started or episode over.
         """
         self._require_running()
+        self._drop_pending()
         return self._execute("human", "manual", None, action, None)
+
+    def _drop_pending(self) -> None:
+        """Forget the undecided proposal; the tokens spent on it stay in ``usage``."""
+        if self.pending is not None:
+            self.usage = self.usage + self.pending.usage
+        self.pending = None
 
     def replay_turn(self, turn: Turn) -> Turn:
         """Re-record a turn of another trajectory (replay / fork).
@@ -433,8 +440,9 @@ class Session:
                              note=turn.note)
 
     def take_over(self) -> None:
-        """Switch to ``human`` mode and drop the pending proposal."""
-        self.pending = None
+        """Switch to ``human`` mode and drop the pending proposal (its tokens still count
+        in ``usage``)."""
+        self._drop_pending()
         self.mode = "human"
 
     def abort(self, reason: str = "interrupted") -> None:

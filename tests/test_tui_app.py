@@ -196,7 +196,7 @@ async def test_approve_mode_episode(calc_repo, tmp_path, llm_server):
         assert panel.proposal.action.name == "view"
         # While the agent drives, the footer shows the decision keys only ...
         shown = {key for key, active in app.screen.active_bindings.items() if active.binding.show}
-        assert shown == {"q", "question_mark", "a", "e", "r", "t", "g"}
+        assert shown == {"q", "question_mark", "a", "e", "R", "t", "g"}
         # ... and the other keys still work (p: the diff tab).
         await pilot.press("p")
         assert app.query_one("TabbedContent").active == "tab-diff"
@@ -217,7 +217,7 @@ async def test_approve_mode_episode(calc_repo, tmp_path, llm_server):
         assert app.source_view.breakpoints.get(5, "absent") is None
 
         assert panel.proposal.action.name == "eval"
-        await pilot.press("r")  # reject with a note
+        await pilot.press("R")  # reject with a note
         await pilot.pause()
         note_input = app.screen.query_one("Input")
         note_input.value = "read the loop with pdb first"

@@ -237,7 +237,7 @@ async def test_transcript_folds_long_observations_and_expands_on_click(calc_repo
         await pilot.pause()
         transcript = app.query_one(Transcript)
         assert "more lines (click)" in transcript.text
-        transcript.action_toggle(2)
+        transcript.toggle(2)
         await pilot.pause()
         assert "▼ fold" in transcript.text
     app.close_session()

@@ -13,6 +13,7 @@ fresh environment and continues live.
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import logging
 import threading
@@ -28,10 +29,10 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Input, TabbedContent, TabPane, TextArea
 
-from dgym_tui.core.types import StepResult, ToolCall, WorkspaceError
+from dgym_tui.core.types import StepResult, ToolCall
 from dgym_tui.tui.actions import console_action, pdb_call
 from dgym_tui.tui.keys import QuietKeys, action_name, with_quiet_twins
-from dgym_tui.tui.locate import first_source_file, locate_failure
+from dgym_tui.tui.locate import first_source_file, locate_failure, no_tests_hint
 from dgym_tui.tui.screens.modals import (
     CodeEditScreen,
     ConfirmScreen,
@@ -118,15 +119,18 @@ class DgymApp(QuietKeys, App[int]):
         Binding("q", "quit_app", "Quit"),
         Binding("ctrl+c", "quit_app", "Quit", show=False, priority=True),
         Binding("question_mark", "help", "Keys"),
-        # Decision keys win over the source view's pdb keys (r) while a proposal is
-        # pending; check_action disables them while typing or in a dialog.
+        # Decision keys clash with no pdb key of the source view (n s c r u d b), so
+        # pdb keeps working while a proposal waits; check_action disables them while
+        # typing or in a dialog.
         Binding("a", "approve", "Approve", priority=True),
         Binding("e", "edit", "Edit", priority=True),
-        Binding("r", "reject", "Reject", priority=True),
+        Binding("R", "reject", "Reject", priority=True),
+        Binding("shift+r", "reject", "Reject", show=False, priority=True),
         Binding("t", "take_over", "Take over", priority=True),
         Binding("g", "go", "Go (auto)", priority=True),
         Binding("space", "pause", "Pause", priority=True),
         Binding("m", "ask_agent", "Ask agent"),
+        Binding("m", "no_agent", "Ask agent", show=False),
         Binding("x", "run_eval", "Eval"),
         Binding("p", "show_diff", "Diff"),
         Binding("w", "apply_patch", "Apply patch"),
@@ -150,8 +154,9 @@ class DgymApp(QuietKeys, App[int]):
         "reject": "reject the proposal with a note for the agent",
         "take_over": "take over: switch to human mode",
         "go": "go: let the agent run on its own (auto mode)",
-        "pause": "pause an auto run after the current step",
-        "ask_agent": "approve mode: ask the agent for a proposal",
+        "pause": "auto mode: pause after the current step (back to approve)",
+        "ask_agent": "approve mode: ask the agent for a proposal (again, after an error)",
+        "no_agent": "ask the agent (needs --agent NAME --llm NAME)",
         "run_eval": "run the entrypoint (eval)",
         "show_diff": "show the diff of the working copy",
         "apply_patch": "apply the patch to the original repository (asks first)",
@@ -202,6 +207,11 @@ class DgymApp(QuietKeys, App[int]):
         self._asked_apply = False
         self._apply_done = False
         self._gc_frozen = False
+        self._agent_error: str | None = None  # the last failed proposal's error
+        self._agent_failures = 0  # failed proposals in a row (backoff)
+        self._retry_timer: Any = None
+        self._hinted_no_tests = False
+        self._frame_stale = False  # files changed under a stopped pdb: it restarts
         if replay is not None:
             # The loaded trajectory (thousands of records) and the imported modules live
             # as long as the replay: keep them out of the garbage collector's full
@@ -317,8 +327,15 @@ class DgymApp(QuietKeys, App[int]):
         self.busy = label is not None
         self.status.set_busy(label)
 
-    def _session_call(self, label: str, fn: Callable[[], Any]) -> bool:
+    def _session_call(self, label: str, fn: Callable[[], Any],
+                      failed: Callable[[str], None] | None = None) -> bool:
         """Run ``fn`` (a blocking Session call) in a thread worker unless one is running.
+
+        Args:
+            label: what the spinner says.
+            fn: the call.
+            failed: called on the UI thread with the error's first line when ``fn``
+                raises (default: an error notification).
 
         Returns:
             False (and a notification) when another call is still running.
@@ -335,20 +352,67 @@ class DgymApp(QuietKeys, App[int]):
             self.notify("the episode is over", severity="warning")
             return False
         self._set_busy(label)
-        self._run_session_call(fn)
+        self._run_session_call(fn, failed or self._step_failed)
         return True
 
     @work(thread=True, group="session", exit_on_error=False)
-    def _run_session_call(self, fn: Callable[[], Any]) -> None:
+    def _run_session_call(self, fn: Callable[[], Any], failed: Callable[[str], None]) -> None:
         self._calling(True)
         try:
             fn()
         except Exception as exc:  # noqa: BLE001  the session already emitted "error"
             text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            self._to_ui(self.notify, text, severity="error", title="step failed")
+            self._to_ui(failed, text)
         finally:
             self._calling(False)
             self._to_ui(self._after_session_call)
+
+    def _step_failed(self, text: str) -> None:
+        self.notify(text, severity="error", title="step failed")
+
+    # -- asking the agent, with a backoff after errors ----------------------------
+    #: Seconds before the agent is asked again after 1, 2, 3+ failed proposals in a row.
+    AGENT_RETRY: ClassVar[tuple[float, ...]] = (5.0, 20.0, 60.0)
+
+    def _ask_agent(self) -> bool:
+        """Ask the agent for a proposal in a worker (errors back off, see AGENT_RETRY)."""
+        self._cancel_retry()
+        return self._session_call("asking the agent", self.session.propose,
+                                  failed=self._agent_failed)
+
+    def _agent_failed(self, text: str) -> None:
+        """A proposal failed: say so once, keep every key live, ask again later."""
+        first = self._agent_error is None
+        self._agent_error = text
+        self._agent_failures += 1
+        delay = self.AGENT_RETRY[min(self._agent_failures, len(self.AGENT_RETRY)) - 1]
+        self.query_one(ApprovePanel).show_error(text, self._agent_failures, delay)
+        if first:
+            self.notify(f"{text}; asking again in {delay:.0f} s (m: now, t: take over)",
+                        severity="error", title="the agent failed")
+        self._cancel_retry()
+        self._retry_timer = self.set_timer(delay, self._retry_agent)
+
+    def _cancel_retry(self) -> None:
+        if self._retry_timer is not None:
+            self._retry_timer.stop()
+            self._retry_timer = None
+
+    def _clear_agent_error(self) -> None:
+        self._cancel_retry()
+        self._agent_error = None
+        self._agent_failures = 0
+
+    def _retry_agent(self) -> None:
+        self._retry_timer = None
+        session = self.session
+        if (session is None or self._closed or session.done or self._agent_error is None
+                or session.mode != "approve" or session.pending is not None):
+            return
+        if self.busy:  # a person's step runs: try once it is done
+            self._retry_timer = self.set_timer(2.0, self._retry_agent)
+            return
+        self._ask_agent()
 
     def _after_session_call(self) -> None:
         self._set_busy(None)
@@ -366,13 +430,21 @@ class DgymApp(QuietKeys, App[int]):
         if session.mode == "approve":
             if session.pending is not None:
                 self._show_proposal(session.pending)
-            else:
-                self._session_call("asking the agent", session.propose)
+            elif self._agent_error is None:  # after an error the retry timer asks
+                self._ask_agent()
 
     def act(self, action: ToolCall) -> bool:
         """Run a human action through the session (in a worker). Returns False if busy."""
-        self.query_one(ApprovePanel).hide()
         self.pdb_console.write(f"› {format_action(action)}", style="bold")
+        if self.session is not None and self.session.done:
+            why = f"the episode is over ({self.session.reason or 'done'}): nothing runs; " \
+                  "p shows the diff, q quits"
+            self.pdb_console.write(why, style="italic")
+            self.notify(why, severity="warning")
+            return False
+        if action.name == "pdb" and self._frame_stale:
+            action = self._after_restart(action)
+        self.query_one(ApprovePanel).hide()
         return self._session_call(_BUSY.get(action.name, action.name),
                                   lambda: self.session.act(action))
 
@@ -406,6 +478,7 @@ class DgymApp(QuietKeys, App[int]):
             self.status.set_busy("asking the agent")
 
     def _event_proposal(self, proposal: Any) -> None:
+        self._clear_agent_error()
         self._update_status(self._last_result)
         if self.session.mode == "approve" and self.session.pending is proposal:
             self._show_proposal(proposal)
@@ -428,7 +501,7 @@ class DgymApp(QuietKeys, App[int]):
         if result is not None:
             self.pdb_console.write(result.observation, style="red" if result.error else "")
             self._last_result = result
-            self._after_step(result)
+            self._after_step(result, turn.action)
             if turn.action is not None and turn.action.name == "eval":
                 self._check_entrypoint(result)
         self._update_status(result or self._last_result)
@@ -449,25 +522,53 @@ class DgymApp(QuietKeys, App[int]):
             self.notify(f"episode over ({reason}); q quits", title="done")
 
     def _check_entrypoint(self, result: StepResult) -> None:
-        """Warn when the entrypoint could not run at all (a typo in --entrypoint)."""
+        """Warn when the entrypoint could not run at all (a typo in --entrypoint), or ran
+        no test (pytest collects only ``test_*.py`` / ``*_test.py``: name the candidates)."""
         summary = result.eval
-        if summary is not None and summary.exit_code in (126, 127) and summary.passed == 0:
+        if summary is None:
+            return
+        if summary.exit_code in (126, 127) and summary.passed == 0:
             self.notify(f"the entrypoint could not run (exit code {summary.exit_code}); "
                         "check --entrypoint", severity="error", timeout=10)
+        elif summary.total == 0 and not self._hinted_no_tests and self.env is not None:
+            self._hinted_no_tests = True
+            hint = no_tests_hint(self.env.workspace.files(), self.env.entrypoint)
+            self.pdb_console.write(hint, style="bold yellow")
+            self.notify(hint, severity="warning", timeout=15)
 
     def _event_error(self, text: str) -> None:
         self.pdb_console.write(f"error: {text}", style="bold red")
+
+    def _after_restart(self, action: ToolCall) -> ToolCall:
+        """pdb restarts at this command (the code changed under it): a step key would step
+        through the test runner's start, so n / s / r / u / d run to the breakpoints (c)."""
+        command = str(action.arguments.get("command", "")).strip()
+        breakpoints = self._last_result.breakpoints if self._last_result else []
+        if command in ("n", "s", "r", "u", "d", "next", "step", "return") and breakpoints:
+            self.pdb_console.write(f"[pdb restarts on the changed code: `c` to your breakpoint "
+                                   f"instead of `{command}`]", style="italic")
+            return pdb_call("c")
+        return action
 
     def _show_proposal(self, proposal: Any) -> None:
         self.query_one(ApprovePanel).show(proposal, len(self.session.turns) + 1)
         self.refresh_bindings()
 
     # -- views -----------------------------------------------------------------
-    def _after_step(self, result: StepResult) -> None:
+    def _after_step(self, result: StepResult, action: ToolCall | None = None) -> None:
         env = self.env
         generation = getattr(env, "generation", None)
-        changed = generation != self._generation_seen
-        self._generation_seen = generation
+        previous, self._generation_seen = self._generation_seen, generation
+        changed = generation != previous
+        if action is not None and action.name == "pdb":
+            self._frame_stale = False
+        elif changed and result.frame is not None and previous is not None:
+            # pdb still stands on the old code: it restarts at the next pdb command
+            self._frame_stale = True
+            self.pdb_console.write("[the code changed: pdb restarts at your next pdb command; "
+                                   "n / s / r go back to your breakpoint first]", style="italic")
+        if self._frame_stale:
+            result = dataclasses.replace(result, frame=None)
         if changed:
             self._refresh_tree(result)
             self.query_one(DiffView).set_patch(env.patch())
@@ -573,7 +674,10 @@ class DgymApp(QuietKeys, App[int]):
     # -- actions -----------------------------------------------------------------
     _REPLAY_ONLY = frozenset({"replay_step", "replay_goto", "fork"})
     _LIVE_ONLY = frozenset({"approve", "edit", "reject", "take_over", "go", "pause",
-                            "ask_agent", "run_eval", "apply_patch"})
+                            "ask_agent", "no_agent", "run_eval", "apply_patch"})
+    #: Keys that mean nothing once the episode is over.
+    _RUNNING_ONLY = frozenset({"approve", "edit", "reject", "take_over", "go", "pause",
+                               "ask_agent", "run_eval"})
 
     def action_available(self, action: str) -> bool:
         """True when the action (name without arguments) makes sense in the current state."""
@@ -584,6 +688,10 @@ class DgymApp(QuietKeys, App[int]):
                 return False
             pending = self.session.pending is not None and self.session.mode == "approve"
             agent = self.session.policy is not None
+            if action in self._RUNNING_ONLY and self.session.done:
+                return False
+            if action == "no_agent":
+                return not agent
             if action in ("approve", "edit", "reject"):
                 return pending
             if action == "take_over":
@@ -598,8 +706,9 @@ class DgymApp(QuietKeys, App[int]):
 
     @property
     def keys_quiet(self) -> bool:
-        """True while an agent drives (approve / auto): the footer shows its keys only."""
-        return self.session is not None and self.session.mode != "human"
+        """True while an agent drives (approve / auto) or the episode is over: the footer
+        shows the keys that matter then (the others still work and say why)."""
+        return self.session is not None and (self.session.mode != "human" or self.session.done)
 
     def check_key(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Enable only the keys that make sense now (the footer shows those).
@@ -686,8 +795,22 @@ class DgymApp(QuietKeys, App[int]):
 
     def action_help(self) -> None:
         """Show the keys that work now, the source view's keys and the console's syntax."""
-        rows = [(self._key_label(b), self.ACTION_HELP.get(b.action, b.description))
-                for b in self.KEYS if self.action_available(action_name(b.action))]
+        rows: list[tuple[str, str]] = []
+        seen: set[str] = set()
+        for b in self.KEYS:
+            name = action_name(b.action)
+            if b.action in seen or (name in self._REPLAY_ONLY and self.replay is None):
+                continue
+            if name in self._LIVE_ONLY and (self.session is None or (
+                    name in ("ask_agent", "no_agent", "approve", "edit", "reject", "take_over",
+                             "go", "pause") and self.session.policy is None)):
+                continue
+            seen.add(b.action)
+            keys = " / ".join(self._key_label(k) for k in self.KEYS if k.action == b.action)
+            text = self.ACTION_HELP.get(b.action, b.description)
+            if not self.action_available(name):
+                text += "  (not now)"
+            rows.append((keys, text))
         sections = [("App", rows), ("Source view (focused)", self.SOURCE_KEYS)]
         if self.replay is None:
             sections.append(("Console (: or i)", self._console_help()))
@@ -702,7 +825,9 @@ class DgymApp(QuietKeys, App[int]):
             if name == "pdb":
                 continue
             rows.append((tool_syntax(name, tool.parameters), _first_line(tool)))
-        rows.append(("", 'values with spaces go in quotes; \\n is a newline in new_code="..."'))
+        rows.append(("", "values with spaces go in quotes: grep pattern=\"def main\""))
+        rows.append(("", 'several lines: rewrite {"path": "f.py", "start": 3, "end": 3, '
+                         '"new_code": "a = 1\\nb = 2"}  (JSON: \\n is a newline), or E'))
         return rows
 
     @staticmethod
@@ -741,6 +866,7 @@ class DgymApp(QuietKeys, App[int]):
     def action_take_over(self) -> None:
         if self.session.policy is None:
             return
+        self._clear_agent_error()
         self.session.take_over()
         self.query_one(ApprovePanel).hide()
         self.query_one("#console-input").focus()
@@ -749,6 +875,7 @@ class DgymApp(QuietKeys, App[int]):
         session = self.session
         if session.policy is None or self.busy or session.done:
             return
+        self._clear_agent_error()
         session.mode = "auto"
         self._pause_requested = False
         self._session_call("agent running", lambda: session.run(
@@ -771,7 +898,13 @@ class DgymApp(QuietKeys, App[int]):
         if session.pending is not None:
             self._show_proposal(session.pending)
         else:
-            self._session_call("asking the agent", session.propose)
+            self._ask_agent()
+
+    def action_no_agent(self) -> None:
+        why = ("no agent in this session: start dgym-tui with --agent NAME --llm NAME "
+               "(e.g. --agent debug_agent)")
+        self.pdb_console.write(why, style="italic")
+        self.notify(why, severity="warning")
 
     def action_edit_code(self) -> None:
         """Edit the source view's selected lines (the cursor line without a selection)."""
@@ -856,16 +989,20 @@ class DgymApp(QuietKeys, App[int]):
         source = str(env.workspace.source)
 
         def done(yes: bool | None) -> None:
-            if yes:
-                try:
-                    changed = env.workspace.apply_to_source()
-                except WorkspaceError as exc:  # changed outside the session: merged or refused
-                    self.notify(str(exc), severity="error", timeout=15)
-                    self.pdb_console.write(f"patch not applied: {exc}")
-                    return
-                self._apply_done = True
-                self.notify(f"applied {len(changed)} file(s) to {source}")
-                self.pdb_console.write(f"patch applied to {source}: {', '.join(changed)}")
+            if not yes:
+                return
+            try:
+                changed = env.workspace.apply_to_source()
+            except Exception as exc:  # noqa: BLE001  refused (files changed outside) or I/O
+                text = str(exc) or type(exc).__name__
+                self.notify(f"patch NOT applied: {describe(text)}", severity="error",
+                            title="apply", timeout=15)
+                self.pdb_console.write(f"patch not applied to {source}: {text}",
+                                       style="bold red")
+                return
+            self._apply_done = True
+            self.notify(f"applied {len(changed)} file(s) to {source}")
+            self.pdb_console.write(f"patch applied to {source}: {', '.join(changed)}")
 
         self.query_one(DiffView).set_patch(patch)
         self.push_screen(ConfirmScreen(f"Apply the patch to the original repository {source}?",

@@ -117,3 +117,23 @@ def first_source_file(files: Iterable[str]) -> str | None:
         if rel.endswith(".py"):
             return rel
     return ordered[0] if ordered else None
+
+
+def no_tests_hint(files: Iterable[str], entrypoint: str) -> str:
+    """One line saying why an eval counted 0 tests and what to pass instead.
+
+    Args:
+        files: the working copy's visible files (relative POSIX paths).
+        entrypoint: the command that ran.
+
+    Returns:
+        The hint; it names files that look like tests pytest does not collect by
+        default (e.g. ``test.py``, ``tests.py``, ``check_x.py``) when there are some.
+    """
+    candidates = [f for f in files if f.endswith(".py") and "test" in posixpath.basename(f)
+                  and not is_test_file(f)][:3]
+    if candidates:
+        return (f"0 tests: `{entrypoint}` collected none (pytest collects test_*.py and "
+                f"*_test.py only); try --entrypoint '{entrypoint} {' '.join(candidates)}'")
+    return (f"0 tests: `{entrypoint}` collected none; pass --entrypoint with the command "
+            "that runs this repository's tests")

@@ -14,10 +14,7 @@ print one line and exit with code 2.
 from __future__ import annotations
 
 import argparse
-import os
-import re
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +45,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--terminal", choices=("local", "docker"), help="where commands run")
     p.add_argument("--image", help="Docker image for --terminal docker")
     p.add_argument("--trajectory", metavar="OUT.jsonl",
-                   help="where to write the trajectory (default: ./runs/<task>-<time>.jsonl)")
+                   help="where to write the trajectory (default: a new "
+                   "$XDG_DATA_HOME/dgym-tui/runs/<task>-<time>.jsonl)")
     p.add_argument("--theme", default="dgym-dark", help="start theme (dgym-dark, dgym-light, "
                    "or any Textual theme)")
     p.add_argument("--no-apply-prompt", action="store_true",
@@ -80,19 +78,15 @@ def read_folder_config(folder: Path) -> dict[str, Any]:
 
 
 def default_trajectory_path(task: str) -> Path:
-    """``./runs/<task>-<time>.jsonl``, or under the user data dir when ./runs is not writable."""
-    slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", task).strip("_") or "episode"
-    name = f"{slug}-{time.strftime('%Y%m%d-%H%M%S')}.jsonl"
-    for folder in (Path.cwd() / "runs",
-                   Path(os.environ.get("XDG_DATA_HOME", Path.home() / ".local/share"))
-                   / "dgym-tui" / "runs"):
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-        except OSError:
-            continue
-        if os.access(folder, os.W_OK):
-            return folder / name
-    raise UsageError("no writable folder for the trajectory; pass --trajectory OUT.jsonl")
+    """A new, unique ``<task>-<time>.jsonl`` in the user's data folder
+    (:func:`dgym_tui.paths.unique_trajectory_path`), never inside the repository."""
+    from dgym_tui.paths import runs_dir, unique_trajectory_path
+
+    try:
+        return unique_trajectory_path(task)
+    except OSError as exc:
+        raise UsageError(f"cannot write a trajectory under {runs_dir()} ({exc.strerror or exc}); "
+                         "pass --trajectory OUT.jsonl") from None
 
 
 def check_docker(image: str | None = None) -> None:
@@ -233,12 +227,12 @@ def build_app(args: argparse.Namespace) -> Any:
         except TrajectoryError as exc:
             raise UsageError(str(exc).splitlines()[0]) from None
         model = ReplayModel(traj)
-        out = Path(args.trajectory) if args.trajectory else default_trajectory_path(
-            f"fork-{model.task_name}")
 
         def fork(step: int) -> Any:
             from dgym_tui.replay import fork as replay_fork
 
+            out = Path(args.trajectory) if args.trajectory else default_trajectory_path(
+                f"fork-{model.task_name}")  # reserved only when a fork happens
             return replay_fork(traj, step, None, output=out, mode="human", start=False)
 
         return DgymApp(replay=model, fork=fork, ask_apply=not args.no_apply_prompt,
@@ -257,6 +251,10 @@ def build_app(args: argparse.Namespace) -> Any:
         out.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise UsageError(f"cannot create {out.parent}: {exc.strerror}; pass --trajectory") from None
+    from dgym_tui.paths import hidden_patterns
+
+    # a trajectory written inside the repository must never reach the agent
+    env.ignore.extend(p for p in hidden_patterns(env.path, [out]) if p not in env.ignore)
     config = {"mode": mode, "max_steps": args.max_steps, "agent": args.agent, "llm": args.llm,
               "front_end": "tui"}
     session = Session(env, policy, mode=mode, max_steps=args.max_steps, trajectory_path=out,

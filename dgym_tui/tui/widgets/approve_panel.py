@@ -10,7 +10,9 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-KEYS_HINT = "[a] approve  [e] edit  [r] reject with note  [t] take over  [g] go (auto)"
+KEYS_HINT = ("[a] approve  [e] edit  [R] reject with note  [t] take over  [g] go (auto; "
+             "[space] pauses)  ·  pdb keys n s c r u d b work too")
+ERROR_KEYS_HINT = "[m] ask again now  [t] take over  [g] go (auto)"
 
 
 class ApprovePanel(VerticalScroll):
@@ -47,6 +49,19 @@ class ApprovePanel(VerticalScroll):
             body = Text(proposal.action.name, style="bold")
             body.append("\n" + pretty)
         self.query_one("#approve-action", Static).update(body)
+        self.query_one("#approve-keys", Static).update(KEYS_HINT)
+        self.add_class("-shown")
+
+    def show_error(self, text: str, failures: int, retry_in: float) -> None:
+        """Show that asking the agent failed (``failures`` times in a row) and when it is
+        asked again (``retry_in`` seconds)."""
+        self.proposal = None
+        self.border_title = "the agent failed"
+        times = f" ({failures} times in a row)" if failures > 1 else ""
+        self.query_one("#approve-reasoning", Static).update(
+            Text(f"asking again in {retry_in:.0f} s{times}"))
+        self.query_one("#approve-action", Static).update(Text(text, style="red"))
+        self.query_one("#approve-keys", Static).update(ERROR_KEYS_HINT)
         self.add_class("-shown")
 
     def hide(self) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
@@ -42,6 +43,13 @@ class HistoryInput(Input):
         self.history: list[str] = []
         self._pos = 0
         self._draft = ""
+
+    async def _on_key(self, event: events.Key) -> None:
+        # ``:`` is the app's "focus the console" key: typed into an empty console it
+        # meant just that (no pdb command or tool call starts with a colon).
+        if event.character == ":" and not self.value:
+            event.prevent_default()
+            event.stop()
 
     def remember(self, line: str) -> None:
         """Add ``line`` to the history (consecutive duplicates are kept once)."""

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from rich.style import Style
 from rich.text import Text
 from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
@@ -34,7 +35,7 @@ def render_turn(turn: Any, expanded: bool = False) -> Text:
 
     Observations longer than :data:`FOLD_LINES` lines are folded to their first
     lines unless ``expanded``; the fold marker carries a click action
-    ``toggle(<turn index>)`` for the :class:`Transcript`.
+    ``fold(<turn index>)`` handled by the transcript's body widget.
     """
     t = turn
     text = Text(f"#{t.index} {t.actor} · {t.decision}", style="bold")
@@ -55,7 +56,7 @@ def render_turn(turn: Any, expanded: bool = False) -> Text:
     lines = observation.split("\n") if observation else []
     if not lines:
         return text
-    click = Style.from_meta({"@click": f"toggle({int(t.index)})"})
+    click = Style.from_meta({"@click": f"fold({int(t.index)})"})
     if len(lines) <= FOLD_LINES or expanded:
         text.append("\n" + "\n".join(lines), style="dim")
         if len(lines) > FOLD_LINES:
@@ -69,16 +70,41 @@ def render_turn(turn: Any, expanded: bool = False) -> Text:
     return text
 
 
-class Transcript(VerticalScroll):
+def _fold_lines(turn: Any) -> int:
+    """Number of lines of ``turn``'s observation."""
+    observation = (turn.result.observation if turn.result is not None else "").rstrip("\n")
+    return len(observation.split("\n")) if observation else 0
+
+
+class _Body(Static):
+    """The shown turns' text. A fold marker's click runs :meth:`action_fold` here (Textual
+    runs ``@click`` actions on the widget that drew the text), handed to the transcript."""
+
+    def action_fold(self, index: int) -> None:
+        """Expand or fold the observation of turn ``index`` (1-based)."""
+        transcript = self.parent
+        if isinstance(transcript, Transcript):
+            transcript.toggle(int(index))
+
+
+class Transcript(VerticalScroll, can_focus=True):
     """The episode's turns, newest at the bottom; only the last MAX_SHOWN are rendered.
 
     All shown turns are drawn by ONE Static (mounting a widget per turn made
     opening a long trajectory slow); a click on a fold marker expands or
-    folds that turn's observation.
+    folds that turn's observation. From the keyboard (transcript focused):
+    ``enter`` (or ``z``) expands or folds the newest folded turn's observation,
+    ``Z`` expands or folds all of them.
     """
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("enter,z", "fold_last", "Expand/fold", show=False),
+        Binding("Z,shift+z", "fold_all", "Expand/fold all", show=False),
+    ]
 
     DEFAULT_CSS = """
     Transcript { padding: 0 1; }
+    Transcript:focus { background: $boost; }
     Transcript > #transcript-earlier { color: $text-muted; }
     Transcript > #transcript-body { height: auto; }
     """
@@ -91,7 +117,7 @@ class Transcript(VerticalScroll):
 
     def compose(self) -> ComposeResult:
         yield Static("", id="transcript-earlier")
-        yield Static("", id="transcript-body")
+        yield _Body("", id="transcript-body")
 
     @property
     def shown(self) -> list[Any]:
@@ -141,7 +167,33 @@ class Transcript(VerticalScroll):
         self._turns = list(turns) if isinstance(turns, list) else turns
         self._redraw()
 
-    def action_toggle(self, index: int) -> None:
+    def toggle(self, index: int) -> None:
         """Expand or fold the observation of turn ``index`` (1-based)."""
         self._expanded ^= {index}
+        self._redraw(scroll=False)
+
+    @property
+    def expanded(self) -> frozenset[int]:
+        """Indexes of the turns whose long observation is expanded."""
+        return frozenset(self._expanded)
+
+    def _foldable(self) -> list[int]:
+        return [int(t.index) for t in self.shown if _fold_lines(t) > FOLD_LINES]
+
+    def action_fold_last(self) -> None:
+        """Expand the newest folded turn; when every one is expanded, fold the newest."""
+        foldable = self._foldable()
+        folded = [i for i in foldable if i not in self._expanded]
+        if folded:
+            self.toggle(folded[-1])
+        elif foldable:
+            self.toggle(foldable[-1])
+
+    def action_fold_all(self) -> None:
+        """Expand every shown long observation, or fold them all when all are expanded."""
+        foldable = set(self._foldable())
+        if foldable <= self._expanded:
+            self._expanded -= foldable
+        else:
+            self._expanded |= foldable
         self._redraw(scroll=False)
