@@ -10,6 +10,7 @@ the working copy's files.
 
 from __future__ import annotations
 
+import posixpath
 import re
 from collections.abc import Iterable
 
