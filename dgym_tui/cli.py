@@ -373,7 +373,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("path", nargs="?", help="repository folder")
     p.add_argument("--entrypoint", default="python -m pytest -q", help="test command")
     p.add_argument("--task", help="[BENCHMARK/]TASK instead of a path (benchmark default: mini)")
-    p.add_argument("--terminal", default="local", choices=("local", "docker"))
+    p.add_argument("--terminal", default="local", choices=("local", "bwrap", "docker"),
+                   help="where commands run: local (your own rights: trusted code only), "
+                        "bwrap (a local sandbox) or docker")
     p.add_argument("--image", help="Docker image (with --terminal docker)")
     p.add_argument("--max-steps", type=_positive_int, default=200)
     p.add_argument("-o", "--output", help="trajectory file (default: a new file under "

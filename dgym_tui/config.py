@@ -17,10 +17,12 @@ policy               ``agent``    ``agent`` (LLM agent), ``human`` (type actions
 agent                debug_agent  agent spec name (a file in agents/) or a YAML path
 llm                  (none)       entry name in the LLM config (needed by ``agent``)
 llm_config           (none)       path of ``llm.yaml``; none: the default location
-terminal             (task's)     ``local`` or ``docker``; none: the task's own
+terminal             (task's)     ``local`` (trusted code), ``bwrap`` (a local
+                                  sandbox) or ``docker``; none: the task's own
                                   choice, else ``local``
 image                (none)       Docker image (``terminal: docker``); none: the
-                                  task's image or the environment's default
+                                  task's image or the sandbox image
+                                  ``dgym-tui/sandbox:test``
 max_steps            50           step budget per episode
 mode                 ``auto``     ``auto`` for ``dgym run``; ``approve`` / ``human``
                                   are for the TUI
@@ -45,7 +47,7 @@ from typing import Any
 import yaml
 
 POLICIES = ("agent", "human", "solution")
-TERMINALS = ("local", "docker")
+TERMINALS = ("local", "bwrap", "docker")
 MODES = ("auto", "approve", "human")
 
 
@@ -63,7 +65,8 @@ KEYS: dict[str, tuple[Any, str]] = {
     "agent": ("debug_agent", "agent spec name (a file in agents/) or a path to a spec YAML"),
     "llm": (None, "entry name in the LLM config (required with policy `agent`)"),
     "llm_config": (None, "path of llm.yaml; empty: the default location"),
-    "terminal": (None, "`local` or `docker`; empty: the task's own choice, else `local`"),
+    "terminal": (None, "`local` (trusted code), `bwrap` (a local sandbox) or `docker`; "
+                       "empty: the task's own choice, else `local`"),
     "image": (None, "Docker image; empty: the task's image or the environment's default"),
     "max_steps": (50, "step budget per episode"),
     "mode": ("auto", "`auto` for `dgym run`; `approve` and `human` are for the TUI"),

@@ -165,6 +165,13 @@ class LLMConfig:
         if not data.get("model"):
             raise LLMConfigError(f"{source}: entry {name!r} needs a 'model' "
                                  f"(a litellm model string such as openai/gpt-4o)")
+        for key, value in data.items():
+            if value is None and cls.__dataclass_fields__[key].default is None:
+                continue  # "leave it to the provider"
+            problem = _type_problem(value, _FIELD_TYPES.get(key))
+            if problem:
+                raise LLMConfigError(f"{source}: entry {name!r}: {key} must be {problem}, "
+                                     f"not {value!r}")
         config = cls(name=name, **data)
         if config.tool_calling not in TOOL_CALLING_MODES:
             raise LLMConfigError(f"{source}: entry {name!r}: tool_calling must be "
@@ -186,6 +193,27 @@ class LLMConfig:
                                      f"{self.api_key_env}, which is not set; export it")
             return value
         return None
+
+
+#: llm.yaml keys -> (accepted types, description); null is accepted where the default is None.
+_FIELD_TYPES: dict[str, tuple[tuple[type, ...], str]] = {
+    **{k: ((str,), "a string") for k in ("model", "api_base", "api_key", "api_key_env",
+                                          "tool_calling")},
+    **{k: ((int, float), "a number") for k in ("temperature", "retry_base_delay", "timeout",
+                                                "input_cost_per_token", "output_cost_per_token")},
+    **{k: ((int,), "a whole number") for k in ("max_tokens", "context_window", "retries")},
+    "extra": ((dict,), "a mapping"),
+}
+
+
+def _type_problem(value: Any, expected: tuple[tuple[type, ...], str] | None) -> str | None:
+    """What ``value`` should have been (e.g. ``"a number"``), or None when it fits."""
+    if expected is None:
+        return None
+    types, description = expected
+    if isinstance(value, types) and not isinstance(value, bool):
+        return None
+    return description
 
 
 def default_config_path() -> Path:

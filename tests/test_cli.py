@@ -150,7 +150,7 @@ def test_play_ends_cleanly_at_end_of_input(tmp_path):
     (["run", "{config}", "-p", "benchmark.colour=red"], "benchmark 'mini' has no option 'colour'"),
     (["run", "{config}", "-p", "max_steps"], "bad override 'max_steps'; write -p key.sub=value"),
     (["run", "{config}", "-p", "max_steps=-1"], "'max_steps' must be an integer >= 1, got -1"),
-    (["run", "{config}", "-p", "terminal=foo"], "'terminal' must be one of local, docker"),
+    (["run", "{config}", "-p", "terminal=foo"], "'terminal' must be one of local, bwrap, docker"),
     (["run", "{config}", "-n", "0"], "expected a whole number >= 1, got 0"),
     (["run", "{config}", "-p", "policy=agent", "-p", "llm=nope"], "no LLM config at"),
     (["run"], "the following arguments are required: config"),

@@ -117,10 +117,11 @@ def test_constructor_errors(repo, tmp_path):
         RepoEnv(repo, tools=["listdir", "telepathy"])
     with pytest.raises(ValueError, match="unknown terminal"):
         RepoEnv(repo, terminal="ssh")
-    with pytest.raises(ValueError, match="needs an image"):
-        RepoEnv(repo, terminal="docker")
+    assert RepoEnv(repo, terminal="docker").image == "dgym-tui/sandbox:test"  # the default
     with pytest.raises(ValueError, match="does not exist"):
         RepoEnv(tmp_path / "missing")
+    with pytest.raises(ValueError, match="is a file, not a folder"):
+        RepoEnv(repo / "code.py")
 
 
 def test_ignore_and_readonly_arguments(repo, make_env):

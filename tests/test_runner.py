@@ -147,7 +147,7 @@ def test_run_config_errors_are_one_line(tmp_path, tiny):
     ("max_step=3", "unknown config key 'max_step'; did you mean max_steps?"),
     ("env.eval_timout=3", "unknown config key 'env.eval_timout'"),
     ("max_steps=zero", "config key 'max_steps' must be an integer >= 1, got 'zero'"),
-    ("terminal=k8s", "config key 'terminal' must be one of local, docker, got 'k8s'"),
+    ("terminal=k8s", "config key 'terminal' must be one of local, bwrap, docker, got 'k8s'"),
     ("policy=agent", "config key 'llm' is missing"),
     ("tasks={a: 1}", "config key 'tasks' must be"),
     ("novalue", "bad override 'novalue'"),

@@ -63,7 +63,8 @@ class RepoEnv:
             only), ``"bwrap"`` (host subprocesses in a bubblewrap sandbox: no
             network, system read-only, ignored files masked), ``"docker"`` (a
             container per episode, needs ``image``), or a ``Terminal`` instance.
-        image: Docker image tag for ``terminal="docker"``.
+        image: Docker image tag for ``terminal="docker"``; None: the sandbox
+            image ``dgym-tui/sandbox:test`` (scripts/setup_docker.sh builds it).
         tools: names of registered tools to offer (see ``DEFAULT_TOOLS``).
         debug_entrypoint: command the pdb tool starts; None derives it from
             ``entrypoint``.
@@ -116,13 +117,16 @@ class RepoEnv:
                  grader: Callable[[RunResult, Terminal], EvalSummary | None] | None = None) -> None:
         self.path = os.fspath(path)
         if not os.path.isdir(self.path):
-            raise ValueError(f"repository folder {self.path!r} does not exist; "
+            what = "is a file, not a folder" if os.path.isfile(self.path) else "does not exist"
+            raise ValueError(f"repository folder {self.path!r} {what}; "
                              "give the path of a folder")
         if not isinstance(terminal, Terminal) and terminal not in TERMINALS:
             raise ValueError(f"unknown terminal {terminal!r}; use 'local', 'bwrap', 'docker' "
                              "or a Terminal instance")
         if terminal == "docker" and not image:
-            raise ValueError("terminal='docker' needs an image; pass image='<tag>'")
+            from dgym_tui.core.terminals.docker import DEFAULT_IMAGE
+
+            image = DEFAULT_IMAGE  # the sandbox image scripts/setup_docker.sh builds
         self.entrypoint = entrypoint
         self.debug_entrypoint = debug_entrypoint
         self.terminal_spec = terminal

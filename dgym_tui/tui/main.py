@@ -42,7 +42,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="start mode (default: approve with --agent, else human)")
     p.add_argument("--max-steps", type=int, default=50, help="step budget (default 50)")
     p.add_argument("--replay", metavar="TRAJ.jsonl", help="open a recorded trajectory")
-    p.add_argument("--terminal", choices=("local", "docker"), help="where commands run")
+    p.add_argument("--terminal", choices=("bwrap", "docker", "local"), help=(
+        "where commands run: bwrap (the default for PATH where bubblewrap works: a sandbox "
+        "without network, the system read-only, ignored files hidden), docker, or local "
+        "(your own rights: only for code you trust)"))
     p.add_argument("--image", help="Docker image for --terminal docker")
     p.add_argument("--trajectory", metavar="OUT.jsonl",
                    help="where to write the trajectory (default: a new "
@@ -173,7 +176,13 @@ def make_env(args: argparse.Namespace) -> tuple[Any, str, dict[str, Any]]:
         raise UsageError(f"no such folder: {args.path}; give the path of a repository folder")
     config = read_folder_config(folder)
     entrypoint = args.entrypoint or config.get("entrypoint") or DEFAULT_ENTRYPOINT
-    terminal = overrides.get("terminal") or config.get("terminal") or "local"
+    terminal = overrides.get("terminal") or config.get("terminal")
+    if not terminal:
+        from dgym_tui.core.terminals.bwrap import default_terminal
+
+        terminal, notice = default_terminal()
+        if notice:
+            print(f"dgym-tui: {notice}", file=sys.stderr)
     image = overrides.get("image") or config.get("image")
     if terminal == "docker":
         if not image:

@@ -70,6 +70,20 @@ def bwrap_problem() -> str | None:
     return None
 
 
+def default_terminal() -> tuple[str, str | None]:
+    """The terminal for a user's own repository: ``bwrap`` where it works, else ``local``.
+
+    Returns:
+        ``(name, notice)``: ``("bwrap", None)``, or ``("local", one line saying
+        the code runs unsandboxed and what to do)``.
+    """
+    problem = bwrap_problem()
+    if problem is None:
+        return "bwrap", None
+    return "local", (f"no sandbox: {problem}; commands run with your own rights "
+                     "(--terminal local), or use --terminal docker")
+
+
 def _interpreter_paths() -> list[str]:
     """Folders the running Python needs (prefixes, user site-packages), real paths, existing."""
     paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(sys.executable)}
