@@ -2,7 +2,7 @@
 
 ``dgym`` subcommands::
 
-    dgym run CONFIG.yaml [-p key.sub=value ...] [-n WORKERS] [--force] [--output DIR]
+    dgym run CONFIG.yaml [-p key.sub=value ...] [-n WORKERS] [--rerun] [--output DIR]
     dgym replay TRAJ.jsonl [--until N [--llm NAME [--agent SPEC] | --human] [-o NEW.jsonl]]
     dgym export TRAJ.jsonl|DIR ... --format debug-gym|sft [-o OUT]
     dgym play PATH [--entrypoint CMD] | --task [BENCHMARK/]TASK   (actions typed on stdin)
@@ -77,7 +77,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from dgym_tui.runner import run_tasks
 
     config = load_config(args.config, args.param or [])
-    summary = run_tasks(config, workers=args.workers, force=args.force,
+    summary = run_tasks(config, workers=args.workers, force=args.rerun,
                         output_dir=Path(args.output) if args.output else None,
                         progress=not args.no_progress)
     return 0 if summary.errors == 0 else 1
@@ -345,7 +345,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-p", "--param", action="append", metavar="KEY=VALUE",
                    help="override a config key, e.g. -p max_steps=20 -p env.eval_timeout=60")
     p.add_argument("-n", "--workers", type=_positive_int, default=None, help="tasks in parallel")
-    p.add_argument("--force", action="store_true", help="run tasks again that are done")
+    p.add_argument("--rerun", "--force", dest="rerun", action="store_true",
+                   help="run finished episodes again (by default a run resumes: they are skipped)")
     p.add_argument("--output", help="output folder (overrides output_dir)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=_cmd_run)

@@ -10,8 +10,10 @@ and writes into ``<output_dir>/<task>/``:
   "resolved", "score", "max_score", "steps", "reason", "prompt_tokens",
   "completion_tokens", "cost", "wall_time", "error"}``.
 
-A task whose ``status.json`` says ``"done"`` is skipped unless ``force``;
-tasks that failed with an error or were interrupted are run again.
+Runs resume: a task whose ``status.json`` says ``"done"`` is skipped unless
+``force`` (``dgym run --rerun``), and the run says how many it skipped; tasks
+that failed with an error or were interrupted run again from scratch (their
+folder is emptied first, so nothing of the earlier attempt remains).
 
 Ctrl-C (``KeyboardInterrupt``) stops the run cleanly: every running episode
 ends with footer reason ``"interrupted"`` (its trajectory and status are
@@ -26,10 +28,11 @@ from __future__ import annotations
 import json
 import logging
 import re
+import shutil
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import ThreadPoolExecutor, as_completed, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -204,8 +207,10 @@ class _Interrupt:
             episodes = list(self.episodes.values())
         for session, env in episodes:
             session.abort(INTERRUPTED)  # a step cut short must not end as "submitted"
+            terminal = getattr(env, "terminal", None)  # None while the env is being reset
             try:
-                env.terminal.close()
+                if terminal is not None:
+                    terminal.close()
             except Exception as exc:  # noqa: BLE001  best effort: env.close() follows
                 log.debug("closing a terminal on interrupt failed: %s", exc)
 
@@ -240,6 +245,7 @@ def run_task(config: RunConfig, benchmark: Any, task_name: str, output_dir: Path
     from dgym_tui.session import Session
 
     folder = task_folder(output_dir, task_name)
+    shutil.rmtree(folder, ignore_errors=True)  # an earlier attempt: start from scratch
     folder.mkdir(parents=True, exist_ok=True)
     status = TaskStatus(task=task_name)
     started = time.monotonic()
@@ -310,6 +316,22 @@ def run_task(config: RunConfig, benchmark: Any, task_name: str, output_dir: Path
     if interrupted:
         raise KeyboardInterrupt
     return status
+
+
+def _stop_until_returned(interrupt: _Interrupt, futures: dict[Any, str],
+                         sweep: float = 0.5) -> None:
+    """Stop every episode and wait until each worker has returned.
+
+    The stop is repeated every ``sweep`` seconds: an episode that was still
+    building its environment when Ctrl-C came starts its terminal (and its
+    initial eval) only afterwards, and must be stopped too.
+    """
+    pending = set(futures)
+    while pending:
+        interrupt.trigger()
+        wait(pending, timeout=sweep)
+        # done(), not wait()'s answer: wait() never counts a future that shutdown() cancelled
+        pending = {future for future in pending if not future.done()}
 
 
 def _end_interrupted(status: TaskStatus, session: Any) -> None:
@@ -415,6 +437,9 @@ def run_tasks(config: RunConfig, workers: int | None = None, force: bool = False
             results[name] = previous
         else:
             todo.append(name)
+    if results:
+        err.print(f"skipped {len(results)} finished episode(s) of {len(names)} in {output_dir} "
+                  "(--rerun runs them again)", markup=False, highlight=False)
 
     lock = threading.Lock()
     interrupt = _Interrupt()
@@ -455,8 +480,8 @@ def run_tasks(config: RunConfig, workers: int | None = None, force: bool = False
                         if status is not None:
                             results[futures[future]] = status
                 except KeyboardInterrupt:
-                    interrupt.trigger()  # running episodes stop after their current step
-                    pool.shutdown(wait=True, cancel_futures=True)
+                    pool.shutdown(wait=False, cancel_futures=True)  # queued tasks never start
+                    _stop_until_returned(interrupt, futures)
                     for future, name in futures.items():
                         if (future.done() and not future.cancelled()
                                 and future.exception() is None and future.result() is not None):

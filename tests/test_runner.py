@@ -302,3 +302,67 @@ def test_interrupt_stops_the_run_cleanly(tmp_path, workers, signum):
         assert traj.steps[0]["action"]["name"] == "rewrite"
         assert "+x = 2" in traj.footer["patch"]
     assert not (out / "c").exists()  # queued, never started
+
+
+def test_interrupt_while_an_environment_is_being_built(tmp_path, tiny, monkeypatch):
+    """Ctrl-C comes while an episode is still building its environment (no terminal yet):
+    the terminal it starts afterwards is stopped too, so its slow initial eval does not
+    hold the run for a minute."""
+    import os
+    import signal
+    import time
+
+    orig = Task.make_env
+
+    def make_env(self, **overrides):
+        env = orig(self, **{**overrides, "entrypoint": "sleep 60", "tools": TOOLS})
+        real_reset = env.reset
+
+        def reset(*args, **kwargs):
+            if self.name == "add":
+                os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C reaches the main thread...
+                time.sleep(1.0)  # ...which stops the episodes before this one has a terminal
+            return real_reset(*args, **kwargs)
+
+        env.reset = reset
+        return env
+
+    monkeypatch.setattr(Task, "make_env", make_env)
+    started = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        run_tasks(_config(tmp_path, tiny), workers=2, policy_factory=_policy_factory,
+                  console=Console(file=io.StringIO()), progress=False)
+    assert time.monotonic() - started < 30  # not the 60 s of the initial eval
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    states = {s["task"]: s["state"] for s in summary}  # mul may not have started yet
+    assert states.pop("add") == "interrupted" and set(states.values()) <= {"interrupted"}
+
+
+def test_a_run_resumes_interrupted_episodes_from_scratch(tmp_path, tiny, monkeypatch, capsys):
+    """A second run skips finished episodes and says so; an interrupted one runs again from
+    an empty folder; --rerun runs everything again."""
+    from dgym_tui.cli import main
+
+    _tools_override(monkeypatch)
+    config = _config(tmp_path, tiny)
+    out = tmp_path / "out"
+    run_tasks(config, console=Console(file=io.StringIO()), progress=False)
+    status = json.loads((out / "mul" / "status.json").read_text())
+    (out / "mul" / "status.json").write_text(json.dumps({**status, "state": "interrupted"}))
+    (out / "mul" / "leftover.txt").write_text("from the interrupted attempt")
+    first_add = (out / "add" / "trajectory.jsonl").read_text()
+
+    buf = io.StringIO()
+    again = run_tasks(config, console=Console(file=buf, width=200), progress=False)
+    assert "skipped 1 finished episode(s) of 2" in buf.getvalue()
+    assert [(s.task, s.state) for s in again.statuses] == [("add", "skipped"), ("mul", "done")]
+    assert not (out / "mul" / "leftover.txt").exists()
+    assert read_status(out / "mul").resolved
+    assert (out / "add" / "trajectory.jsonl").read_text() == first_add  # untouched
+
+    capsys.readouterr()
+    config_file = tmp_path / "run.yaml"
+    assert main(["run", str(config_file), "--rerun", "--no-progress"]) == 0
+    assert "skipped" not in capsys.readouterr().err
+    assert (out / "add" / "trajectory.jsonl").read_text() != first_add  # a new episode
+    assert [s["state"] for s in json.loads((out / "summary.json").read_text())] == ["done"] * 2

@@ -57,6 +57,21 @@ def test_not_started_and_missing_folder(tmp_path):
         t.start(str(tmp_path / "missing"))
 
 
+def test_a_closed_terminal_starts_nothing_until_started_again(term, tmp_path):
+    """close() may come from another thread (Ctrl-C in dgym run) just before a step runs
+    its command: that command must not start (it would outlive the stop)."""
+    term.close()
+    marker = tmp_path / "ran"
+    with pytest.raises(TerminalError, match="closed"):
+        term.run(f"touch {marker}")
+    with pytest.raises(TerminalError, match="closed"):
+        term.spawn(f"touch {marker}")
+    time.sleep(0.2)
+    assert not marker.exists()
+    term.start(str(tmp_path))
+    assert term.run("echo again").output == "again\n"
+
+
 def test_timeout_kills_children_too(term, tmp_path):
     pidfile = tmp_path / "bg.pid"
     start = time.monotonic()

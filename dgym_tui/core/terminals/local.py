@@ -13,6 +13,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from typing import TypeVar
@@ -32,7 +33,9 @@ class LocalTerminal(Terminal):
     Every process started here is killed at ``close()`` (and by the environment's
     exit handlers): the process groups it started, and every process carrying the
     episode's tag in its environment (:mod:`.procs`), so a daemon that called
-    ``setsid`` or double-forked does not outlive the episode either.
+    ``setsid`` or double-forked does not outlive the episode either. ``close()``
+    may come from another thread (Ctrl-C in ``dgym run``): after it, ``run`` /
+    ``spawn`` refuse to start anything until ``start()`` is called again.
 
     Attributes:
         tag: value of ``DGYM_EPISODE`` in every command's environment.
@@ -44,11 +47,17 @@ class LocalTerminal(Terminal):
         self.workdir = ""
         self.tag = procs.new_tag()
         self._children: list = []
+        # a child starts and is tracked atomically w.r.t. close(); reentrant: the SIGTERM
+        # handler (cleanup) may close the terminal in the thread that is starting a child
+        self._lock = threading.RLock()
+        self._open = False
 
     def start(self, host_root: str) -> None:
         if not os.path.isdir(host_root):
             raise TerminalError(f"working copy {host_root!r} does not exist")
         self.workdir = os.path.realpath(host_root)
+        with self._lock:
+            self._open = True
         cleanup.register(self)
         if not self.scratch:
             self.scratch = tempfile.mkdtemp(prefix="dgym-scratch-")
@@ -73,13 +82,10 @@ class LocalTerminal(Terminal):
     # -- commands -----------------------------------------------------------
     def run(self, command: str, timeout: float = 60.0, max_output: int = DEFAULT_MAX_OUTPUT,
             env: dict[str, str] | None = None) -> RunResult:
-        if not self.workdir:
-            raise TerminalError("terminal not started; call start() first")
         argv, environ = self._argv(command), self._env(env)
-        proc = self._launch(lambda: subprocess.Popen(
+        proc = self._track(lambda: subprocess.Popen(
             argv, cwd=self.workdir, env=environ, stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True))
-        self._children.append(proc)
         out = BoundedOutput(max_output)
         deadline = time.monotonic() + timeout
         timed_out = False
@@ -102,23 +108,37 @@ class LocalTerminal(Terminal):
             _kill_group(proc.pid)
         proc.stdout.close()
         code = proc.wait()
-        if proc in self._children:  # close() from another thread may have cleared the list
-            self._children.remove(proc)
+        with self._lock:
+            if proc in self._children:  # close() from another thread may have cleared the list
+                self._children.remove(proc)
         return RunResult(exit_code=None if timed_out else code, output=out.text(),
                          timed_out=timed_out, truncated_bytes=out.dropped)
 
     def spawn(self, command: str, env: dict[str, str] | None = None):
-        if not self.workdir:
-            raise TerminalError("terminal not started; call start() first")
         argv, environ = self._argv(command), self._env(env)
-        child = self._launch(lambda: LocalProcess(
+        return self._track(lambda: LocalProcess(
             argv[0], argv[1:], cwd=self.workdir, env=environ, encoding="utf-8",
             codec_errors="replace", echo=False, dimensions=(50, 200)))
-        self._children.append(child)
+
+    def _track(self, start: Callable[[], T]) -> T:
+        """Launch a child with ``start()`` and remember it, unless the terminal is closed.
+
+        Raises:
+            TerminalError: not started, or closed (possibly by another thread).
+        """
+        if not self.workdir:
+            raise TerminalError("terminal not started; call start() first")
+        with self._lock:
+            if not self._open:
+                raise TerminalError("terminal closed; reset the environment")
+            child = self._launch(start)
+            self._children.append(child)
         return child
 
     def close(self) -> None:
-        children, self._children = list(self._children), []
+        with self._lock:
+            self._open = False
+            children, self._children = self._children, []
         for child in children:
             if isinstance(child, pexpect.spawn):
                 with contextlib.suppress(Exception):  # closing must go on
