@@ -3,6 +3,8 @@
 ``dgym`` subcommands::
 
     dgym run CONFIG.yaml [-p key.sub=value ...] [-n WORKERS] [--rerun] [--output DIR]
+             [--executor local|ray [--address ADDR]]
+    dgym report RUN_DIR ... [--format table|markdown|csv|json] [--plot]
     dgym replay TRAJ.jsonl [--until N [--llm NAME [--agent SPEC] | --human] [-o NEW.jsonl]]
     dgym export TRAJ.jsonl|DIR ... --format debug-gym|sft [-o OUT]
     dgym play PATH [--entrypoint CMD] | --task [BENCHMARK/]TASK   (actions typed on stdin)
@@ -77,10 +79,30 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from dgym_tui.runner import run_tasks
 
     config = load_config(args.config, args.param or [])
+    executor = None
+    if args.executor == "ray":
+        from dgym_tui.executors import make_executor
+
+        executor = make_executor(args.executor, address=args.address)
     summary = run_tasks(config, workers=args.workers, force=args.rerun,
                         output_dir=Path(args.output) if args.output else None,
-                        progress=not args.no_progress)
+                        progress=not args.no_progress, executor=executor)
     return 0 if summary.errors == 0 else 1
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from dgym_tui.report import build_report, load_episodes, plot, print_report, render
+
+    report = build_report(load_episodes(args.run_dirs))
+    if args.format == "table":
+        from rich.console import Console
+
+        print_report(report, Console())
+    else:
+        sys.stdout.write(render(report, args.format))
+    if args.plot:
+        print(plot(report))
+    return 0
 
 
 def _policy_from_args(args: argparse.Namespace) -> Any:
@@ -349,7 +371,18 @@ def build_parser() -> argparse.ArgumentParser:
                    help="run finished episodes again (by default a run resumes: they are skipped)")
     p.add_argument("--output", help="output folder (overrides output_dir)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--executor", choices=("local", "ray"), default="local",
+                   help="where episodes run: threads here (local) or Ray tasks on a cluster "
+                        "(pip install 'dgym-tui[ray]')")
+    p.add_argument("--address", help="Ray cluster address (auto, HOST:PORT); default: a local Ray")
     p.set_defaults(func=_cmd_run)
+
+    p = sub.add_parser("report", help="success rates, per-task matrix, steps, tokens and cost "
+                                      "of one or more run folders")
+    p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="output folder of a dgym run")
+    p.add_argument("--format", choices=("table", "markdown", "csv", "json"), default="table")
+    p.add_argument("--plot", action="store_true", help="also draw the success rates (plotext)")
+    p.set_defaults(func=_cmd_report)
 
     p = sub.add_parser("replay", help="re-execute a trajectory and report divergences; "
                                       "or fork it at --until N")

@@ -18,9 +18,10 @@ folder is emptied first, so nothing of the earlier attempt remains).
 Ctrl-C (``KeyboardInterrupt``) stops the run cleanly: every running episode
 ends with footer reason ``"interrupted"`` (its trajectory and status are
 kept), its processes / container are closed, queued tasks are not started,
-``summary.json`` is written, and the ``KeyboardInterrupt`` is raised again. Tasks run in threads
-(``workers``), each with its own environment. ``<output_dir>/summary.json``
-holds every status after the run.
+``summary.json`` is written, and the ``KeyboardInterrupt`` is raised again.
+Episodes run where the executor puts them (:mod:`dgym_tui.executors`):
+``workers`` threads here by default, or Ray tasks on a cluster; each has its
+own environment. ``<output_dir>/summary.json`` holds every status after the run.
 """
 
 from __future__ import annotations
@@ -32,7 +33,6 @@ import shutil
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor, as_completed, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -318,22 +318,6 @@ def run_task(config: RunConfig, benchmark: Any, task_name: str, output_dir: Path
     return status
 
 
-def _stop_until_returned(interrupt: _Interrupt, futures: dict[Any, str],
-                         sweep: float = 0.5) -> None:
-    """Stop every episode and wait until each worker has returned.
-
-    The stop is repeated every ``sweep`` seconds: an episode that was still
-    building its environment when Ctrl-C came starts its terminal (and its
-    initial eval) only afterwards, and must be stopped too.
-    """
-    pending = set(futures)
-    while pending:
-        interrupt.trigger()
-        wait(pending, timeout=sweep)
-        # done(), not wait()'s answer: wait() never counts a future that shutdown() cancelled
-        pending = {future for future in pending if not future.done()}
-
-
 def _end_interrupted(status: TaskStatus, session: Any) -> None:
     """Mark ``status`` interrupted; write the footer when the episode had started."""
     status.state = INTERRUPTED
@@ -388,7 +372,7 @@ def load_benchmark(config: RunConfig) -> Any:
 
 def run_tasks(config: RunConfig, workers: int | None = None, force: bool = False,
               output_dir: Path | None = None, policy_factory: PolicyFactory | None = None,
-              console: Any = None, progress: bool = True) -> RunSummary:
+              console: Any = None, progress: bool = True, executor: Any = None) -> RunSummary:
     """Run every selected task of ``config``; print a progress bar and a summary table.
 
     Args:
@@ -400,6 +384,8 @@ def run_tasks(config: RunConfig, workers: int | None = None, force: bool = False
         console: a ``rich.console.Console`` to print to (None: stderr for the
             progress bar, stdout for the table).
         progress: show the progress bar.
+        executor: where episodes run (:mod:`dgym_tui.executors`, e.g. a
+            ``RayExecutor``); None: ``workers`` threads here.
 
     Returns:
         The :class:`RunSummary` (also written to ``<output_dir>/summary.json``).
@@ -407,13 +393,17 @@ def run_tasks(config: RunConfig, workers: int | None = None, force: bool = False
     Raises:
         ConfigError: unknown benchmark / task, a human policy with more than
             one worker, or an agent / LLM entry that cannot be loaded.
+        KeyboardInterrupt: Ctrl-C, after every running episode has ended
+            (reason ``"interrupted"``) and ``summary.json`` was written.
     """
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from dgym_tui.executors import LocalExecutor, RunJob
+    from dgym_tui.progress import RunProgress
 
     workers = workers or config.workers
     output_dir = Path(output_dir or config.output_dir)
-    if config.policy == "human" and workers > 1:
+    if config.policy == "human" and (workers > 1 or executor is not None):
         raise ConfigError("policy 'human' reads actions from stdin: use one worker (-n 1)")
     if config.mode != "auto":
         raise ConfigError(f"config key 'mode': dgym run is headless and needs 'auto', got "
@@ -441,58 +431,14 @@ def run_tasks(config: RunConfig, workers: int | None = None, force: bool = False
         err.print(f"skipped {len(results)} finished episode(s) of {len(names)} in {output_dir} "
                   "(--rerun runs them again)", markup=False, highlight=False)
 
-    lock = threading.Lock()
-    interrupt = _Interrupt()
-    bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                   TimeElapsedColumn(), TextColumn("{task.fields[last]}"), console=err,
-                   disable=not progress, transient=False)
-    with bar:
-        bar_id = bar.add_task("tasks", total=len(todo), last="")
-
-        def one(name: str) -> TaskStatus | None:
-            if interrupt.event.is_set():
-                return None  # queued when Ctrl-C came: not started
-            status = run_task(config, benchmark, name, output_dir, policy_factory,
-                              interrupt=interrupt)
-            with lock:
-                mark = "resolved" if status.resolved else status.state
-                bar.update(bar_id, advance=1, last=f"{name}: {mark}")
-            return status
-
-        try:
-            if workers <= 1 or len(todo) <= 1:
-                for name in todo:
-                    try:
-                        status = one(name)
-                    except KeyboardInterrupt:
-                        results[name] = read_status(task_folder(output_dir, name)) \
-                            or TaskStatus(task=name, state=INTERRUPTED, reason=INTERRUPTED)
-                        raise
-                    if status is not None:
-                        results[name] = status
-            else:
-                pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="dgym-task")
-                futures: dict[Any, str] = {}
-                try:
-                    futures = {pool.submit(one, name): name for name in todo}
-                    for future in as_completed(futures):
-                        status = future.result()
-                        if status is not None:
-                            results[futures[future]] = status
-                except KeyboardInterrupt:
-                    pool.shutdown(wait=False, cancel_futures=True)  # queued tasks never start
-                    _stop_until_returned(interrupt, futures)
-                    for future, name in futures.items():
-                        if (future.done() and not future.cancelled()
-                                and future.exception() is None and future.result() is not None):
-                            results[name] = future.result()
-                    raise
-                finally:
-                    pool.shutdown(wait=True, cancel_futures=True)
-        except KeyboardInterrupt:
-            interrupt.trigger()
-            _write_summary(output_dir, names, results)
-            raise
+    executor = executor or LocalExecutor(workers)
+    job = RunJob(config, output_dir, policy_factory, benchmark)
+    try:
+        with RunProgress(len(todo), console=err, enabled=progress) as bar:
+            executor.run(job, todo, results, bar)
+    except KeyboardInterrupt:
+        _write_summary(output_dir, names, results)
+        raise
 
     summary = _write_summary(output_dir, names, results)
     out.print(summary_table(summary))

@@ -278,6 +278,9 @@ def test_interrupt_stops_the_run_cleanly(tmp_path, workers, signum):
     try:
         running = ["a", "b"][:workers]
         _wait_for_step([out / name / "trajectory.jsonl" for name in running])
+        deadline = time.monotonic() + 60  # a loaded machine may not have started it yet
+        while not _alive_with(token) and time.monotonic() < deadline:
+            time.sleep(0.1)
         assert _alive_with(token), "the slow submit eval should be running"
         proc.send_signal(getattr(signal, signum))
         started = time.monotonic()

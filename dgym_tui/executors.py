@@ -1,0 +1,181 @@
+"""Where the episodes of a ``dgym run`` execute: threads here, or Ray tasks on a cluster.
+
+An executor takes the task names still to run and fills a ``results`` dict
+``{task name: TaskStatus}`` as episodes end, telling a :class:`Listener`
+(the progress bar) when an episode starts and ends. Ctrl-C
+(``KeyboardInterrupt``) stops it cleanly: running episodes end with reason
+``"interrupted"``, queued ones never start, and the ``KeyboardInterrupt`` is
+raised again once every episode has returned (``results`` then holds the
+statuses of the episodes that ran).
+
+- :class:`LocalExecutor`: ``workers`` threads on this machine (``dgym run -n``).
+- :class:`dgym_tui.ray_executor.RayExecutor`: one Ray task per episode
+  (``dgym run --executor ray``); imported only when chosen.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from dgym_tui.config import ConfigError, RunConfig
+from dgym_tui.runner import (
+    INTERRUPTED,
+    PolicyFactory,
+    TaskStatus,
+    _Interrupt,
+    read_status,
+    run_task,
+    task_folder,
+)
+
+#: Names accepted by ``dgym run --executor``.
+EXECUTORS = ("local", "ray")
+
+
+class Listener(Protocol):
+    """What an executor reports while it runs (the progress bar implements it)."""
+
+    def started(self, name: str) -> None:
+        """The episode of task ``name`` has started."""
+
+    def finished(self, status: TaskStatus) -> None:
+        """The episode of ``status.task`` has ended (any state)."""
+
+
+class _Quiet:
+    def started(self, name: str) -> None:
+        pass
+
+    def finished(self, status: TaskStatus) -> None:
+        pass
+
+
+@dataclass
+class RunJob:
+    """What every episode of one run shares.
+
+    Attributes:
+        config: the validated run configuration.
+        output_dir: the run's output folder (each task gets a sub-folder).
+        policy_factory: ``(task, env) -> Policy``; None builds the configured policy.
+        benchmark: the loaded benchmark; None loads it from ``config`` where
+            the episode runs (a Ray worker loads its own).
+    """
+
+    config: RunConfig
+    output_dir: Path
+    policy_factory: PolicyFactory | None = None
+    benchmark: Any = None
+
+    def loaded_benchmark(self) -> Any:
+        """Return ``benchmark``, loading (and keeping) it from the config when None."""
+        if self.benchmark is None:
+            from dgym_tui.runner import load_benchmark
+
+            self.benchmark = load_benchmark(self.config)
+        return self.benchmark
+
+
+class LocalExecutor:
+    """Runs episodes in ``workers`` threads of this process, each with its own environment."""
+
+    name = "local"
+
+    def __init__(self, workers: int = 1) -> None:
+        self.workers = max(1, int(workers))
+
+    def run(self, job: RunJob, names: list[str], results: dict[str, TaskStatus],
+            listener: Listener | None = None) -> None:
+        """Run the episodes of ``names``; store each status in ``results`` as it ends.
+
+        Raises:
+            KeyboardInterrupt: Ctrl-C; running episodes were ended with reason
+                ``"interrupted"`` and have returned, queued ones never started.
+        """
+        listener = listener or _Quiet()
+        interrupt = _Interrupt()
+        benchmark = job.loaded_benchmark()
+        lock = threading.Lock()
+        active: set[str] = set()  # episodes started and not yet returned
+
+        def one(name: str) -> None:
+            with lock:  # atomic with respect to the stop: either not started, or waited for
+                if interrupt.event.is_set():
+                    return  # queued when Ctrl-C came: never started
+                active.add(name)
+            try:
+                listener.started(name)
+                status = run_task(job.config, benchmark, name, job.output_dir,
+                                  job.policy_factory, interrupt=interrupt)
+                results[name] = status
+                listener.finished(status)
+            finally:
+                with lock:
+                    active.discard(name)
+
+        if self.workers <= 1 or len(names) <= 1:
+            for name in names:
+                try:
+                    one(name)
+                except KeyboardInterrupt:
+                    results[name] = read_status(task_folder(job.output_dir, name)) \
+                        or TaskStatus(task=name, state=INTERRUPTED, reason=INTERRUPTED)
+                    raise
+            return
+        pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="dgym-task")
+        futures = []
+        try:
+            for name in names:
+                futures.append(pool.submit(one, name))
+            pool.shutdown(wait=True)
+        except KeyboardInterrupt:  # may come anywhere above, even between two submits
+            pool.shutdown(wait=False, cancel_futures=True)
+            _stop_until_returned(interrupt, lambda: bool(active), lock)
+            raise
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+        for future in futures:
+            future.result()  # an unexpected error of the executor itself (run_task catches all)
+
+
+def _stop_until_returned(interrupt: _Interrupt, busy: Callable[[], bool], lock: threading.Lock,
+                         sweep: float = 0.5) -> None:
+    """Stop every episode and wait until none is running (``busy()`` false, read under ``lock``).
+
+    The stop is repeated every ``sweep`` seconds: an episode that was still
+    building its environment when Ctrl-C came starts its terminal (and its
+    initial eval) only afterwards, and must be stopped too.
+    """
+    while True:
+        interrupt.trigger()
+        with lock:
+            if not busy():
+                return
+        time.sleep(sweep)
+
+
+def make_executor(name: str, workers: int = 1, address: str | None = None) -> Any:
+    """Build an executor by name.
+
+    Args:
+        name: ``"local"`` (threads) or ``"ray"`` (needs ``pip install 'dgym-tui[ray]'``).
+        workers: threads of the local executor.
+        address: Ray cluster address (``"auto"``, ``"HOST:PORT"``, ``"ray://..."``);
+            None starts a local Ray instance.
+
+    Raises:
+        ConfigError: unknown executor, or Ray not installed (one line).
+    """
+    if name == "local":
+        return LocalExecutor(workers)
+    if name == "ray":
+        from dgym_tui.ray_executor import RayExecutor
+
+        return RayExecutor(address=address)
+    raise ConfigError(f"unknown executor {name!r}; use {' or '.join(EXECUTORS)}")
