@@ -15,24 +15,22 @@ statuses of the episodes that ran).
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from dgym_tui.config import ConfigError, RunConfig
-from dgym_tui.runner import (
-    INTERRUPTED,
-    PolicyFactory,
-    TaskStatus,
-    _Interrupt,
-    read_status,
-    run_task,
-    task_folder,
-)
+from dgym_tui.config import ConfigError
+
+if TYPE_CHECKING:
+    from dgym_tui.runner import RunJob, TaskStatus
+
+log = logging.getLogger(__name__)
+
+#: Footer reason and status state of an episode stopped by Ctrl-C.
+INTERRUPTED = "interrupted"
 
 #: Names accepted by ``dgym run --executor``.
 EXECUTORS = ("local", "ray")
@@ -56,30 +54,40 @@ class _Quiet:
         pass
 
 
-@dataclass
-class RunJob:
-    """What every episode of one run shares.
+class StopSignal:
+    """The stop signal of one run: set by Ctrl-C, read by every episode loop.
 
-    Attributes:
-        config: the validated run configuration.
-        output_dir: the run's output folder (each task gets a sub-folder).
-        policy_factory: ``(task, env) -> Policy``; None builds the configured policy.
-        benchmark: the loaded benchmark; None loads it from ``config`` where
-            the episode runs (a Ray worker loads its own).
+    ``episodes`` holds the sessions and environments of running episodes so the
+    main thread can abort them and close their terminals (killing their
+    processes) when a worker is blocked in a step.
     """
 
-    config: RunConfig
-    output_dir: Path
-    policy_factory: PolicyFactory | None = None
-    benchmark: Any = None
+    def __init__(self) -> None:
+        self.event = threading.Event()
+        self.lock = threading.Lock()
+        self.episodes: dict[str, tuple[Any, Any]] = {}
 
-    def loaded_benchmark(self) -> Any:
-        """Return ``benchmark``, loading (and keeping) it from the config when None."""
-        if self.benchmark is None:
-            from dgym_tui.runner import load_benchmark
+    def add(self, name: str, session: Any, env: Any) -> None:
+        with self.lock:
+            self.episodes[name] = (session, env)
 
-            self.benchmark = load_benchmark(self.config)
-        return self.benchmark
+    def discard(self, name: str) -> None:
+        with self.lock:
+            self.episodes.pop(name, None)
+
+    def trigger(self) -> None:
+        """Stop every episode: no new step starts; running commands are killed."""
+        self.event.set()
+        with self.lock:
+            episodes = list(self.episodes.values())
+        for session, env in episodes:
+            session.abort(INTERRUPTED)  # a step cut short must not end as "submitted"
+            terminal = getattr(env, "terminal", None)  # None while the env is being reset
+            try:
+                if terminal is not None:
+                    terminal.close()
+            except Exception as exc:  # noqa: BLE001  best effort: env.close() follows
+                log.debug("closing a terminal on interrupt failed: %s", exc)
 
 
 class LocalExecutor:
@@ -99,8 +107,7 @@ class LocalExecutor:
                 ``"interrupted"`` and have returned, queued ones never started.
         """
         listener = listener or _Quiet()
-        interrupt = _Interrupt()
-        benchmark = job.loaded_benchmark()
+        interrupt = StopSignal()
         lock = threading.Lock()
         active: set[str] = set()  # episodes started and not yet returned
 
@@ -111,8 +118,7 @@ class LocalExecutor:
                 active.add(name)
             try:
                 listener.started(name)
-                status = run_task(job.config, benchmark, name, job.output_dir,
-                                  job.policy_factory, interrupt=interrupt)
+                status = job.run_episode(name, interrupt)
                 results[name] = status
                 listener.finished(status)
             finally:
@@ -124,8 +130,7 @@ class LocalExecutor:
                 try:
                     one(name)
                 except KeyboardInterrupt:
-                    results[name] = read_status(task_folder(job.output_dir, name)) \
-                        or TaskStatus(task=name, state=INTERRUPTED, reason=INTERRUPTED)
+                    results[name] = job.stopped_status(name)
                     raise
             return
         pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="dgym-task")
@@ -144,7 +149,7 @@ class LocalExecutor:
             future.result()  # an unexpected error of the executor itself (run_task catches all)
 
 
-def _stop_until_returned(interrupt: _Interrupt, busy: Callable[[], bool], lock: threading.Lock,
+def _stop_until_returned(interrupt: StopSignal, busy: Callable[[], bool], lock: threading.Lock,
                          sweep: float = 0.5) -> None:
     """Stop every episode and wait until none is running (``busy()`` false, read under ``lock``).
 
@@ -175,7 +180,10 @@ def make_executor(name: str, workers: int = 1, address: str | None = None) -> An
     if name == "local":
         return LocalExecutor(workers)
     if name == "ray":
-        from dgym_tui.ray_executor import RayExecutor
-
+        try:
+            from dgym_tui.ray_executor import RayExecutor
+        except ImportError as exc:
+            raise ConfigError(f"--executor ray needs Ray: pip install 'dgym-tui[ray]' ({exc})") \
+                from None
         return RayExecutor(address=address)
     raise ConfigError(f"unknown executor {name!r}; use {' or '.join(EXECUTORS)}")

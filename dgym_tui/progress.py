@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.progress import (
     BarColumn,
@@ -17,7 +17,8 @@ from rich.progress import (
 )
 from rich.text import Text
 
-from dgym_tui.runner import TaskStatus
+if TYPE_CHECKING:
+    from dgym_tui.runner import TaskStatus
 
 
 class _RateColumn(ProgressColumn):

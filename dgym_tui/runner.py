@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from dgym_tui.config import ConfigError, RunConfig
+from dgym_tui.executors import INTERRUPTED, LocalExecutor, StopSignal
 from dgym_tui.policy import Policy
 
 log = logging.getLogger(__name__)
@@ -176,49 +177,11 @@ def agent_tools(kind: str, agent: str) -> list[str] | None:
     return list(tools) if tools else None
 
 
-INTERRUPTED = "interrupted"
-
-
-class _Interrupt:
-    """Shared stop signal of one run: set by Ctrl-C, read by every episode loop.
-
-    ``episodes`` holds the sessions and environments of running episodes so the
-    main thread can abort them and close their terminals (killing their
-    processes) when a worker is blocked in a step.
-    """
-
-    def __init__(self) -> None:
-        self.event = threading.Event()
-        self.lock = threading.Lock()
-        self.episodes: dict[str, tuple[Any, Any]] = {}
-
-    def add(self, name: str, session: Any, env: Any) -> None:
-        with self.lock:
-            self.episodes[name] = (session, env)
-
-    def discard(self, name: str) -> None:
-        with self.lock:
-            self.episodes.pop(name, None)
-
-    def trigger(self) -> None:
-        """Stop every episode: no new step starts; running commands are killed."""
-        self.event.set()
-        with self.lock:
-            episodes = list(self.episodes.values())
-        for session, env in episodes:
-            session.abort(INTERRUPTED)  # a step cut short must not end as "submitted"
-            terminal = getattr(env, "terminal", None)  # None while the env is being reset
-            try:
-                if terminal is not None:
-                    terminal.close()
-            except Exception as exc:  # noqa: BLE001  best effort: env.close() follows
-                log.debug("closing a terminal on interrupt failed: %s", exc)
-
-
 def run_task(config: RunConfig, benchmark: Any, task_name: str, output_dir: Path,
              policy_factory: PolicyFactory | None = None,
              on_event: Callable[[str, Any], None] | None = None,
-             interrupt: _Interrupt | None = None) -> TaskStatus:
+             interrupt: StopSignal | None = None,
+             task_info: dict[str, Any] | None = None) -> TaskStatus:
     """Run one episode of ``task_name`` and write its result folder.
 
     Args:
@@ -232,6 +195,8 @@ def run_task(config: RunConfig, benchmark: Any, task_name: str, output_dir: Path
         interrupt: the run's stop signal (:func:`run_tasks` passes it); when
             set, the episode ends after the current step with reason
             ``"interrupted"``.
+        task_info: extra keys of the trajectory header's ``task`` (e.g.
+            ``{"retried": True}`` from the Ray executor).
 
     Returns:
         The :class:`TaskStatus` (also written to ``status.json``). Errors
@@ -268,7 +233,7 @@ def run_task(config: RunConfig, benchmark: Any, task_name: str, output_dir: Path
             config=config.to_dict(), stop_on_resolved=config.stop_on_resolved,
             task_info={"benchmark": config.benchmark,
                        "benchmark_options": config.benchmark_options,
-                       "task_name": task_name})
+                       "task_name": task_name, **(task_info or {})})
         if on_event is not None:
             session.subscribe(lambda event: on_event(task_name, event))
         if interrupt is not None:
@@ -370,6 +335,52 @@ def load_benchmark(config: RunConfig) -> Any:
         raise ConfigError(f"config key 'benchmark': {message}") from None
 
 
+@dataclass
+class RunJob:
+    """What every episode of one run shares; executors run its episodes.
+
+    Attributes:
+        config: the validated run configuration.
+        output_dir: the run's output folder (each task gets a sub-folder).
+        policy_factory: ``(task, env) -> Policy``; None builds the configured policy.
+        benchmark: the loaded benchmark; None loads it from ``config`` on first
+            use (a Ray worker loads its own).
+    """
+
+    config: RunConfig
+    output_dir: Path
+    policy_factory: PolicyFactory | None = None
+    benchmark: Any = None
+
+    def run_episode(self, name: str, stop: StopSignal | None = None,
+                    output_dir: Path | None = None,
+                    task_info: dict[str, Any] | None = None) -> TaskStatus:
+        """Run the episode of task ``name`` (:func:`run_task`) into ``output_dir``
+        (default: the run's); ``task_info`` adds keys to the trajectory header's task.
+
+        Raises:
+            KeyboardInterrupt: Ctrl-C in this thread, after the episode was ended.
+        """
+        if self.benchmark is None:
+            self.benchmark = load_benchmark(self.config)
+        return run_task(self.config, self.benchmark, name, Path(output_dir or self.output_dir),
+                        self.policy_factory, interrupt=stop, task_info=task_info)
+
+    def stopped_status(self, name: str) -> TaskStatus:
+        """The status an episode stopped by Ctrl-C left (or a bare interrupted one)."""
+        return read_status(task_folder(self.output_dir, name)) \
+            or TaskStatus(task=name, state=INTERRUPTED, reason=INTERRUPTED)
+
+    def failed_status(self, name: str, error: str) -> TaskStatus:
+        """Write and return an ``error`` status for ``name`` (an episode lost outside
+        :func:`run_task`, e.g. its Ray node died twice)."""
+        folder = task_folder(self.output_dir, name)
+        folder.mkdir(parents=True, exist_ok=True)
+        status = TaskStatus(task=name, state="error", error=error.splitlines()[0][:500])
+        _write_json(folder / STATUS_FILE, status.to_dict())
+        return status
+
+
 def run_tasks(config: RunConfig, workers: int | None = None, force: bool = False,
               output_dir: Path | None = None, policy_factory: PolicyFactory | None = None,
               console: Any = None, progress: bool = True, executor: Any = None) -> RunSummary:
@@ -398,7 +409,6 @@ def run_tasks(config: RunConfig, workers: int | None = None, force: bool = False
     """
     from rich.console import Console
 
-    from dgym_tui.executors import LocalExecutor, RunJob
     from dgym_tui.progress import RunProgress
 
     workers = workers or config.workers
