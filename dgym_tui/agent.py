@@ -536,9 +536,10 @@ class LLMAgent:
         return "\n".join(lines)
 
     @staticmethod
-    def _reply_text(turn: Turn) -> str:
-        """The invalid reply as the model wrote it: its raw content, with any
-        native calls written out in the text format (they got no tool result)."""
+    def reply_text(turn: Turn) -> str:
+        """The invalid reply of ``turn`` as it goes back into the history: the raw
+        content, with any native calls written out in the text format (they got no
+        tool result); the turn's reasoning when it has no raw reply."""
         raw = turn.raw or {}
         if not raw:
             return turn.reasoning.strip()
@@ -554,7 +555,7 @@ class LLMAgent:
         note = (turn.note or "").strip()
         if turn.invalid:
             error = turn.error or note
-            return [{"role": "assistant", "content": self._reply_text(turn) or "(empty reply)"},
+            return [{"role": "assistant", "content": self.reply_text(turn) or "(empty reply)"},
                     {"role": "user", "content": self.correction(error, before)}]
         if turn.proposed is None:  # the person acted on their own
             text = f"The user ran `{_describe(turn.action)}` themselves."

@@ -9,11 +9,12 @@
   it is the conversation the agent really saw: its own system prompt and task
   message, then every message its prompts held, in order (invalid replies,
   corrections, rejections and the person's edits as the agent read them;
-  trimming notes left out), then its last reply; the tools are the schemas
-  it was offered. Otherwise (a person's session, an older trajectory) a
-  generic system message, the task (the reset observation), then for every
-  executed action an assistant tool call and a ``tool`` message with the
-  observation; rejected and invalid proposals are left out.
+  trimming notes left out; invalid replies marked ``"weight": 0``), then its
+  last reply; the tools are the schemas it was offered (native mode).
+  Otherwise (a person's session, an older trajectory) a generic system
+  message, the task (the reset observation), then for every executed action
+  an assistant tool call and a ``tool`` message with the observation;
+  rejected and invalid proposals are left out.
 
 :func:`rebuild_prompt` returns the exact messages and tools sent at one step.
 """
@@ -93,7 +94,13 @@ def rebuild_prompt(traj: Trajectory, step: int) -> tuple[list[dict[str, Any]],
 
 
 def _seen_conversation(traj: Trajectory) -> list[dict[str, Any]]:
-    """The messages of every prompt of the episode, each once, in order, plus the last reply."""
+    """The messages of every prompt of the episode, each once, in order, plus the last
+    reply; the model's invalid replies carry ``"weight": 0`` (context, not a target)."""
+    from dgym_tui.agent import LLMAgent
+    from dgym_tui.records import Turn
+
+    invalid = {LLMAgent.reply_text(turn) for turn in map(Turn.from_record, traj.steps)
+               if turn.invalid and turn.raw}
     table = _message_table(traj)
     order: list[str] = ["system", "task"]
     last = None
@@ -112,8 +119,11 @@ def _seen_conversation(traj: Trajectory) -> list[dict[str, Any]]:
         reply = {"role": "assistant", "content": raw.get("content") or ""}
         if raw.get("tool_calls"):
             reply["tool_calls"] = raw["tool_calls"]
+        if Turn.from_record(last).invalid:
+            reply["weight"] = 0
         messages.append(reply)
-    return messages
+    return [{**m, "weight": 0} if m["role"] == "assistant" and "tool_calls" not in m
+            and m.get("content") in invalid else m for m in messages]
 
 
 def to_debug_gym(traj: Trajectory) -> dict[str, Any]:

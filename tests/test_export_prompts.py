@@ -83,13 +83,15 @@ def test_sft_export_is_the_conversation_the_agent_saw(llm_server, make_repo, mak
     messages = conv["messages"]
     last_request = llm_server.requests[-1]["messages"]
     # no trimming here: the conversation is the last prompt plus the last reply
-    assert messages[:-1] == last_request
+    assert [{k: v for k, v in m.items() if k != "weight"} for m in messages[:-1]] == last_request
     assert messages[0]["content"] == traj.header["prompt"]["system"]
     assert "pdb first of all" not in messages[0]["content"]
     assert "pdb" not in [t["function"]["name"] for t in conv["tools"]]
     assert messages[-1]["tool_calls"][0]["function"]["name"] == "submit"
     # the invalid reply and its correction are there as the agent read them
-    assert {"role": "assistant", "content": "The bug is the - 1."} in messages
+    invalid = {"role": "assistant", "content": "The bug is the - 1.", "weight": 0}
+    assert invalid in messages  # context for the correction, not a training target
+    assert [m for m in messages if "weight" in m] == [invalid]
     assert any(m["role"] == "user" and m["content"].startswith("Your last reply could not be run")
                for m in messages)
     assert conv["meta"]["agent"] == "rewrite_agent" and conv["meta"]["resolved"] is True
