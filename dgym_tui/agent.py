@@ -233,32 +233,6 @@ def load_agent_spec(name_or_path: str | os.PathLike) -> AgentSpec | TeamSpec:
     return spec
 
 
-def make_agent(spec: AgentSpec | TeamSpec | str | os.PathLike, llm: Any,
-               config_path: str | os.PathLike | None = None,
-               tool_calling: str | None = None) -> Any:
-    """Build the policy for an agent spec: an :class:`LLMAgent`, or for a spec
-    with roles an :class:`~dgym_tui.info_seek.InfoSeekAgent`.
-
-    Args:
-        spec: a spec, an agent name or a spec path.
-        llm: an llm.yaml entry name (every role uses it), ``"role=ENTRY,role=ENTRY"``
-            (one entry per role, e.g. ``"seeker=small,fixer=big"``), an LLM or an LLMConfig.
-        config_path: llm.yaml path.
-        tool_calling: force ``"native"`` / ``"text"`` for every role.
-
-    Raises:
-        AgentSpecError / LLMConfigError: bad spec, LLM entry, or role mapping.
-    """
-    loaded = spec if isinstance(spec, (AgentSpec, TeamSpec)) else load_agent_spec(spec)
-    if isinstance(loaded, TeamSpec):
-        from dgym_tui.info_seek import InfoSeekAgent
-
-        return InfoSeekAgent(loaded, llm, config_path, tool_calling)
-    if isinstance(llm, str) and "=" in llm:
-        raise AgentSpecError(f"agent {loaded.name!r} has no roles; give one LLM entry, not {llm!r}")
-    return LLMAgent(loaded, llm, config_path, tool_calling)
-
-
 def _render(template: str, **variables: Any) -> str:
     import jinja2
 
@@ -352,7 +326,8 @@ class LLMAgent:
 
         self.spec = spec if isinstance(spec, AgentSpec) else load_agent_spec(spec)
         if not isinstance(self.spec, AgentSpec):
-            raise AgentSpecError(f"agent {self.spec.name!r} has roles; build it with make_agent")
+            raise AgentSpecError(f"agent {self.spec.name!r} has roles; build it with "
+                                 "agent_factory.make_agent")
         self.role = role
         #: None: prompt message ids m<step>.<n> and the header's "system" / "task";
         #: a string: ids <prefix><step>.<n> only (a later role of a team has its own head)

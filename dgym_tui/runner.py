@@ -149,7 +149,8 @@ def make_policy(kind: str, agent: str = "debug_agent", llm: str | None = None,
     if kind == "agent":
         if not llm:
             raise ConfigError("policy 'agent' needs an LLM entry: give llm (-p llm=NAME / --llm)")
-        from dgym_tui.agent import AgentSpecError, make_agent
+        from dgym_tui.agent import AgentSpecError
+        from dgym_tui.agent_factory import make_agent
         from dgym_tui.llm import LLMConfigError
 
         try:

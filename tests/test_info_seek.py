@@ -7,7 +7,8 @@ import pytest
 import yaml
 from llm_stub import StubLLMServer
 
-from dgym_tui.agent import AgentSpecError, load_agent_spec, make_agent
+from dgym_tui.agent import AgentSpecError, load_agent_spec
+from dgym_tui.agent_factory import make_agent
 from dgym_tui.export import rebuild_prompt
 from dgym_tui.info_seek import InfoSeekAgent
 from dgym_tui.runner import agent_tools

@@ -125,7 +125,8 @@ def make_policy(args: argparse.Namespace) -> Any:
         return None
     if not args.llm:
         raise UsageError("--agent needs --llm NAME (an entry of llm.yaml)")
-    from dgym_tui.agent import AgentSpecError, make_agent
+    from dgym_tui.agent import AgentSpecError
+    from dgym_tui.agent_factory import make_agent
     from dgym_tui.llm import LLMConfigError
 
     try:
