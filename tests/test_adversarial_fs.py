@@ -233,7 +233,7 @@ _CONTENT = st.one_of(_TEXT, _TEXT.map(lambda b: b + b"\n"), st.binary(max_size=3
 _FILE = st.tuples(_CONTENT, st.booleans())  # (content, executable)
 _TREE = st.dictionaries(_NAMES, st.one_of(_FILE, st.dictionaries(_NAMES, _FILE, max_size=3)),
                         max_size=5)
-_CHANGE = st.sampled_from(["keep", "modify", "delete", "chmod", "binary"])
+_CHANGE = st.sampled_from(["keep", "modify", "delete", "chmod", "binary", "link"])
 
 
 def _write_tree(root: Path, tree: dict) -> None:
@@ -247,12 +247,17 @@ def _write_tree(root: Path, tree: dict) -> None:
             os.chmod(root / name, 0o755 if executable else 0o644)
 
 
-def _files(root: Path) -> dict[str, tuple[bytes, bool]]:
+def _files(root: Path) -> dict[str, tuple[bytes, bool | str]]:
+    """``{path: (content, executable)}``; a link is ``(target, "link")``."""
     out = {}
     for folder, _, names in os.walk(root):
         for name in names:
             path = Path(folder) / name
-            out[str(path.relative_to(root))] = (path.read_bytes(), bool(path.stat().st_mode & 0o100))
+            if path.is_symlink():
+                out[str(path.relative_to(root))] = (os.fsencode(os.readlink(path)), "link")
+            else:
+                out[str(path.relative_to(root))] = (path.read_bytes(),
+                                                    bool(path.stat().st_mode & 0o100))
     return out
 
 
@@ -277,6 +282,10 @@ def test_patch_always_applies(tree, changes, new, contents):
                     os.chmod(path, path.stat().st_mode ^ 0o111)
                 elif change == "binary":
                     path.write_bytes(b"\0" + path.read_bytes())
+                elif change == "link":  # a file becomes a link (to a sibling, or dangling)
+                    path.unlink()
+                    os.symlink(contents[i % len(contents)].decode("utf-8", "replace")[:8]
+                               .replace("/", "_").replace("\0", "_") or "x", path)
             fresh = Path(tmp) / "new"
             fresh.mkdir()
             _write_tree(fresh, new)
