@@ -125,6 +125,32 @@ def test_big_file_view_streams(tmp_path):
     assert peak < 8 << 20, peak
 
 
+def test_big_file_lines_match_and_later_views_read_little(tmp_path, monkeypatch):
+    """Streamed lines equal a plain split, first view and later (indexed) views alike."""
+    import random
+
+    rng = random.Random(7)
+    text = "".join("y" * rng.randrange(0, 300) + "\n" for _ in range(40_000)) + "no newline"
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "big.txt").write_text(text)
+    expected = text.split("\n")
+    ws = Workspace(repo)
+    try:
+        for first, last in [(1, 3), (39_990, 40_001), (12_345, 12_400), (20_000, 20_000)]:
+            rel, lines, total = ws.read_lines("big.txt", first, last)
+            assert total == 40_001 and lines == expected[first - 1:last]
+        read = []
+        real_read = os.read
+        monkeypatch.setattr(os, "read", lambda fd, n: read.append(real_read(fd, n)) or read[-1])
+        _, lines, total = ws.read_lines("big.txt", 30_000, 30_039)
+        monkeypatch.undo()
+        assert lines == expected[29_999:30_039] and total == 40_001
+        assert sum(map(len, read)) <= 2 << 20  # one or two chunks, not the whole file
+    finally:
+        ws.cleanup()
+
+
 def test_grep_names_skipped_big_files(tmp_path, make_env):
     repo = tmp_path / "repo"
     repo.mkdir()

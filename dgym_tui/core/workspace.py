@@ -216,6 +216,7 @@ class Workspace:
         self._base: dict[str, Blob | None] = {}
         self._content: dict[str, tuple[Stamp, bytes]] = {}
         self._content_bytes = 0
+        self._line_index: dict[str, tuple[Stamp, list[tuple[int, int]], int]] = {}
         self._files_cache: tuple[int, list[str], dict] | None = None
 
     # -------------------------------------------------------------------- copy
@@ -430,7 +431,10 @@ class Workspace:
 
         Only the requested lines are kept (each cut at ``MAX_KEPT_LINE`` bytes);
         the rest of the file is counted in chunks, so memory stays small for
-        big files. Lines end at "\\n" only; line ends are removed.
+        big files. For a big file the line number at each chunk start is
+        remembered (while the file is unchanged), so later views read only
+        from the chunk holding ``first`` to ``last``. Lines end at "\\n"
+        only; line ends are removed.
 
         Returns:
             ``(canonical relative path, lines, total number of lines)``.
@@ -440,25 +444,35 @@ class Workspace:
         """
         target = self.canonical(rel, must_exist=True)
         try:
-            fd, _, _ = self._tree.open_file(target)
+            fd, st, _ = self._tree.open_file(target)
         except OSError as exc:
             raise self._refusal(target, exc) from None
         kept: list[bytes] = []
         current: list[bytes] = []
-        number, sniffed, ends_nl = 1, False, True
+        number, sniffed, ends_nl, offset, total = 1, False, True, 0, None
+        hit = self._line_index.get(target)
+        if hit is not None and hit[0] == stamp(st):  # known file: start near `first`
+            total, sniffed = hit[2], True
+            offset, number = max(((o, n) for o, n in hit[1] if n < first), default=(0, 1))
+            os.lseek(fd, offset, os.SEEK_SET)
+        checkpoints: list[tuple[int, int]] = []
         try:
-            while True:
+            while total is None or number <= last:
                 chunk = os.read(fd, CHUNK_BYTES)
                 if not chunk:
                     break
+                checkpoints.append((offset, number))  # the line the chunk starts in
+                offset += len(chunk)
                 if not sniffed:
                     sniffed = True
                     if is_binary(chunk[:BINARY_SNIFF_BYTES]):
                         raise WorkspaceError(f"{target!r} is a binary file; only text files "
                                              "can be shown")
                 ends_nl = chunk.endswith(b"\n")
-                if number > last:
-                    number += chunk.count(b"\n")
+                newlines = chunk.count(b"\n")
+                if number > last or number + newlines < first:
+                    number += newlines  # nothing to keep in this chunk: only count
+                    current = []
                     continue
                 pieces = chunk.split(b"\n")
                 for i, piece in enumerate(pieces):
@@ -471,9 +485,12 @@ class Workspace:
                         number += 1
         finally:
             os.close(fd)
-        total = number - 1 if ends_nl or not sniffed else number
         if not ends_nl and sniffed and first <= number <= last:
             kept.append(b"".join(current)[:MAX_KEPT_LINE])
+        if total is None:
+            total = number - 1 if ends_nl or not sniffed else number
+            if st.st_size > CHUNK_BYTES:  # big: remember where its chunks start
+                self._line_index[target] = (stamp(st), checkpoints, total)
         lines = [line.decode("utf-8", "replace").rstrip("\r") for line in kept]
         return target, lines, total
 
