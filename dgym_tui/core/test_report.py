@@ -37,7 +37,10 @@ MAX_FRAMES = 40
 # The plugin runs inside the tested interpreter (any Python 3 with pytest):
 # no f-strings beyond 3.6, no annotations, only the standard library and pytest.
 PLUGIN_SOURCE = '''\
-"""dgym-tui: report pytest's results as JSON lines (see dgym_tui.core.test_report)."""
+"""dgym-tui: report pytest's results as JSON lines (see dgym_tui.core.test_report).
+
+PYTEST_DONT_REWRITE (no assertion rewriting: nothing to compile on every run)
+"""
 import json
 import os
 
