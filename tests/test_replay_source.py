@@ -8,6 +8,7 @@ from dgym_tui.core.env import RepoEnv
 from dgym_tui.core.types import ToolCall
 from dgym_tui.session import Session
 from dgym_tui.trajectory import SCHEMA_VERSION, read_trajectory
+from dgym_tui.tui.app import DgymApp
 from dgym_tui.tui.replay_model import ReplayModel
 
 CODE = "def mean(xs):\n    total = sum(xs)\n    return total / len(xs[1:])\n"
@@ -58,7 +59,7 @@ def test_replay_after_apply_shows_the_recorded_code(make_repo, tmp_path):
     assert model.source_at("code.py", 1) == CODE and model.source_at("code.py", 2) == FIXED
 
 
-def test_old_schema_trajectory_is_read_but_its_source_is_refused(make_repo, tmp_path):
+async def test_old_schema_trajectory_is_read_but_its_source_is_refused(make_repo, tmp_path):
     repo = make_repo({"code.py": CODE, "test_code.py": TESTS, "notes.txt": NOTES})
     path = tmp_path / "t.jsonl"
     _record(repo, path)
@@ -71,6 +72,12 @@ def test_old_schema_trajectory_is_read_but_its_source_is_refused(make_repo, tmp_
     assert len(model) == 4 and model.source_at("code.py", 2) is None
     assert "schema version 1" in model.unavailable
     assert "code.py" in model.files()  # the changed files are still listed
+    app = DgymApp(replay=model)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("dollar_sign")
+        await pilot.pause()
+        assert "recorded without file contents" in str(app.source_view.placeholder)
+    app.close_session()
 
 
 def test_changes_applied_mid_session_move_the_start(make_repo, tmp_path):

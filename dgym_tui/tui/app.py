@@ -592,7 +592,9 @@ class DgymApp(QuietKeys, App[int]):
         text = self._read(path)
         view = self.source_view
         if text is None:
-            view.placeholder = f"({path}: source not available at this step)"
+            why = (self.replay.unavailable if self.replay is not None else "") or (
+                "source not available at this step")
+            view.placeholder = f"({path}: {why})"
             view.load(None, "")
             self._current_path = None
             return
