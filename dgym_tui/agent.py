@@ -373,10 +373,14 @@ class LLMAgent:
                 "system": system["content"], "task": task["content"],
                 "tools": list(self._schemas.values())}
 
-    def _prompt_record(self, sent: list[dict[str, Any]], turns: list[Turn], trimmed: int,
+    def prompt_record(self, sent: list[dict[str, Any]], turns: list[Turn], trimmed: int,
                        tools: list[dict[str, Any]] | None) -> dict[str, Any]:
-        """Describe the sent messages by id (see :attr:`Turn.prompt`); a message
-        not sent at a recorded step before gets the id ``m<step>.<n>``."""
+        """Describe the messages ``sent`` after ``turns`` by id (see :attr:`Turn.prompt`);
+        a message not sent at a recorded step before gets the id ``m<step>.<n>``.
+
+        Returns:
+            ``{"sent": [ids], "new": {id: message}, "trimmed": int, "tools": [names] | None}``.
+        """
         if len(turns) < self._absorbed:  # not the turns we saw (a new history): start over
             self._message_ids = dict(list(self._message_ids.items())
                                      [:0 if self.message_prefix else 2])
@@ -592,7 +596,7 @@ class LLMAgent:
             action, error = self._validate(parsed.calls, available, turns)
         return Proposal(action=action, reasoning=parsed.reasoning, error=error,
                         usage=response.usage, raw=raw,
-                        prompt=self._prompt_record(response.prompt, turns, response.trimmed,
+                        prompt=self.prompt_record(response.prompt, turns, response.trimmed,
                                                    tools))
 
     def _validate(self, calls: list[ParsedCall], available: list[str],

@@ -53,6 +53,8 @@ def _message_table(traj: Trajectory) -> dict[str, dict[str, Any]]:
              "task": {"role": "user", "content": prompt.get("task", "")}}
     for record in traj.steps:
         table.update((record.get("prompt") or {}).get("new") or {})
+        handoff = (record.get("raw") or {}).get("handoff") or {}
+        table.update((handoff.get("prompt") or {}).get("new") or {})
     return table
 
 
@@ -93,28 +95,38 @@ def rebuild_prompt(traj: Trajectory, step: int) -> tuple[list[dict[str, Any]],
     return [table[i] for i in prompt["sent"]], tools
 
 
-def _seen_conversation(traj: Trajectory) -> list[dict[str, Any]]:
-    """The messages of every prompt of the episode, each once, in order, plus the last
-    reply; the model's invalid replies carry ``"weight": 0`` (context, not a target)."""
+def _seen_conversation(traj: Trajectory, role: str | None = None
+                       ) -> tuple[list[dict[str, Any]], list[str]]:
+    """The messages of every prompt of the episode (of one ``role``'s steps for a
+    team), each once, in order, plus the last reply; the model's invalid replies
+    carry ``"weight": 0`` (context, not a target). Returns ``(messages, names of
+    the tools offered)``."""
     from dgym_tui.agent import LLMAgent
     from dgym_tui.records import Turn
 
-    invalid = {LLMAgent.reply_text(turn) for turn in map(Turn.from_record, traj.steps)
+    records = [r for r in traj.steps if r.get("prompt")
+               and (role is None or (r.get("raw") or {}).get("role") == role)]
+    for record in traj.steps:  # a team's handoff: the call that gave the summary
+        handoff = (record.get("raw") or {}).get("handoff") or {}
+        if role and handoff.get("from") == role and handoff.get("prompt"):
+            records.append({"step": record["step"], "actor": "agent", "decision": "auto",
+                            "prompt": handoff["prompt"],
+                            "raw": {"role": role, "content": handoff.get("summary", "")}})
+    invalid = {LLMAgent.reply_text(turn) for turn in map(Turn.from_record, records)
                if turn.invalid and turn.raw}
     table = _message_table(traj)
-    order: list[str] = ["system", "task"]
-    last = None
-    for record in traj.steps:
-        prompt = record.get("prompt")
-        if not prompt:
-            continue
+    order: list[str] = []
+    tools: list[str] = []
+    for record in records:
+        prompt = record["prompt"]
         sent = list(prompt["sent"])
         if prompt.get("trimmed"):
             sent = sent[:2] + sent[3:]  # the note that replaced the dropped messages
         order.extend(i for i in sent if i not in order)
-        last = record
+        tools.extend(name for name in prompt.get("tools") or [] if name not in tools)
     messages = [table[i] for i in order]
-    raw = dict((last or {}).get("raw") or {})
+    last = records[-1] if records else {}
+    raw = dict(last.get("raw") or {})
     if raw:
         reply = {"role": "assistant", "content": raw.get("content") or ""}
         if raw.get("tool_calls"):
@@ -123,7 +135,7 @@ def _seen_conversation(traj: Trajectory) -> list[dict[str, Any]]:
             reply["weight"] = 0
         messages.append(reply)
     return [{**m, "weight": 0} if m["role"] == "assistant" and "tool_calls" not in m
-            and m.get("content") in invalid else m for m in messages]
+            and m.get("content") in invalid else m for m in messages], tools
 
 
 def to_debug_gym(traj: Trajectory) -> dict[str, Any]:
@@ -179,13 +191,22 @@ def to_debug_gym(traj: Trajectory) -> dict[str, Any]:
     }
 
 
-def to_sft(traj: Trajectory, system_prompt: str = SYSTEM_PROMPT) -> dict[str, Any]:
+def sft_conversations(traj: Trajectory) -> list[dict[str, Any]]:
+    """The SFT conversations of one episode: one per role for a team agent
+    (``info_seek_agent``: the seeker's, then the fixer's), else one (:func:`to_sft`)."""
+    roles = (traj.header.get("prompt") or {}).get("roles")
+    return [to_sft(traj, role=role) for role in roles] if roles else [to_sft(traj)]
+
+
+def to_sft(traj: Trajectory, system_prompt: str = SYSTEM_PROMPT,
+           role: str | None = None) -> dict[str, Any]:
     """Convert one trajectory to a chat-format conversation for supervised fine-tuning.
 
     Args:
         traj: a trajectory.
         system_prompt: the system message text when the trajectory has no
             recorded prompt (a person's session, an older trajectory).
+        role: for a team agent's episode, whose conversation (``meta.role``).
 
     Returns:
         ``{"messages": [...], "tools": [schemas], "meta": {"task", "resolved",
@@ -202,11 +223,13 @@ def to_sft(traj: Trajectory, system_prompt: str = SYSTEM_PROMPT) -> dict[str, An
             "steps": len(traj.steps)}
     if header.get("prompt") and any(record.get("prompt") for record in traj.steps):
         prompt = header["prompt"]
-        native = prompt.get("tool_calling") == "native"  # text mode: tools are in the prompt
-        return {"messages": _seen_conversation(traj),
-                "tools": (prompt.get("tools") or []) if native else [],
+        messages, offered = _seen_conversation(traj, role)
+        schemas = {t["function"]["name"]: t for t in prompt.get("tools") or []}
+        extra = {"role": role} if role else {}
+        return {"messages": messages,  # text mode: the tools are described in the prompt
+                "tools": [schemas[name] for name in offered if name in schemas],
                 "meta": {**meta, "actors": sorted(actors), "agent": prompt.get("agent"),
-                         "tool_calling": prompt.get("tool_calling")}}
+                         "tool_calling": prompt.get("tool_calling"), **extra}}
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": system_prompt},
         {"role": "user", "content": header["initial"]["observation"]},
@@ -262,7 +285,8 @@ def export(paths: list[str | os.PathLike[str]], fmt: str,
         fmt: ``"debug-gym"`` or ``"sft"``.
         output: file to write; None returns the text only.
             ``debug-gym`` writes one JSON document (a list when there are
-            several episodes); ``sft`` writes one JSON line per episode.
+            several episodes); ``sft`` writes one JSON line per episode (per
+            role of a team agent's episode).
 
     Returns:
         ``(text, episodes)``: the exported text and how many episodes it holds.
@@ -275,7 +299,8 @@ def export(paths: list[str | os.PathLike[str]], fmt: str,
         raise ValueError(f"unknown export format {fmt!r}; use {' or '.join(FORMATS)}")
     trajectories = [read_trajectory(p) for p in find_trajectories(paths)]
     if fmt == "sft":
-        text = "".join(json.dumps(to_sft(t), ensure_ascii=False) + "\n" for t in trajectories)
+        text = "".join(json.dumps(conversation, ensure_ascii=False) + "\n"
+                       for t in trajectories for conversation in sft_conversations(t))
     else:
         docs = [to_debug_gym(t) for t in trajectories]
         text = json.dumps(docs[0] if len(docs) == 1 else docs, indent=2, ensure_ascii=False) + "\n"

@@ -6,8 +6,10 @@ read-only tools and pdb; its part ends when it replies with a summary and no
 tool call, or when it has used its ``max_steps``, in which case it is asked for
 the summary. The second role (``fixer``) then starts from the task, the
 initial observation and that summary, and sees only its own turns. Each
-proposal's ``raw["role"]`` says who made it; the handoff (summary and the
-tokens it cost) is in ``raw["handoff"]`` of the fixer's first proposal.
+proposal's ``raw["role"]`` says who made it; the handoff is in
+``raw["handoff"]`` of the fixer's first proposal: the summary, the tokens it
+cost, whether it was asked for, and the prompt of the seeker's last call (as
+ids, like a step's ``prompt``).
 """
 
 from __future__ import annotations
@@ -121,9 +123,12 @@ class InfoSeekAgent:
                         and proposal.reasoning.strip()):
                     return proposal
                 summary, usage = proposal.reasoning.strip(), proposal.usage  # done: its summary
+                prompt, asked = proposal.prompt, False
             else:
-                summary, usage = self._ask_summary(turns)
+                summary, usage, prompt = self._ask_summary(turns)
+                asked = True
             handoff = self._hand_over(len(turns), summary, usage)
+            handoff.update(asked=asked, prompt=prompt)
         proposal = self.fixer.propose(turns[self.handoff_at:])
         self._count(self.fixer_role, proposal.usage)
         if handoff is not None:
@@ -131,12 +136,14 @@ class InfoSeekAgent:
             proposal.usage = proposal.usage + Usage.from_dict(handoff["usage"])
         return proposal
 
-    def _ask_summary(self, turns: list[Turn]) -> tuple[str, Usage]:
+    def _ask_summary(self, turns: list[Turn]) -> tuple[str, Usage, dict[str, Any]]:
+        """Ask the seeker for its summary; returns ``(summary, usage, prompt record)``."""
         messages = self.seeker.build_messages(turns)
         messages.append({"role": "user", "content": SUMMARY_REQUEST})
         response = self.seeker.llm.complete(messages)
         self._count(self.seeker_role, response.usage)
-        return response.content.strip(), response.usage
+        prompt = self.seeker.prompt_record(response.prompt, turns, response.trimmed, None)
+        return response.content.strip(), response.usage, prompt
 
     def _hand_over(self, at: int, summary: str, usage: Usage) -> dict[str, Any]:
         """Start the fixer from the task, the initial observation and the summary."""

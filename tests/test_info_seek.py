@@ -9,7 +9,7 @@ from llm_stub import StubLLMServer
 
 from dgym_tui.agent import AgentSpecError, load_agent_spec
 from dgym_tui.agent_factory import make_agent
-from dgym_tui.export import rebuild_prompt
+from dgym_tui.export import rebuild_prompt, sft_conversations
 from dgym_tui.info_seek import InfoSeekAgent
 from dgym_tui.runner import agent_tools
 from dgym_tui.session import Session
@@ -94,6 +94,16 @@ def test_seeker_summary_hands_over_to_the_fixer(llm_server, fixer_server, make_r
     for step, request in enumerate(sent, start=1):
         messages, tools = rebuild_prompt(traj, step)
         assert messages == request["messages"] and tools == request["tools"], step
+    # training data: one conversation per role, each as that model saw it
+    seeker_conv, fixer_conv = sft_conversations(traj)
+    assert (seeker_conv["meta"]["role"], fixer_conv["meta"]["role"]) == ("seeker", "fixer")
+    unweighted = [{k: v for k, v in m.items() if k != "weight"} for m in seeker_conv["messages"]]
+    assert unweighted[:-1] == llm_server.requests[2]["messages"]  # the call that gave the summary
+    assert seeker_conv["messages"][-1] == {"role": "assistant", "content": handoff["summary"]}
+    assert [t["function"]["name"] for t in seeker_conv["tools"]] == [
+        "listdir", "view", "grep", "eval", "pdb"]
+    assert fixer_conv["messages"][:-1] == fixer_server.requests[1]["messages"]
+    assert fixer_conv["messages"][-1]["tool_calls"][0]["function"]["name"] == "submit"
 
 
 def test_seeker_budget_ends_with_an_asked_summary(llm_server, fixer_server, make_repo, make_env,
@@ -113,6 +123,9 @@ def test_seeker_budget_ends_with_an_asked_summary(llm_server, fixer_server, make
     assert summary_request["messages"][-1]["content"].startswith("Stop investigating now.")
     assert agent.summary == "The - 1 in total() is the bug."
     assert "The - 1 in total() is the bug." in fixer_server.requests[0]["messages"][1]["content"]
+    handoff = session.turns[2].raw["handoff"]
+    assert handoff["asked"] is True
+    assert handoff["prompt"]["sent"][-1] in handoff["prompt"]["new"]  # the request is stored
 
 
 def test_role_mapping_errors(tmp_path, llm_server):
