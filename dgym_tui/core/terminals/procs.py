@@ -18,6 +18,7 @@ children elsewhere in the program.
 from __future__ import annotations
 
 import os
+import time
 import uuid
 
 import psutil
@@ -41,15 +42,33 @@ def tagged_processes(tag: str) -> list[psutil.Process]:
         ``psutil.Process`` objects; processes that vanish or cannot be read are skipped.
     """
     me = os.getpid()
+    if not os.path.isdir("/proc/self"):  # not Linux: psutil's portable (slower) way
+        found = []
+        for proc in psutil.process_iter():
+            try:
+                if proc.pid != me and proc.environ().get(TAG_VARIABLE) == tag:
+                    found.append(proc)
+            except (psutil.Error, OSError):  # gone, zombie, another user's process
+                continue
+        return found
+    # Linux: one read of /proc/PID/environ per process (psutil.process_iter plus
+    # environ() costs ~1 ms per process; this ~20 us).
+    needle = f"{TAG_VARIABLE}={tag}".encode()
     found = []
-    for proc in psutil.process_iter():
-        if proc.pid == me:
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == me:
             continue
         try:
-            if proc.environ().get(TAG_VARIABLE) == tag:
-                found.append(proc)
-        except (psutil.Error, OSError):  # gone, zombie, another user's process
+            with open(f"/proc/{name}/environ", "rb") as f:
+                data = f.read()
+        except OSError:  # gone, or another user's process
             continue
+        if data.startswith(needle + b"\0") or (b"\0" + needle + b"\0") in data \
+                or data.endswith(b"\0" + needle):
+            try:
+                found.append(psutil.Process(int(name)))
+            except psutil.Error:
+                continue
     return found
 
 
@@ -69,6 +88,20 @@ def kill_tagged(tag: str, timeout: float = 2.0) -> list[int]:
             proc.kill()
         except psutil.Error:
             pass
-    if victims:
-        psutil.wait_procs(victims, timeout=timeout)
+    # Wait without collecting exit statuses (no waitpid): a victim may be a child
+    # whose subprocess.Popen / pexpect object still has to read its status.
+    deadline = time.monotonic() + timeout
+    pending = victims
+    while pending and time.monotonic() < deadline:
+        pending = [proc for proc in pending if _running(proc)]
+        if pending:
+            time.sleep(0.01)
     return [proc.pid for proc in victims]
+
+
+def _running(proc: psutil.Process) -> bool:
+    """True while ``proc`` exists and is not a zombie."""
+    try:
+        return proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
