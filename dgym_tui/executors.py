@@ -15,7 +15,6 @@ statuses of the episodes that ran).
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 from collections.abc import Callable
@@ -23,14 +22,10 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Protocol
 
 from dgym_tui.config import ConfigError
+from dgym_tui.stopping import StopSignal
 
 if TYPE_CHECKING:
     from dgym_tui.runner import RunJob, TaskStatus
-
-log = logging.getLogger(__name__)
-
-#: Footer reason and status state of an episode stopped by Ctrl-C.
-INTERRUPTED = "interrupted"
 
 #: Names accepted by ``dgym run --executor``.
 EXECUTORS = ("local", "ray")
@@ -52,42 +47,6 @@ class _Quiet:
 
     def finished(self, status: TaskStatus) -> None:
         pass
-
-
-class StopSignal:
-    """The stop signal of one run: set by Ctrl-C, read by every episode loop.
-
-    ``episodes`` holds the sessions and environments of running episodes so the
-    main thread can abort them and close their terminals (killing their
-    processes) when a worker is blocked in a step.
-    """
-
-    def __init__(self) -> None:
-        self.event = threading.Event()
-        self.lock = threading.Lock()
-        self.episodes: dict[str, tuple[Any, Any]] = {}
-
-    def add(self, name: str, session: Any, env: Any) -> None:
-        with self.lock:
-            self.episodes[name] = (session, env)
-
-    def discard(self, name: str) -> None:
-        with self.lock:
-            self.episodes.pop(name, None)
-
-    def trigger(self) -> None:
-        """Stop every episode: no new step starts; running commands are killed."""
-        self.event.set()
-        with self.lock:
-            episodes = list(self.episodes.values())
-        for session, env in episodes:
-            session.abort(INTERRUPTED)  # a step cut short must not end as "submitted"
-            terminal = getattr(env, "terminal", None)  # None while the env is being reset
-            try:
-                if terminal is not None:
-                    terminal.close()
-            except Exception as exc:  # noqa: BLE001  best effort: env.close() follows
-                log.debug("closing a terminal on interrupt failed: %s", exc)
 
 
 class LocalExecutor:

@@ -36,7 +36,7 @@ import ray
 from ray.exceptions import RayError, RayTaskError, TaskCancelledError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from dgym_tui.executors import StopSignal
+from dgym_tui.stopping import StopSignal
 
 #: Seconds between two shipments of an episode's new trajectory lines.
 SHIP_EVERY = 0.2

@@ -38,8 +38,9 @@ from pathlib import Path
 from typing import Any
 
 from dgym_tui.config import ConfigError, RunConfig
-from dgym_tui.executors import INTERRUPTED, LocalExecutor, StopSignal
+from dgym_tui.executors import LocalExecutor
 from dgym_tui.policy import Policy
+from dgym_tui.stopping import INTERRUPTED, StopSignal
 
 log = logging.getLogger(__name__)
 

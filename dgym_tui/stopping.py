@@ -1,0 +1,48 @@
+"""The stop signal of a run (Ctrl-C): shared by the executors and the episodes they run."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+#: Footer reason and status state of an episode stopped by Ctrl-C.
+INTERRUPTED = "interrupted"
+
+
+class StopSignal:
+    """The stop signal of one run: set by Ctrl-C, read by every episode loop.
+
+    ``episodes`` holds the sessions and environments of running episodes so the
+    main thread can abort them and close their terminals (killing their
+    processes) when a worker is blocked in a step.
+    """
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+        self.lock = threading.Lock()
+        self.episodes: dict[str, tuple[Any, Any]] = {}
+
+    def add(self, name: str, session: Any, env: Any) -> None:
+        with self.lock:
+            self.episodes[name] = (session, env)
+
+    def discard(self, name: str) -> None:
+        with self.lock:
+            self.episodes.pop(name, None)
+
+    def trigger(self) -> None:
+        """Stop every episode: no new step starts; running commands are killed."""
+        self.event.set()
+        with self.lock:
+            episodes = list(self.episodes.values())
+        for session, env in episodes:
+            session.abort(INTERRUPTED)  # a step cut short must not end as "submitted"
+            terminal = getattr(env, "terminal", None)  # None while the env is being reset
+            try:
+                if terminal is not None:
+                    terminal.close()
+            except Exception as exc:  # noqa: BLE001  best effort: env.close() follows
+                log.debug("closing a terminal on interrupt failed: %s", exc)
