@@ -283,3 +283,18 @@ def test_repo_env_on_bwrap_eval_pdb_and_masked_ignored_file(make_repo, make_env,
                                       "new_code": "    return a + b"}))
     r = env.step(ToolCall("eval", {}))
     assert r.resolved and r.score == 1
+
+
+def test_dgym_run_with_terminal_bwrap(tmp_path, bwrap_ready):
+    """`-p terminal=bwrap` runs a benchmark task in the sandbox to its end."""
+    import json
+
+    from dgym_tui.cli import main as dgym
+
+    out = tmp_path / "out"
+    assert dgym(["run", "mini_solution", "-p", "tasks=[bank_account]", "-p", "terminal=bwrap",
+                 "--no-progress", "--output", str(out)]) == 0
+    [task] = json.loads((out / "summary.json").read_text())
+    assert task["resolved"] is True and task["error"] == ""
+    header = json.loads(next((out).rglob("*.jsonl")).read_text().splitlines()[0])
+    assert "bwrap" in json.dumps(header)
