@@ -41,7 +41,7 @@ def _repo(tmp: Path) -> Path:
 
 
 def bench_import() -> float:
-    code = "import time; t = time.perf_counter(); import dgym_tui.tui.main, dgym_tui.tui.app; " \
+    code = "import time; t = time.perf_counter(); import dgym_tui.tui.cli, dgym_tui.tui.app; " \
            "print(time.perf_counter() - t)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     return float(out.stdout.strip())

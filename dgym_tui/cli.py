@@ -7,7 +7,7 @@
     dgym report RUN_DIR ... [--format table|markdown|csv|json] [--plot]
     dgym replay TRAJ.jsonl [--until N [--llm NAME [--agent SPEC] | --human] [-o NEW.jsonl]]
     dgym export TRAJ.jsonl|DIR ... --format debug-gym|sft [-o OUT]
-    dgym play PATH [--entrypoint CMD] | --task [BENCHMARK/]TASK   (actions typed on stdin)
+    dgym play PATH [--entrypoint CMD] | --task [BENCH/]TASK   (actions typed on stdin)
     dgym list-tasks [BENCHMARK] [-p option=value ...] [--details] [--json]
     dgym prepull BENCHMARK [-p option=value ...]
     dgym init-llm-config [DIR]
@@ -35,10 +35,6 @@ from typing import Any
 PROG = "dgym"
 
 
-class UserError(Exception):
-    """A mistake in the command line; printed as one line, exit status 2."""
-
-
 class _Parser(argparse.ArgumentParser):
     """An argument parser whose usage errors are one line (no usage dump), exit 2."""
 
@@ -49,10 +45,11 @@ class _Parser(argparse.ArgumentParser):
 
 def _user_errors() -> tuple[type[BaseException], ...]:
     from dgym_tui.config import ConfigError
+    from dgym_tui.episode import UsageError
     from dgym_tui.trajectory import TrajectoryError
 
     # OSError: a file or folder named on the command line cannot be read / written
-    errors: list[type[BaseException]] = [UserError, ConfigError, TrajectoryError,
+    errors: list[type[BaseException]] = [UsageError, ConfigError, TrajectoryError,
                                          OSError, ValueError, KeyError]
     try:
         from dgym_tui.llm import LLMConfigError
@@ -64,13 +61,11 @@ def _user_errors() -> tuple[type[BaseException], ...]:
 
 
 def _message(exc: BaseException) -> str:
+    from dgym_tui.core.errors import first_line
+
     if isinstance(exc, OSError) and exc.strerror and exc.filename is not None:
         return f"{exc.filename}: {exc.strerror.lower()}"
-    if isinstance(exc, KeyError) and exc.args:
-        text = str(exc.args[0])
-    else:
-        text = str(exc) or type(exc).__name__
-    return text.strip().splitlines()[0] if text.strip() else type(exc).__name__
+    return first_line(exc)
 
 
 # ---------------------------------------------------------------- subcommands
@@ -132,12 +127,14 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     if args.show:
         _show(traj, args.until)
         return 0
+    from dgym_tui.episode import UsageError
+
     policy = _policy_from_args(args)
     if policy is None and (args.agent != "debug_agent" or args.output):
-        raise UserError("to fork, name who continues: --llm NAME (with --agent SPEC) or --human")
+        raise UsageError("to fork, name who continues: --llm NAME (with --agent SPEC) or --human")
     if policy is not None:
         if args.until is None:
-            raise UserError("forking needs --until N (the step to continue from)")
+            raise UsageError("forking needs --until N (the step to continue from)")
         output = Path(args.output or traj.path.with_name(f"{traj.path.stem}.fork{args.until}.jsonl"))
         session = fork(traj, args.until, policy, output, max_steps=args.max_steps, start=False)
         try:
@@ -240,10 +237,11 @@ def _cmd_list_tasks(args: argparse.Namespace) -> int:
 
 def _cmd_prepull(args: argparse.Namespace) -> int:
     from dgym_tui.benchmarks import get_benchmark
+    from dgym_tui.episode import UsageError
 
     bench = get_benchmark(args.benchmark, **_options(args.param or []))
     if not hasattr(bench, "prepull"):
-        raise UserError(f"benchmark {args.benchmark!r} has no Docker images to pull")
+        raise UsageError(f"benchmark {args.benchmark!r} has no Docker images to pull")
     pulled = bench.prepull(progress=not args.no_progress and sys.stderr.isatty())
     print(f"pulled {len(pulled)} image(s)")
     return 0
@@ -284,42 +282,25 @@ def _drive_agent(session: Any) -> None:
 
 
 def _cmd_play(args: argparse.Namespace) -> int:
+    from dgym_tui.benchmarks.local import folder_task
+    from dgym_tui.episode import UsageError, load_task, open_session
     from dgym_tui.runner import make_policy
-    from dgym_tui.session import Session
 
-    overrides: dict[str, Any] = {"terminal": args.terminal}
-    if args.image:
-        overrides["image"] = args.image
-    task_info: dict[str, Any] = {}
     if args.task:
-        bench_name, sep, task_name = args.task.partition("/")
-        if not sep:  # a bare name is a task of our own mini benchmark
-            bench_name, task_name = "mini", args.task
-        if not bench_name or not task_name:
-            raise UserError(f"--task needs TASK or BENCHMARK/TASK (e.g. mini/shopping_cart), "
-                            f"got {args.task!r}")
-        from dgym_tui.benchmarks import get_benchmark
-
-        task = get_benchmark(bench_name).load(task_name)
-        env = task.make_env(**overrides)
-        name = f"{bench_name}/{task_name}"
-        task_info = {"benchmark": bench_name, "benchmark_options": {}, "task_name": task_name}
+        task = load_task(args.task, args.benchmark)
     elif args.path:
-        from dgym_tui.core.env import RepoEnv
-
-        env = RepoEnv(args.path, entrypoint=args.entrypoint, **overrides)
-        name = Path(args.path).resolve().name
+        task = folder_task(args.path)
     else:
-        raise UserError("give a repository PATH or --task BENCHMARK/TASK")
-    from dgym_tui.paths import hidden_patterns, unique_trajectory_path
+        raise UsageError("give a repository PATH or --task BENCH/TASK")
+    from dgym_tui.paths import unique_trajectory_path
 
-    output = Path(args.output) if args.output else unique_trajectory_path(name)
-    env.ignore.extend(p for p in hidden_patterns(env.path, [output]) if p not in env.ignore)
-    policy = make_policy("human")
-    session = Session(env, policy, mode="auto", max_steps=args.max_steps,
-                      trajectory_path=output, task_name=name,
-                      config={"policy": "human", "terminal": args.terminal},
-                      task_info=task_info)
+    label = task.name if task.benchmark == "local" else task.ref
+    output = Path(args.output) if args.output else unique_trajectory_path(label)
+    overrides = {key: value for key, value in (("terminal", args.terminal), ("image", args.image),
+                                               ("entrypoint", args.entrypoint)) if value}
+    session = open_session(task, make_policy("human"), "auto", args.max_steps, output, overrides,
+                           config={"policy": "human", "terminal": args.terminal}, check=True)
+    env = session.env
 
     def show(event: Any) -> None:
         if event.kind == "reset":
@@ -405,9 +386,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("play", help="debug a repository yourself, typing actions on stdin")
     p.add_argument("path", nargs="?", help="repository folder")
-    p.add_argument("--entrypoint", default="python -m pytest -q", help="test command")
-    p.add_argument("--task", help="[BENCHMARK/]TASK instead of a path (benchmark default: mini)")
-    p.add_argument("--terminal", default="local", choices=("local", "bwrap", "docker"),
+    p.add_argument("--entrypoint", help="test command (default: the folder's dgym.yaml "
+                                        "'entrypoint', else pytest)")
+    p.add_argument("--task", metavar="[BENCH/]TASK",
+                   help="a benchmark task instead of a path, e.g. mini/shopping_cart (plain TASK: mini)")
+    p.add_argument("--benchmark", help="benchmark of a plain --task name (alias of BENCH/TASK)")
+    p.add_argument("--terminal", choices=("local", "bwrap", "docker"),
                    help="where commands run: local (your own rights: trusted code only), "
                         "bwrap (a local sandbox) or docker")
     p.add_argument("--image", help="Docker image (with --terminal docker)")
@@ -544,8 +528,8 @@ def _sigterm_as_interrupt() -> Any:
 
 
 def tui_main(argv: list[str] | None = None) -> int:
-    """Entry point of ``dgym-tui``: delegates to ``dgym_tui.tui.main.main`` (imported lazily)."""
-    from dgym_tui.tui.main import main as tui
+    """Entry point of ``dgym-tui``: delegates to ``dgym_tui.tui.cli.main`` (imported lazily)."""
+    from dgym_tui.tui.cli import main as tui
 
     _own_python_first()
     return int(tui(sys.argv[1:] if argv is None else argv) or 0)

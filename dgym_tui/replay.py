@@ -18,10 +18,11 @@ import os
 import re
 import tempfile
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from dgym_tui.core.types import StepResult
+from dgym_tui.core.types import StepResult, ToolCall
+from dgym_tui.episode import open_session, task_from_header
+from dgym_tui.records import Turn
 from dgym_tui.trajectory import Trajectory, TrajectoryError, read_trajectory
 
 _TMP_ROOTS = sorted({tempfile.gettempdir(), "/tmp", "/var/tmp", "/var/folders",
@@ -111,52 +112,10 @@ def _load(trajectory: Trajectory | str | os.PathLike[str]) -> Trajectory:
     return trajectory if isinstance(trajectory, Trajectory) else read_trajectory(trajectory)
 
 
-def env_from_header(header: dict[str, Any], **overrides: Any) -> Any:
-    """Build a fresh (not reset) RepoEnv as recorded in a trajectory header.
-
-    The recorded source folder is used when it still exists; otherwise the
-    task is loaded again from its benchmark (``task.benchmark`` /
-    ``task.benchmark_options`` / ``task.task_name`` in the header).
-
-    Args:
-        header: the trajectory header dict.
-        **overrides: RepoEnv keyword arguments that win (e.g. ``terminal``).
-
-    Raises:
-        TrajectoryError: the header has neither an existing source folder nor
-            a loadable benchmark task.
-    """
-    from dgym_tui.core.env import RepoEnv
-
-    task = header.get("task") or {}
-    environment = header.get("environment") or {}
-    kwargs: dict[str, Any] = {}
-    for key in ("entrypoint", "debug_entrypoint", "ignore", "readonly", "setup_commands"):
-        if task.get(key) is not None:
-            kwargs[key] = task[key]
-    if task.get("description"):
-        kwargs["task"] = task["description"]
-    for key in ("terminal", "image", "tools", "eval_timeout", "pdb_timeout", "max_output"):
-        if environment.get(key) is not None:
-            kwargs[key] = environment[key]
-    kwargs.update(overrides)
-    path = task.get("path")
-    if path and Path(path).is_dir():
-        return RepoEnv(path, **kwargs)
-    bench_name = task.get("benchmark")
-    task_name = task.get("task_name") or task.get("name")
-    if bench_name and task_name:
-        from dgym_tui.benchmarks import get_benchmark
-
-        try:
-            loaded = get_benchmark(bench_name, **(task.get("benchmark_options") or {}))
-            return loaded.load(task_name).make_env(**{k: v for k, v in kwargs.items()
-                                                       if k not in ("entrypoint", "task")})
-        except (KeyError, ValueError) as exc:
-            raise TrajectoryError(f"cannot rebuild task {task_name!r} of benchmark "
-                                  f"{bench_name!r}: {exc.args[0] if exc.args else exc}") from None
-    raise TrajectoryError(f"cannot rebuild the environment: source folder {path!r} is gone "
-                          "and the header names no benchmark task")
+def _env(traj: Trajectory) -> Any:
+    """A fresh (not reset) RepoEnv for the task and options recorded in the header."""
+    task, options = task_from_header(traj.header)
+    return task.make_env(**options)
 
 
 def _roots(env: Any) -> tuple[str, ...]:
@@ -183,8 +142,8 @@ def replay(trajectory: Trajectory | str | os.PathLike[str], until: int | None = 
     Args:
         trajectory: a :class:`Trajectory` or a path to one.
         until: stop after this 1-based step (None: every step).
-        env: an environment to use instead of :func:`env_from_header`; it is
-            reset here and closed at the end either way.
+        env: an environment to use instead of the one the header describes;
+            it is reset here and closed at the end either way.
         check_initial: also compare the reset observation.
         on_step: optional ``(step_number, StepResult | None, Divergence | None)``
             callback, e.g. for a progress display.
@@ -198,7 +157,7 @@ def replay(trajectory: Trajectory | str | os.PathLike[str], until: int | None = 
     """
     traj = _load(trajectory)
     last = _check_until(traj, until)
-    env = env if env is not None else env_from_header(traj.header)
+    env = env if env is not None else _env(traj)
     report = ReplayReport(trajectory=traj)
     old_roots = (str((traj.header.get("task") or {}).get("path") or ""),)
     try:
@@ -215,8 +174,6 @@ def replay(trajectory: Trajectory | str | os.PathLike[str], until: int | None = 
             div = None
             result = None
             if record.get("action"):
-                from dgym_tui.core.types import ToolCall
-
                 result = env.step(ToolCall.from_dict(record["action"]))
                 report.final = result
                 div = _compare(number, record.get("observation") or "", result.observation,
@@ -242,7 +199,7 @@ def _check_until(traj: Trajectory, until: int | None) -> int:
 
 def fork(trajectory: Trajectory | str | os.PathLike[str], until: int, policy: Any,
          output: str | os.PathLike[str], mode: str = "auto", max_steps: int | None = None,
-         env: Any = None, start: bool = True) -> Any:
+         start: bool = True) -> Any:
     """Replay steps 1..``until`` into a new trajectory, then hand the episode to ``policy``.
 
     Args:
@@ -254,8 +211,6 @@ def fork(trajectory: Trajectory | str | os.PathLike[str], until: int, policy: An
         max_steps: step budget of the new episode, replayed steps included;
             None keeps the recorded budget (``config.max_steps``, default 50),
             raised if needed so at least one new step fits.
-        env: environment to use instead of rebuilding it from the header (the
-            caller closes it).
         start: run the policy right away when ``mode == "auto"``; False
             returns the prepared session (e.g. for the TUI).
 
@@ -267,8 +222,6 @@ def fork(trajectory: Trajectory | str | os.PathLike[str], until: int, policy: An
         TrajectoryError: unreadable trajectory, ``until`` out of range, or an
             environment that cannot be rebuilt.
     """
-    from dgym_tui.session import Session, Turn
-
     traj = _load(trajectory)
     until = _check_until(traj, until)
     config = dict(traj.header.get("config") or {})
@@ -277,13 +230,9 @@ def fork(trajectory: Trajectory | str | os.PathLike[str], until: int, policy: An
     config.update({"forked_from": {"path": str(traj.path), "step": until},
                    "policy": getattr(policy, "name", None) if policy else "human",
                    "mode": mode, "max_steps": budget})
-    task = dict(traj.header.get("task") or {})
-    env = env if env is not None else env_from_header(traj.header)
-    session = Session(env, policy, mode=mode, max_steps=budget, trajectory_path=output,
-                      task_name=task.get("name", ""), config=config,
-                      stop_on_resolved=bool(config.get("stop_on_resolved", False)),
-                      task_info={k: task[k] for k in ("benchmark", "benchmark_options",
-                                                     "task_name") if k in task})
+    task, options = task_from_header(traj.header)
+    session = open_session(task, policy, mode, budget, output, options, config=config,
+                           stop_on_resolved=bool(config.get("stop_on_resolved", False)))
     session.start()
     for record in traj.steps[:until]:
         session.replay_turn(Turn.from_record(record))

@@ -48,8 +48,8 @@ STATUS_FILE = "status.json"
 TRAJECTORY_FILE = "trajectory.jsonl"
 PATCH_FILE = "patch.diff"
 
-#: (task, env) -> Policy; lets callers (and tests) choose the policy per task.
-PolicyFactory = Callable[[Any, Any], Policy]
+#: task -> Policy; lets callers (and tests) choose the policy per task.
+PolicyFactory = Callable[[Any], Policy]
 
 
 @dataclass
@@ -191,7 +191,7 @@ def run_task(config: RunConfig, benchmark: Any, task_name: str, output_dir: Path
         benchmark: the loaded benchmark (``get_benchmark`` result).
         task_name: which task.
         output_dir: the run's output folder; the task gets a sub-folder.
-        policy_factory: ``(task, env) -> Policy``; None builds the policy
+        policy_factory: ``task -> Policy``; None builds the policy
             from ``config`` (:func:`make_policy`).
         on_event: ``(task_name, SessionEvent)`` callback for progress display.
         interrupt: the run's stop signal (:func:`run_tasks` passes it); when
@@ -209,7 +209,7 @@ def run_task(config: RunConfig, benchmark: Any, task_name: str, output_dir: Path
             footer (reason ``"interrupted"``) and ``status.json`` are written
             and the environment closed first.
     """
-    from dgym_tui.session import Session
+    from dgym_tui.episode import open_session
 
     folder = task_folder(output_dir, task_name)
     shutil.rmtree(folder, ignore_errors=True)  # an earlier attempt: start from scratch
@@ -225,17 +225,14 @@ def run_task(config: RunConfig, benchmark: Any, task_name: str, output_dir: Path
         tools = agent_tools(config.policy, config.agent) if policy_factory is None else None
         if tools:
             overrides["tools"] = tools
-        env = task.make_env(**overrides)
-        policy = (policy_factory(task, env) if policy_factory
+        policy = (policy_factory(task) if policy_factory
                   else make_policy(config.policy, config.agent, config.llm, config.llm_config,
                                    task))
-        session = Session(
-            env, policy, mode="auto", max_steps=config.max_steps,
-            trajectory_path=folder / TRAJECTORY_FILE, task_name=task_name,
-            config=config.to_dict(), stop_on_resolved=config.stop_on_resolved,
-            task_info={"benchmark": config.benchmark,
-                       "benchmark_options": config.benchmark_options,
-                       "task_name": task_name, **(task_info or {})})
+        session = open_session(task, policy, "auto", config.max_steps, folder / TRAJECTORY_FILE,
+                               overrides, config=config.to_dict(),
+                               stop_on_resolved=config.stop_on_resolved)
+        env = session.env
+        session.task_record.update(task_info or {})  # before start() writes the header
         if on_event is not None:
             session.subscribe(lambda event: on_event(task_name, event))
         if interrupt is not None:
@@ -344,7 +341,7 @@ class RunJob:
     Attributes:
         config: the validated run configuration.
         output_dir: the run's output folder (each task gets a sub-folder).
-        policy_factory: ``(task, env) -> Policy``; None builds the configured policy.
+        policy_factory: ``task -> Policy``; None builds the configured policy.
         benchmark: the loaded benchmark; None loads it from ``config`` on first
             use (a Ray worker loads its own).
     """
@@ -393,7 +390,7 @@ def run_tasks(config: RunConfig, workers: int | None = None, force: bool = False
         workers: parallel threads; None uses ``config.workers``.
         force: run tasks again even if their ``status.json`` says done.
         output_dir: results folder; None uses ``config.output_dir``.
-        policy_factory: ``(task, env) -> Policy`` instead of the configured policy.
+        policy_factory: ``task -> Policy`` instead of the configured policy.
         console: a ``rich.console.Console`` to print to (None: stderr for the
             progress bar, stdout for the table).
         progress: show the progress bar.

@@ -83,52 +83,6 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-def _terminal_kind(env: Any) -> str:
-    terminal = getattr(env, "terminal", None)
-    kind = getattr(terminal, "kind", None)
-    if isinstance(kind, str):
-        return kind
-    name = type(terminal).__name__.lower()
-    return name.removesuffix("terminal") or "local"
-
-
-def describe_env(env: Any) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Describe how ``env`` was built, for a trajectory header.
-
-    Args:
-        env: a RepoEnv (attributes are read with ``getattr``; missing ones are
-            left out).
-
-    Returns:
-        ``(task, environment)`` dicts: task = description, source path,
-        entrypoint, debug entrypoint, ignore / readonly patterns, setup
-        commands; environment = terminal kind, image, tool names, timeouts.
-    """
-    workspace = getattr(env, "workspace", None)
-    source = getattr(env, "path", None) or getattr(workspace, "source", None)
-    task = {"description": getattr(env, "task", "") or ""}
-    if source is not None:
-        task["path"] = str(source)
-    for key in ("entrypoint", "debug_entrypoint", "ignore", "readonly", "setup_commands"):
-        value = getattr(env, key, None)
-        if value is not None:
-            task[key] = list(value) if isinstance(value, (tuple, list)) else value
-    spec = getattr(env, "terminal_spec", None)
-    environment: dict[str, Any] = {
-        "terminal": spec if isinstance(spec, str) else _terminal_kind(env)}
-    image = getattr(env, "image", None) or getattr(getattr(env, "terminal", None), "image", None)
-    if isinstance(image, str):
-        environment["image"] = image
-    tools = getattr(env, "tools", None)
-    if tools is not None:
-        environment["tools"] = list(tools)
-    for key in ("eval_timeout", "pdb_timeout", "max_output"):
-        value = getattr(env, key, None)
-        if isinstance(value, (int, float)):
-            environment[key] = value
-    return task, environment
-
-
 def _versions() -> dict[str, str]:
     from dgym_tui import __version__
 
@@ -168,13 +122,16 @@ class Session:
         max_steps: step budget (turns, rejected ones included); the episode
             ends with reason ``"max_steps"`` when it is spent.
         trajectory_path: where to write the JSONL trajectory (None: no file).
-        task_name: the task's name for the header (e.g. ``"mini/shopping_cart"``).
+        task_name: the task's name shown to people (e.g. ``"mini/shopping_cart"``);
+            the header's ``task.name`` when ``task`` gives none.
         config: the run configuration, stored in the header (JSON-ready dict).
         stop_on_resolved: end the episode (reason ``"resolved"``) as soon as a
             step reports ``resolved``; otherwise only submit / budget end it.
-        task_info: extra keys merged into the header's ``task`` object (e.g.
-            ``{"benchmark": "mini", "benchmark_options": {...}}`` so that
-            replay can rebuild the task).
+        task: the task record for the header (``Task.to_dict()``, which
+            replay and fork read back; :func:`dgym_tui.episode.open_session`
+            passes it).
+        environment: the environment options for the header (tools,
+            timeouts) that are not part of the task.
 
     Raises:
         ValueError: unknown mode, or ``approve`` / ``auto`` without a policy,
@@ -184,7 +141,8 @@ class Session:
     def __init__(self, env: RepoEnv, policy: Policy | None = None, mode: str = "human",
                  max_steps: int = 50, trajectory_path: Any = None, task_name: str = "",
                  config: dict[str, Any] | None = None, stop_on_resolved: bool = False,
-                 task_info: dict[str, Any] | None = None) -> None:
+                 task: dict[str, Any] | None = None,
+                 environment: dict[str, Any] | None = None) -> None:
         if max_steps < 1:
             raise ValueError(f"max_steps must be at least 1, got {max_steps}")
         self.env = env
@@ -194,7 +152,8 @@ class Session:
         self.task_name = task_name
         self.config = dict(config or {})
         self.stop_on_resolved = stop_on_resolved
-        self.task_info = dict(task_info or {})
+        self.task_record = {"name": task_name, **(task or {})}
+        self.environment = dict(environment or {})
         self.turns: list[Turn] = []
         self.last: StepResult | None = None
         self.initial: StepResult | None = None
@@ -304,15 +263,13 @@ class Session:
         return result
 
     def _header(self, initial: StepResult) -> dict[str, Any]:
-        task, environment = describe_env(self.env)
-        task = {"name": self.task_name, **task, **self.task_info}
         config = dict(self.config)
         config.setdefault("policy", getattr(self.policy, "name", None) if self.policy else "human")
         config.setdefault("mode", self.mode)
         config.setdefault("max_steps", self.max_steps)
         config.setdefault("stop_on_resolved", self.stop_on_resolved)
-        header = {"task": task, "config": config, "tools": self.env.tool_schemas(),
-                  "environment": environment, "versions": _versions(), "started_at": _now(),
+        header = {"task": self.task_record, "config": config, "tools": self.env.tool_schemas(),
+                  "environment": self.environment, "versions": _versions(), "started_at": _now(),
                   "initial": initial.to_dict(), **self._start_files()}
         prompt_header = getattr(self.policy, "prompt_header", None)
         if callable(prompt_header):  # an LLM agent: its system prompt, task message, tools

@@ -9,6 +9,8 @@
   once (cached by tag); skips without Docker, fails under ``CI=true``.
 - ``make_repo(files) -> Path``: writes ``{relative path: text}`` into a fresh
   folder under ``tmp_path``.
+- ``open_repo(path, policy, mode, ...) -> Session``: an episode on a folder, opened
+  like the front ends open it (replayable header).
 - ``make_env(path, **kwargs) -> RepoEnv``: a ``RepoEnv`` on ``terminal_kind``,
   closed at the end of the test.
 """
@@ -154,4 +156,29 @@ def make_env(request, sandbox_image):
 
     yield make
     for env in made:
+        env.close()
+
+
+@pytest.fixture
+def open_repo():
+    """Return ``open(path, policy=None, mode="human", *, trajectory=None, name=None,
+    max_steps=50, entrypoint=None, **overrides) -> Session``: an episode on a folder,
+    built the way the front ends build it (``episode.open_session`` on the folder's
+    ``local`` task), so its trajectory can be replayed and forked. Every
+    environment is closed when the test ends.
+    """
+    from dgym_tui.benchmarks.local import folder_task
+    from dgym_tui.episode import open_session
+
+    opened = []
+
+    def open_(path, policy=None, mode="human", *, trajectory=None, name=None, max_steps=50,
+              entrypoint=None, **overrides):
+        task = folder_task(path, entrypoint=entrypoint, name=name)
+        session = open_session(task, policy, mode, max_steps, trajectory, overrides)
+        opened.append(session.env)
+        return session
+
+    yield open_
+    for env in opened:
         env.close()

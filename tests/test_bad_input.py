@@ -71,23 +71,24 @@ def test_docker_terminal_without_image_uses_the_sandbox_image(docker_ready, tmp_
 
 
 def test_dgym_tui_path_defaults_to_bwrap_or_says_why_not(tmp_path, capsys, monkeypatch):
-    from dgym_tui.tui.main import build_parser, make_env
+    from dgym_tui.tui.cli import build_app, build_parser
 
     repo = tmp_path / "repo"
     repo.mkdir()
     (repo / "test_a.py").write_text("def test_a():\n    pass\n")
-    args = build_parser().parse_args([str(repo)])
-    env, _, _ = make_env(args)
-    expected = "bwrap" if bwrap.bwrap_problem() is None else "local"
-    assert env.terminal_spec == expected
-    env.close()
+
+    def terminal_of(*extra: str) -> str:
+        app = build_app(build_parser().parse_args([str(repo), "--trajectory",
+                                                   str(tmp_path / "t.jsonl"), *extra]))
+        try:
+            return app.session.env.terminal_spec
+        finally:
+            app.close_session()
+
+    assert terminal_of() == ("bwrap" if bwrap.bwrap_problem() is None else "local")
     monkeypatch.setattr(bwrap, "bwrap_problem", lambda: "bubblewrap is not installed")
-    env, _, _ = make_env(args)
-    assert env.terminal_spec == "local"
-    env.close()
+    capsys.readouterr()
+    assert terminal_of() == "local"
     notice = _one_line(capsys.readouterr().err)
     assert "no sandbox: bubblewrap is not installed" in notice and "--terminal" in notice
-    args = build_parser().parse_args([str(repo), "--terminal", "local"])
-    env, _, _ = make_env(args)
-    assert env.terminal_spec == "local" and capsys.readouterr().err == ""
-    env.close()
+    assert terminal_of("--terminal", "local") == "local" and capsys.readouterr().err == ""

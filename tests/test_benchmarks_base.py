@@ -228,7 +228,7 @@ def test_local_benchmark_one_task_named_after_the_folder(repo):
 
 
 def test_local_benchmark_refuses_a_missing_folder(tmp_path):
-    with pytest.raises(ValueError, match="does not exist"):
+    with pytest.raises(ValueError, match="no such folder"):
         LocalBenchmark(tmp_path / "nope")
 
 

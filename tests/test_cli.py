@@ -11,10 +11,10 @@ import sys
 import pytest
 from scripted import ENTRYPOINT, FIX, TOOLS, ScriptedPolicy, write_repo
 
+from dgym_tui.benchmarks.local import folder_task
 from dgym_tui.cli import main
-from dgym_tui.core.env import RepoEnv
 from dgym_tui.core.types import ToolCall
-from dgym_tui.session import Session
+from dgym_tui.episode import open_session
 from dgym_tui.trajectory import read_trajectory
 
 DGYM = [sys.executable, "-c", "import sys; from dgym_tui.cli import main; sys.exit(main())"]
@@ -24,14 +24,15 @@ DGYM = [sys.executable, "-c", "import sys; from dgym_tui.cli import main; sys.ex
 def recorded(tmp_path):
     """A finished approve-mode episode on the calc repo: view, edited fix, rejected, eval, submit."""
     repo = write_repo(tmp_path / "repo")
-    env = RepoEnv(repo, entrypoint=ENTRYPOINT, tools=TOOLS)
     path = tmp_path / "episode.jsonl"
     policy = ScriptedPolicy([ToolCall("view", {"path": "calc.py"}),
                              ToolCall("rewrite", {"path": "calc.py", "start": 2, "end": 2,
                                                   "new_code": "    return b + a + 0"}),
                              ToolCall("view", {"path": "test_calc.py"})])
+    session = open_session(folder_task(repo, entrypoint=ENTRYPOINT, name="calc"), policy, "approve",
+                           trajectory=path, overrides={"tools": TOOLS})
+    env = session.env
     try:
-        session = Session(env, policy, mode="approve", trajectory_path=path, task_name="calc")
         session.start()
         session.approve(session.propose())
         session.edit(session.propose(), FIX)
@@ -145,7 +146,7 @@ def test_play_ends_cleanly_at_end_of_input(tmp_path):
     (["run", "{config}", "-p", "benchmark=nope"], "unknown benchmark 'nope'"),
     (["run", "{config}", "-p", "tasks=nope"], "unknown mini task 'nope'"),
     (["run", "{config}", "-p", "benchmark=local", "-p", "benchmark.path=/no/such/repo"],
-     "repository folder '/no/such/repo' does not exist"),
+     "no such folder: /no/such/repo"),
     (["run", "{config}", "-p", "benchmark=local"], "benchmark 'local' needs the option 'path'"),
     (["run", "{config}", "-p", "benchmark.colour=red"], "benchmark 'mini' has no option 'colour'"),
     (["run", "{config}", "-p", "max_steps"], "bad override 'max_steps'; write -p key.sub=value"),
@@ -166,9 +167,10 @@ def test_play_ends_cleanly_at_end_of_input(tmp_path):
     (["list-tasks", "local"], "needs the option 'path'"),
     (["init-llm-config", "{notjson}"], "notjson.txt: file exists"),
     (["run", "{config}", "--output", "{notjson}/out"], "notjson.txt/out: not a directory"),
-    (["play", "/no/such/repo"], "repository folder '/no/such/repo' does not exist"),
+    (["play", "/no/such/repo"], "no such folder: /no/such/repo"),
     (["play", "--task", "nope"], "unknown mini task 'nope'"),
-    (["play", "--task", "mini/"], "--task needs TASK or BENCHMARK/TASK"),
+    (["play", "--task", "mini/"], "--task needs BENCH/TASK or TASK"),
+    (["play", "--task", "nope", "--benchmark", "mini"], "unknown mini task 'nope'"),
     (["play", "--task", "pagination", "--max-steps", "-1"], "expected a whole number >= 1"),
     (["run", "{config}", "-p", "env.pdb_timeout=-1"], "'env.pdb_timeout' must be a positive"),
     (["run", "/no/such.yaml"], "config file /no/such.yaml not found"),
@@ -240,7 +242,7 @@ def test_play_task_without_benchmark_means_mini(tmp_path):
     assert proc.returncode == 0, proc.stderr
     recorded = read_trajectory(traj)
     assert recorded.header["task"]["benchmark"] == "mini"
-    assert recorded.header["task"]["task_name"] == "pagination"
+    assert recorded.header["task"]["name"] == "pagination"
     assert "paging.py" in recorded.steps[0]["observation"]
 
 

@@ -33,7 +33,7 @@ def test_hidden_patterns(tmp_path):
 def test_tui_default_trajectory_is_outside_and_inside_is_hidden(tmp_path, monkeypatch):
     """`dgym-tui .` no longer writes runs/ into the repository; a --trajectory inside it
     is hidden from the agent (the workspace does not show it)."""
-    from dgym_tui.tui.main import build_app, build_parser
+    from dgym_tui.tui.cli import build_app, build_parser
 
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
     repo = write_repo(tmp_path / "repo")

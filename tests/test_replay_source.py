@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import json
 
-from dgym_tui.core.env import RepoEnv
 from dgym_tui.core.types import ToolCall
-from dgym_tui.session import Session
 from dgym_tui.trajectory import SCHEMA_VERSION, read_trajectory
 from dgym_tui.tui.app import DgymApp
 from dgym_tui.tui.replay_model import ReplayModel
@@ -18,11 +16,12 @@ NOTES = "first\n"
 ENTRYPOINT = "python -m pytest -q -p no:cacheprovider test_code.py"
 
 
-def _record(repo, path):
+def _record(open_repo, repo, path):
     """Fix code.py with rewrite, change notes.txt from code run under pdb, apply the fix
     to the original (`w` in the app), then end the episode."""
-    with RepoEnv(repo, entrypoint=ENTRYPOINT, tools=("view", "rewrite", "pdb", "eval")) as env:
-        session = Session(env, trajectory_path=path, task_name="mean", max_steps=10)
+    session = open_repo(repo, trajectory=path, name="mean", max_steps=10, entrypoint=ENTRYPOINT,
+                        tools=("view", "rewrite", "pdb", "eval"))
+    with session.env as env:
         session.start()
         session.act(ToolCall("view", {"path": "code.py"}))
         session.act(ToolCall("rewrite", {"path": "code.py", "start": 3,
@@ -33,10 +32,10 @@ def _record(repo, path):
         session.finish("quit")
 
 
-def test_replay_after_apply_shows_the_recorded_code(make_repo, tmp_path):
+def test_replay_after_apply_shows_the_recorded_code(make_repo, open_repo, tmp_path):
     repo = make_repo({"code.py": CODE, "test_code.py": TESTS, "notes.txt": NOTES})
     path = tmp_path / "t.jsonl"
-    _record(repo, path)
+    _record(open_repo, repo, path)
     assert (repo / "code.py").read_text() == FIXED  # the original holds the fix now
     traj = read_trajectory(path)
     assert traj.header["schema_version"] == SCHEMA_VERSION == 2
@@ -59,10 +58,10 @@ def test_replay_after_apply_shows_the_recorded_code(make_repo, tmp_path):
     assert model.source_at("code.py", 1) == CODE and model.source_at("code.py", 2) == FIXED
 
 
-async def test_old_schema_trajectory_is_read_but_its_source_is_refused(make_repo, tmp_path):
+async def test_old_schema_trajectory_is_read_but_its_source_is_refused(make_repo, open_repo, tmp_path):
     repo = make_repo({"code.py": CODE, "test_code.py": TESTS, "notes.txt": NOTES})
     path = tmp_path / "t.jsonl"
-    _record(repo, path)
+    _record(open_repo, repo, path)
     records = [json.loads(line) for line in path.read_text().splitlines()]
     header = {k: v for k, v in records[0].items() if k not in ("files", "readonly_files")}
     steps = [{k: v for k, v in r.items() if k not in ("patch", "originals")} for r in records[1:]]
@@ -80,13 +79,14 @@ async def test_old_schema_trajectory_is_read_but_its_source_is_refused(make_repo
     app.close_session()
 
 
-def test_changes_applied_mid_session_move_the_start(make_repo, tmp_path):
+def test_changes_applied_mid_session_move_the_start(make_repo, open_repo, tmp_path):
     """`w` in the middle of an episode: later patches are against the applied version."""
     repo = make_repo({"code.py": CODE, "test_code.py": TESTS})
     path = tmp_path / "t.jsonl"
     done = FIXED + "# done\n"
-    with RepoEnv(repo, entrypoint=ENTRYPOINT, tools=("view", "rewrite", "eval")) as env:
-        session = Session(env, trajectory_path=path, task_name="mean", max_steps=10)
+    session = open_repo(repo, trajectory=path, name="mean", max_steps=10, entrypoint=ENTRYPOINT,
+                        tools=("view", "rewrite", "eval"))
+    with session.env as env:
         session.start()
         session.act(ToolCall("rewrite", {"path": "code.py", "start": 3,
                                          "new_code": "    return total / len(xs)\n"}))

@@ -17,10 +17,10 @@ from dgym_tui.report import ReportError, build_report, load_episodes, render
 from dgym_tui.runner import run_tasks
 
 
-def _add_only(task, env):
+def _add_only(task):
     """Fixes add; on mul it only submits (not resolved)."""
     if task.name == "add":
-        return _policy_factory(task, env)
+        return _policy_factory(task)
     return ScriptedPolicy([ToolCall("submit", {})])
 
 

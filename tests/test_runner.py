@@ -55,9 +55,7 @@ def _config(tmp_path, tiny, *extra):
     return load_config(path, list(extra))
 
 
-def _policy_factory(task, env):
-    env_tools = list(env.tools)
-    assert env_tools == list(TOOLS)
+def _policy_factory(task):
     fix = FIX if task.name == "add" else MUL_FIX
     return ScriptedPolicy([ToolCall("view", {"path": "calc.py"}), fix, ToolCall("submit", {})])
 
@@ -90,7 +88,8 @@ def test_run_two_tasks_writes_folders_and_summary(tmp_path, tiny, monkeypatch):
         assert status["prompt_tokens"] == 300 and status["cost"] == pytest.approx(0.003)
         traj = read_trajectory(folder / "trajectory.jsonl")
         assert traj.finished and traj.header["task"]["benchmark"] == "tiny"
-        assert traj.header["task"]["task_name"] == name
+        assert traj.header["task"]["name"] == name
+        assert traj.header["environment"]["tools"] == list(TOOLS)
         assert "return a" in (folder / "patch.diff").read_text()
     saved = json.loads((out / "summary.json").read_text())
     assert [s["task"] for s in saved] == ["add", "mul"]
@@ -98,7 +97,7 @@ def test_run_two_tasks_writes_folders_and_summary(tmp_path, tiny, monkeypatch):
     assert "add" in table and "mul" in table and "2/2" in table and "total" in table
 
     # done tasks are skipped on the next run...
-    def must_not_run(task, env):
+    def must_not_run(task):
         raise AssertionError("a done task ran again")
 
     again = run_tasks(config, policy_factory=must_not_run, console=Console(file=io.StringIO()),
@@ -107,10 +106,10 @@ def test_run_two_tasks_writes_folders_and_summary(tmp_path, tiny, monkeypatch):
     assert again.resolved == 2
 
     # ...unless forced; a crashing policy gives state "error" and does not stop the run
-    def crashing(task, env):
+    def crashing(task):
         if task.name == "mul":
             raise RuntimeError("policy exploded")
-        return _policy_factory(task, env)
+        return _policy_factory(task)
 
     forced = run_tasks(config, force=True, policy_factory=crashing,
                        console=Console(file=io.StringIO()), progress=False)

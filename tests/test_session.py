@@ -30,11 +30,11 @@ def env(tmp_path):
     environment.close()
 
 
-def test_approve_edit_reject_take_over_are_recorded(env, tmp_path):
+def test_approve_edit_reject_take_over_are_recorded(open_repo, tmp_path):
     traj_path = tmp_path / "t.jsonl"
     policy = ScriptedPolicy([VIEW, WRONG_FIX, EVAL])
-    session = Session(env, policy, mode="approve", max_steps=10, trajectory_path=traj_path,
-                      task_name="calc")
+    session = open_repo(write_repo(tmp_path / "repo"), policy, "approve", max_steps=10,
+                        trajectory=traj_path, name="calc", entrypoint=ENTRYPOINT, tools=TOOLS)
     events = []
     session.subscribe(lambda e: events.append(e.kind))
     initial = session.start()
@@ -183,7 +183,7 @@ def test_modes_need_a_policy(env):
     assert session.reason == "quit"
 
 
-def test_real_llm_agent_fixes_the_task_and_replays(tmp_path, llm_server):
+def test_real_llm_agent_fixes_the_task_and_replays(tmp_path, llm_server, open_repo):
     """End to end: LLMAgent -> litellm -> HTTP stub; the episode is replayed with no divergence."""
     from dgym_tui.agent import LLMAgent
     from dgym_tui.llm import LLMConfig
@@ -201,16 +201,12 @@ def test_real_llm_agent_fixes_the_task_and_replays(tmp_path, llm_server):
     config = LLMConfig.from_dict("stub", {"model": "openai/stub", "api_base": llm_server.url,
                                           "api_key": "x", "tool_calling": "native"})
     agent = LLMAgent("debug_agent", config)
-    repo = write_repo(tmp_path / "repo")
-    env = RepoEnv(repo, entrypoint=ENTRYPOINT, tools=TOOLS)
     traj_path = tmp_path / "agent.jsonl"
-    try:
-        session = Session(env, agent, mode="auto", max_steps=10, trajectory_path=traj_path,
-                          task_name="calc")
-        session.start()
-        session.run()
-    finally:
-        env.close()
+    session = open_repo(write_repo(tmp_path / "repo"), agent, "auto", max_steps=10,
+                        trajectory=traj_path, entrypoint=ENTRYPOINT, tools=TOOLS)
+    session.start()
+    session.run()
+    session.env.close()
     assert session.reason == "submitted" and session.footer["resolved"]
     assert [t.decision for t in session.turns] == ["auto", "auto", "rejected", "auto", "auto"]
     assert session.turns[2].invalid

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from dgym_tui.benchmarks.local import folder_task
 from dgym_tui.core.env import RepoEnv
 from dgym_tui.core.types import ToolCall
 from dgym_tui.session import Session
@@ -243,8 +244,10 @@ async def test_approve_mode_episode(calc_repo, tmp_path, llm_server):
 
 
 async def _record_episode(repo: Path, out: Path) -> None:
-    env = RepoEnv(repo, entrypoint=ENTRYPOINT)
-    session = Session(env, trajectory_path=out, task_name="calc")
+    from dgym_tui.episode import open_session
+
+    session = open_session(folder_task(repo, entrypoint=ENTRYPOINT, name="calc"), trajectory=out)
+    env = session.env
     session.start()
     from dgym_tui.core.types import ToolCall
     from dgym_tui.tui.actions import pdb_call
@@ -302,7 +305,7 @@ async def test_replay_and_fork(calc_repo, tmp_path):
 
 async def test_human_episode_on_a_mini_task(tmp_path):
     """`dgym-tui --task pagination` as built by the command line: debug and fix it by hand."""
-    from dgym_tui.tui.main import build_app, build_parser
+    from dgym_tui.tui.cli import build_app, build_parser
 
     out = tmp_path / "mini.jsonl"
     app = build_app(build_parser().parse_args(["--task", "pagination", "--trajectory", str(out),
@@ -384,7 +387,7 @@ async def test_docker_episode_in_the_app(docker_ready, tmp_path):
     import docker
 
     from dgym_tui.core.terminals.docker import LABEL, LABEL_PID
-    from dgym_tui.tui.main import build_app, build_parser
+    from dgym_tui.tui.cli import build_app, build_parser
 
     out = tmp_path / "docker.jsonl"
     app = build_app(build_parser().parse_args([

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from test_tui_app import SIZE, records, settle
 
-from dgym_tui.tui.main import build_app, build_parser
+from dgym_tui.tui.cli import build_app, build_parser
 from dgym_tui.tui.screens.modals import CodeEditScreen
 from dgym_tui.tui.widgets.code_area import CodeArea
 

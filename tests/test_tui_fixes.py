@@ -19,12 +19,13 @@ from pathlib import Path
 import pytest
 from test_tui_app import ENTRYPOINT, settle
 
+from dgym_tui.benchmarks.local import folder_task
 from dgym_tui.core.env import RepoEnv
 from dgym_tui.core.types import ToolCall
 from dgym_tui.session import Session
 from dgym_tui.trajectory import read_trajectory
 from dgym_tui.tui.app import DgymApp
-from dgym_tui.tui.main import build_app, build_parser, main
+from dgym_tui.tui.cli import build_app, build_parser, main
 from dgym_tui.tui.replay_model import ReplayModel
 from dgym_tui.tui.widgets.transcript import MAX_SHOWN, Transcript
 
@@ -188,9 +189,12 @@ async def test_entrypoint_that_cannot_run_is_reported(calc_repo, tmp_path):
 
 
 def _long_trajectory(calc_repo: Path, tmp_path: Path, steps: int) -> Path:
+    from dgym_tui.episode import open_session
+
     short = tmp_path / "short.jsonl"
-    env = RepoEnv(calc_repo, entrypoint=ENTRYPOINT)
-    session = Session(env, trajectory_path=short, task_name="calc", max_steps=10)
+    session = open_session(folder_task(calc_repo, entrypoint=ENTRYPOINT, name="calc"),
+                           max_steps=10, trajectory=short)
+    env = session.env
     session.start()
     session.act(ToolCall("view", {"path": "calc.py"}))
     session.act(ToolCall("rewrite", {"path": "calc.py", "start": 5, "end": 5,
@@ -244,17 +248,13 @@ async def test_transcript_folds_long_observations_and_expands_on_click(calc_repo
 
 
 def test_replay_of_a_benchmark_task_whose_copy_is_gone(tmp_path):
-    from dgym_tui.benchmarks import get_benchmark
+    from dgym_tui.episode import load_task, open_session
 
-    task = get_benchmark("mini").load("pagination")
     out = tmp_path / "t.jsonl"
-    env = task.make_env()
-    session = Session(env, trajectory_path=out, task_name="mini/pagination",
-                      task_info={"benchmark": "mini", "task_name": "pagination",
-                                 "name": "pagination"})
+    session = open_session(load_task("mini/pagination"), trajectory=out)
     session.start()
     session.finish("quit")
-    env.close()
+    session.env.close()
     traj = read_trajectory(out)
     header = dict(traj.header)
     header["task"] = dict(header["task"], path=str(tmp_path / "gone"))

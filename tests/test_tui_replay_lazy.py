@@ -6,19 +6,18 @@ import json
 
 from test_tui_app import CALC, ENTRYPOINT, TESTS
 
-from dgym_tui.core.env import RepoEnv
 from dgym_tui.core.types import ToolCall
-from dgym_tui.session import Session
 from dgym_tui.trajectory import read_trajectory
 from dgym_tui.tui.replay_model import LazyTurns, ReplayModel
 from dgym_tui.tui.widgets.transcript import MAX_SHOWN
 
 
-def _long_trajectory(make_repo, tmp_path, steps: int = 200):
+def _long_trajectory(make_repo, open_repo, tmp_path, steps: int = 200):
     repo = make_repo({"calc.py": CALC, "test_calc.py": TESTS})
     short = tmp_path / "short.jsonl"
-    with RepoEnv(repo, entrypoint=ENTRYPOINT, tools=("view", "rewrite", "eval")) as env:
-        session = Session(env, trajectory_path=short, task_name="calc", max_steps=10)
+    session = open_repo(repo, trajectory=short, name="calc", max_steps=10, entrypoint=ENTRYPOINT,
+                        tools=("view", "rewrite", "eval"))
+    with session.env:
         session.start()
         session.act(ToolCall("view", {"path": "calc.py"}))
         session.act(ToolCall("rewrite", {"path": "calc.py", "start": 5, "end": 5,
@@ -37,8 +36,8 @@ def _long_trajectory(make_repo, tmp_path, steps: int = 200):
     return read_trajectory(out)
 
 
-def test_replay_model_converts_lazily(make_repo, tmp_path):
-    traj = _long_trajectory(make_repo, tmp_path)
+def test_replay_model_converts_lazily(make_repo, open_repo, tmp_path):
+    traj = _long_trajectory(make_repo, open_repo, tmp_path)
     model = ReplayModel(traj)
     try:
         turns = model.turns

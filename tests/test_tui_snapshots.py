@@ -69,10 +69,11 @@ def test_snapshot_approve_panel(snap_compare, snap_repo, tmp_path, llm_server):
         app.close_session()
 
 
-def test_snapshot_replay_view(snap_compare, snap_repo, tmp_path):
+def test_snapshot_replay_view(snap_compare, snap_repo, tmp_path, open_repo):
     out = tmp_path / "recorded.jsonl"
-    env = _env(snap_repo)
-    session = Session(env, trajectory_path=out, task_name="calc")
+    session = open_repo(snap_repo, trajectory=out, name="calc", entrypoint="python run_tests.py",
+                        description="Make the tests pass.")
+    env = session.env
     session.start()
     session.act(ToolCall("view", {"path": "calc.py"}))
     session.act(ToolCall("rewrite", {"path": "calc.py", "start": 5, "end": 5, "new_code": FIX}))

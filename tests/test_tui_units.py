@@ -11,8 +11,8 @@ import pytest
 from textual.app import App, ComposeResult
 
 from dgym_tui.tui.actions import console_action, pdb_call
+from dgym_tui.tui.cli import main
 from dgym_tui.tui.locate import first_source_file, locate_failure, match_file
-from dgym_tui.tui.main import main
 from dgym_tui.tui.screens.modals import parse_action_json
 from dgym_tui.tui.themes import ThemeFileError, load_theme, load_themes
 from dgym_tui.tui.widgets.source_view import SourceView
@@ -193,16 +193,16 @@ def test_no_docker_is_a_one_line_error(tmp_path):
     repo.mkdir()
     env = {"DOCKER_HOST": "unix:///nonexistent/docker.sock", "PATH": "/usr/bin:/bin"}
     import os
-    proc = subprocess.run(check=False, args=[sys.executable, "-m", "dgym_tui.tui.main", str(repo), "--terminal",
+    proc = subprocess.run(check=False, args=[sys.executable, "-m", "dgym_tui.tui.cli", str(repo), "--terminal",
                            "docker", "--image", "x"], capture_output=True, text=True,
                           env={**os.environ, **env}, timeout=60)
     assert proc.returncode == 2
-    assert proc.stderr.strip().startswith("dgym-tui: Docker is not reachable")
+    assert proc.stderr.strip().startswith("dgym-tui: error: Docker is not reachable")
     assert "Traceback" not in proc.stderr
 
 
 def test_human_mode_never_imports_litellm(tmp_path):
-    code = ("import sys; from dgym_tui.tui.main import build_parser, build_app; "
+    code = ("import sys; from dgym_tui.tui.cli import build_parser, build_app; "
             f"app = build_app(build_parser().parse_args([{str(tmp_path)!r}, '--trajectory', "
             f"{str(tmp_path / 't.jsonl')!r}])); "
             "print('litellm' in sys.modules, 'dgym_tui.agent' in sys.modules)")
@@ -227,21 +227,17 @@ async def test_source_view_scrolls_long_lines():
         assert view.scroll_offset.x == 0
 
 
-def test_replay_app_from_the_command_line(tmp_path):
-    from dgym_tui.tui.main import build_app, build_parser
+def test_replay_app_from_the_command_line(tmp_path, open_repo):
+    from dgym_tui.tui.cli import build_app, build_parser
 
     repo = tmp_path / "r"
     repo.mkdir()
     (repo / "test_a.py").write_text("def test_a():\n    assert 1 == 2\n")
-    from dgym_tui.core.env import RepoEnv
-    from dgym_tui.session import Session
-
     traj = tmp_path / "t.jsonl"
-    env = RepoEnv(repo, tools=("view", "eval"))
-    session = Session(env, trajectory_path=traj)
+    session = open_repo(repo, trajectory=traj, tools=("view", "eval"))
     session.start()
     session.finish("quit")
-    env.close()
+    session.env.close()
     app = build_app(build_parser().parse_args(["--replay", str(traj), "--trajectory",
                                                str(tmp_path / "fork.jsonl")]))
     assert app.replay is not None and app.session is None and app.fork_factory is not None
@@ -250,7 +246,8 @@ def test_replay_app_from_the_command_line(tmp_path):
 
 
 def test_entrypoint_from_the_folder_config(tmp_path):
-    from dgym_tui.tui.main import DEFAULT_ENTRYPOINT, build_app, build_parser
+    from dgym_tui.core.env import DEFAULT_ENTRYPOINT
+    from dgym_tui.tui.cli import build_app, build_parser
 
     repo = tmp_path / "r"
     repo.mkdir()

@@ -25,7 +25,7 @@ import shutil
 import tempfile
 import threading
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -56,7 +56,7 @@ class Task:
         name: task name, unique within its benchmark (e.g. ``"shopping_cart"``).
         benchmark: the benchmark's name (``"mini"``, ``"local"``, ...).
         path: host folder whose content becomes the working copy; never written.
-        entrypoint: shell command that runs the tests, e.g. ``"python -m pytest -q"``.
+        entrypoint: shell command that runs the tests (e.g. pytest on one file).
         debug_entrypoint: command pdb starts; None lets the pdb tool derive it
             from ``entrypoint``.
         description: what the agent is told (the symptom, never the bug).
@@ -72,6 +72,9 @@ class Task:
         grader: scores each eval instead of pytest's summary line (passed to
             ``RepoEnv(grader=...)``; e.g. the SWE-bench harness's log parser);
             not part of :meth:`to_dict`: loaders rebuild it.
+        benchmark_options: the options the benchmark was built with
+            (:func:`get_benchmark` fills them in), so the task can be loaded
+            again from its record.
     """
 
     name: str
@@ -88,6 +91,7 @@ class Task:
     terminal_options: dict[str, Any] = field(default_factory=dict)
     meta: dict[str, Any] = field(default_factory=dict)
     grader: Callable[..., Any] | None = field(default=None, repr=False, compare=False)
+    benchmark_options: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.path = Path(self.path)
@@ -157,6 +161,21 @@ class Task:
             data.pop("meta")
         return data
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Task:
+        """Inverse of :meth:`to_dict` (keys that are not fields are ignored; no grader).
+
+        Raises:
+            TypeError: ``name``, ``benchmark``, ``path`` or ``entrypoint`` is missing.
+        """
+        known = {f.name for f in fields(cls)}
+        return cls(**{key: value for key, value in data.items() if key in known})
+
+    @property
+    def ref(self) -> str:
+        """``BENCHMARK/TASK``, the ``--task`` syntax that loads this task again."""
+        return f"{self.benchmark}/{self.name}"
+
 
 class Benchmark:
     """A named set of tasks. Subclasses set ``name`` and implement
@@ -164,6 +183,8 @@ class Benchmark:
     """
 
     name: ClassVar[str] = ""
+    #: the options the benchmark was built with (set by :func:`get_benchmark`).
+    options: dict[str, Any] = {}  # noqa: RUF012  replaced per instance, never mutated
 
     def tasks(self) -> list[str]:
         """Return the task names, sorted."""
@@ -182,7 +203,7 @@ class Benchmark:
         names = self.tasks()
         if task_name not in names:
             raise KeyError(_unknown_message(f"{self.name} task", task_name, names))
-        return self._load(task_name)
+        return self._stamped(task_name)
 
     def describe(self, task_name: str) -> dict[str, Any]:
         """Return what ``dgym list-tasks --details`` shows for ``task_name``.
@@ -203,7 +224,13 @@ class Benchmark:
     def __iter__(self):
         """Yield every :class:`Task` in :meth:`tasks` order."""
         for task_name in self.tasks():
-            yield self._load(task_name)
+            yield self._stamped(task_name)
+
+    def _stamped(self, task_name: str) -> Task:
+        """``_load(task_name)`` with the benchmark's options recorded on the task."""
+        task = self._load(task_name)
+        task.benchmark_options = dict(self.options)
+        return task
 
     def __len__(self) -> int:
         return len(self.tasks())
@@ -312,14 +339,14 @@ def _resolve(name: str, target: str) -> Callable[..., Benchmark]:
     )
 
 
-def get_benchmark(name: str, **options: Any) -> Benchmark:
+def get_benchmark(name: str, /, **options: Any) -> Benchmark:
     """Return the benchmark called ``name``, built with ``options``.
 
     Args:
         name: ``"mini"``, ``"local"``, ``"exercism"``, ``"swebench"``,
             ``"swebench-debug"`` or a name added through entry points.
         **options: passed to the loader, e.g. ``get_benchmark("local",
-            path="./repo", entrypoint="python -m pytest -q")``.
+            path="./repo")``.
 
     Returns:
         a :class:`Benchmark` (``.name``, ``.tasks()``, ``.load(task_name)``).
@@ -336,7 +363,9 @@ def get_benchmark(name: str, **options: Any) -> Benchmark:
         raise ValueError(_unknown_message("benchmark", name, sorted(targets)))
     factory = _resolve(name, targets[name])
     _check_options(name, factory, options)
-    return factory(**options)
+    benchmark = factory(**options)
+    benchmark.options = dict(options)
+    return benchmark
 
 
 class BenchmarkOptionError(ValueError, TypeError):

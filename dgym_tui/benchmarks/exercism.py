@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from dgym_tui.benchmarks.base import Benchmark, Task, stage_copy
+from dgym_tui.core.env import DEFAULT_ENTRYPOINT
 from dgym_tui.resources import resource_dir
 
 #: Folders of an exercise that never reach the working copy (they hold solutions).
@@ -231,7 +232,7 @@ class ExercismBenchmark(Benchmark):
 
 
 def _entrypoint(test: str) -> str:
-    return f"python -m pytest -q {shlex.quote(test)}"
+    return f"{DEFAULT_ENTRYPOINT} {shlex.quote(test)}"
 
 
 __all__ = ["ExercismBenchmark", "default_path", "exercise_files", "is_refactoring",

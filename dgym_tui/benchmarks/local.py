@@ -1,20 +1,34 @@
 """A repository on this machine as a one-task benchmark (``dgym-tui ./myrepo``).
 
 The folder itself is the task's ``path``: every episode works on a copy, and
-the repository's own ``.debugignore`` / ``.debugreadonly`` apply.
+the repository's own ``.debugignore`` / ``.debugreadonly`` apply. A
+``dgym.yaml`` (or ``task.yaml``) in the folder gives defaults for the task's
+settings (``entrypoint: pytest tests``, ``readonly: [tests/]``,
+``terminal``, ``image``, ``description``, ...); arguments win over it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
-from dgym_tui.benchmarks.base import Benchmark, Task
+from dgym_tui.benchmarks.base import Benchmark, Task, get_benchmark
+from dgym_tui.core.env import DEFAULT_ENTRYPOINT
+from dgym_tui.core.errors import first_line
+
+#: Files in the repository folder whose mapping gives the task's defaults (first found wins).
+CONFIG_FILES = ("dgym.yaml", "task.yaml")
+#: The keys of a folder config that are task settings (others, e.g. ``bug``, are ignored).
+CONFIG_KEYS = ("entrypoint", "debug_entrypoint", "description", "ignore", "readonly", "image",
+               "terminal", "setup_commands")
 
 
 class LocalBenchmark(Benchmark):
     """One task: the repository at ``path``.
+
+    Every setting left None comes from the folder's ``dgym.yaml`` /
+    ``task.yaml``, else the environment's default.
 
     Args:
         path: the repository folder (str or Path; ``~`` is expanded).
@@ -29,35 +43,33 @@ class LocalBenchmark(Benchmark):
         setup_commands: shell commands run before the first eval.
 
     Raises:
-        ValueError: ``path`` is not an existing folder.
+        ValueError: ``path`` is not an existing folder, or its config file is
+            not a YAML mapping.
     """
 
     name = "local"
 
-    def __init__(self, path: str | Path, entrypoint: str = "python -m pytest -q",
+    def __init__(self, path: str | Path, entrypoint: str | None = None,
                  name: str | None = None, debug_entrypoint: str | None = None,
-                 description: str = "", ignore: Iterable[str] = (),
-                 readonly: Iterable[str] = (), image: str | None = None,
-                 terminal: str | None = None, setup_commands: Iterable[str] = ()) -> None:
-        self.path = Path(path).expanduser().resolve()
-        if not self.path.is_dir():
-            raise ValueError(f"repository folder {str(path)!r} does not exist; "
-                             "give the path of a folder")
+                 description: str | None = None, ignore: list[str] | None = None,
+                 readonly: list[str] | None = None, image: str | None = None,
+                 terminal: str | None = None, setup_commands: list[str] | None = None) -> None:
+        folder = Path(path).expanduser()
+        if folder.exists() and not folder.is_dir():
+            raise ValueError(f"{path} is a file, not a folder; give the repository folder "
+                             "that holds it")
+        if not folder.is_dir():
+            raise ValueError(f"no such folder: {path}; give the path of a repository folder")
+        self.path = folder.resolve()
+        given = {"entrypoint": entrypoint, "debug_entrypoint": debug_entrypoint,
+                 "description": description, "ignore": ignore, "readonly": readonly,
+                 "image": image, "terminal": terminal, "setup_commands": setup_commands}
+        settings = {**read_folder_config(self.path),
+                    **{key: value for key, value in given.items() if value is not None}}
+        settings.setdefault("entrypoint", DEFAULT_ENTRYPOINT)
         self.task_name = name or self.path.name
-        self._task = Task(
-            name=self.task_name,
-            benchmark=self.name,
-            path=self.path,
-            entrypoint=entrypoint,
-            debug_entrypoint=debug_entrypoint,
-            description=description,
-            ignore=list(ignore),
-            readonly=list(readonly),
-            image=image,
-            terminal=terminal,
-            setup_commands=list(setup_commands),
-            meta={"source": str(self.path)},
-        )
+        self._task = Task(name=self.task_name, benchmark=self.name, path=self.path,
+                          meta={"source": str(self.path)}, **settings)
 
     def tasks(self) -> list[str]:
         """Return ``[task_name]``."""
@@ -69,4 +81,48 @@ class LocalBenchmark(Benchmark):
                        setup_commands=list(task.setup_commands), meta=dict(task.meta))
 
 
-__all__ = ["LocalBenchmark"]
+def read_folder_config(folder: Path) -> dict[str, Any]:
+    """Return the task settings of ``dgym.yaml`` or ``task.yaml`` in ``folder`` ({} when neither exists).
+
+    Raises:
+        ValueError: the file is not valid YAML or not a mapping (one line saying so).
+    """
+    import yaml
+
+    for file_name in CONFIG_FILES:
+        path = folder / file_name
+        if not path.is_file():
+            continue
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        except (OSError, yaml.YAMLError) as exc:
+            raise ValueError(f"bad config {path}: {first_line(exc)}; fix the YAML") from None
+        if not isinstance(data, dict):
+            raise ValueError(f"bad config {path}: expected a mapping like 'entrypoint: <test command>'")  # noqa: TRY004
+        return {key: _setting(key, data[key]) for key in CONFIG_KEYS if data.get(key) is not None}
+    return {}
+
+
+def _setting(key: str, value: Any) -> Any:
+    """A config value as the Task field wants it (lists of patterns / commands, else text)."""
+    if key in ("ignore", "readonly", "setup_commands"):
+        return [str(item) for item in value] if isinstance(value, list) else [str(value)]
+    return str(value)
+
+
+def folder_task(path: str | Path, **options: Any) -> Task:
+    """Return the task of a bare repository folder: the ``local`` benchmark's one task.
+
+    Args:
+        path: the repository folder.
+        **options: :class:`LocalBenchmark` options (``entrypoint``, ``readonly``, ...).
+
+    Raises:
+        ValueError: not a folder, or a bad ``dgym.yaml`` / ``task.yaml``.
+    """
+    given = {key: value for key, value in options.items() if value is not None}
+    benchmark = get_benchmark("local", path=str(Path(path).expanduser().resolve()), **given)
+    return benchmark.load(benchmark.tasks()[0])
+
+
+__all__ = ["LocalBenchmark", "folder_task", "read_folder_config"]

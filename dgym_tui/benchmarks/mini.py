@@ -23,6 +23,7 @@ from typing import Any
 import yaml
 
 from dgym_tui.benchmarks.base import Benchmark, Task, read_patterns, stage_copy
+from dgym_tui.core.env import DEFAULT_ENTRYPOINT
 from dgym_tui.resources import resource_dir
 
 TASK_FILE = "task.yaml"
@@ -39,7 +40,7 @@ def read_task_file(folder: Path) -> dict[str, Any]:
 
     Returns:
         the mapping with at least a one-line ``description``; ``entrypoint``
-        defaults to ``python -m pytest -q test_<folder name>.py`` and ``fix``
+        defaults to the default entrypoint on ``test_<folder name>.py`` and ``fix``
         to ``.fix.patch``.
 
     Raises:
@@ -55,7 +56,7 @@ def read_task_file(folder: Path) -> dict[str, Any]:
     description = data.get("description")
     if not isinstance(description, str) or len(description.strip().splitlines()) != 1:
         raise ValueError(f"{path}: 'description' must be one non-empty line (the symptom)")
-    data.setdefault("entrypoint", f"python -m pytest -q test_{folder.name}.py")
+    data.setdefault("entrypoint", f"{DEFAULT_ENTRYPOINT} test_{folder.name}.py")
     data.setdefault("fix", DEFAULT_FIX_FILE)
     return data
 

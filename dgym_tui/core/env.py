@@ -10,7 +10,7 @@ Example::
 
     from dgym_tui import RepoEnv, ToolCall
 
-    with RepoEnv("path/to/repo", entrypoint="python -m pytest -q test.py") as env:
+    with RepoEnv("path/to/repo", entrypoint="python -m pytest test.py") as env:
         r = env.reset()
         r = env.step(ToolCall(name="view", arguments={"path": "code.py"}))
 """
@@ -46,6 +46,9 @@ TERMINALS = ("local", "bwrap", "docker")
 #: Tools every environment gets unless ``tools=`` says otherwise.
 DEFAULT_TOOLS = ("listdir", "view", "eval", "pdb", "rewrite", "grep", "submit")
 
+#: Command that runs the tests when none is given (the one default every front end uses).
+DEFAULT_ENTRYPOINT = "python -m pytest -q"
+
 #: Task text used when none is given.
 DEFAULT_TASK = ("The entrypoint's tests fail. Find the bug in the repository, fix it, and "
                 "call submit when the tests pass.")
@@ -58,7 +61,7 @@ class RepoEnv:
         path: the repository folder (host path). It is copied for every
             episode and never written, except by :meth:`apply_to_source`.
         entrypoint: shell command that runs the tests, e.g.
-            ``"python -m pytest -q test.py"``; run in the working copy's root.
+            ``"python -m pytest test.py"``; run in the working copy's root.
         terminal: ``"local"`` (host subprocesses with your rights: trusted code
             only), ``"bwrap"`` (host subprocesses in a bubblewrap sandbox: no
             network, system read-only, ignored files masked), ``"docker"`` (a
@@ -106,7 +109,7 @@ class RepoEnv:
             tool name is not registered (message lists the known ones).
     """
 
-    def __init__(self, path: str | os.PathLike, entrypoint: str = "python -m pytest -q",
+    def __init__(self, path: str | os.PathLike, entrypoint: str = DEFAULT_ENTRYPOINT,
                  terminal: str | Terminal = "local", image: str | None = None,
                  tools: Sequence[str] = DEFAULT_TOOLS, debug_entrypoint: str | None = None,
                  task: str = "", ignore: Iterable[str] = (), readonly: Iterable[str] = (),

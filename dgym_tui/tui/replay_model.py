@@ -158,19 +158,14 @@ class ReplayModel:
         if self.source_root is not None or self._searched:
             return self.source_root
         self._searched = True
-        task = self.trajectory.header.get("task") or {}
-        bench, name = task.get("benchmark"), task.get("task_name")
-        if not (bench and name):
-            return None
-        try:
-            from dgym_tui.benchmarks import get_benchmark
+        from dgym_tui.episode import task_from_header
 
-            loaded = get_benchmark(bench, **(task.get("benchmark_options") or {})).load(name)
+        try:
+            task, _ = task_from_header(self.trajectory.header)
         except Exception:  # noqa: BLE001  no such task here any more: source not available
             return None
-        path = Path(loaded.path)
-        self._task = loaded  # keeps a scratch copy alive while the model lives
-        self.source_root = path if path.is_dir() else None
+        self._task = task  # keeps a scratch copy alive while the model lives
+        self.source_root = task.path if task.path.is_dir() else None
         return self.source_root
 
     def _patch_at(self, step: int) -> dict[str, FilePatch] | None:

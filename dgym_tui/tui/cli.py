@@ -1,14 +1,15 @@
-"""``dgym-tui``: command-line front door of the Textual app.
+"""The ``dgym-tui`` command line: parse the arguments, open the episode, run the app.
 
 Usage::
 
     dgym-tui PATH [--entrypoint CMD]            debug your own repository
-    dgym-tui --task NAME [--benchmark B]        a benchmark task (default benchmark: mini)
+    dgym-tui --task [BENCH/]TASK                a benchmark task (plain TASK: mini)
     dgym-tui ... --agent debug_agent --llm NAME an agent proposes, you approve
     dgym-tui --replay TRAJ.jsonl                browse a recorded trajectory (f forks)
 
 Errors a user can cause (missing path, bad config, no Docker, unknown task)
-print one line and exit with code 2.
+print one line ``dgym-tui: error: ...`` and exit with code 2. Textual is
+imported only when the app is built.
 """
 
 from __future__ import annotations
@@ -18,24 +19,22 @@ import sys
 from pathlib import Path
 from typing import Any
 
-DEFAULT_ENTRYPOINT = "python -m pytest -q"
-CONFIG_FILES = ("dgym.yaml", "task.yaml")
+from dgym_tui.core.errors import first_line
+from dgym_tui.episode import UsageError, load_task, open_session
 
-
-class UsageError(Exception):
-    """A problem the user can fix; the message is one line saying how."""
+PROG = "dgym-tui"
 
 
 def build_parser() -> argparse.ArgumentParser:
     """Return the ``dgym-tui`` argument parser."""
-    p = argparse.ArgumentParser(prog="dgym-tui", description=(
+    p = argparse.ArgumentParser(prog=PROG, description=(
         "Debug a Python repository with pdb in a sandbox, alone or with an agent."))
     p.add_argument("path", nargs="?", help="repository folder to debug")
-    p.add_argument("--entrypoint", help="command that runs the tests "
-                   f"(default: the folder's dgym.yaml/task.yaml 'entrypoint', else "
-                   f"'{DEFAULT_ENTRYPOINT}')")
-    p.add_argument("--task", help="task name of a benchmark (see --benchmark)")
-    p.add_argument("--benchmark", default="mini", help="benchmark of --task (default: mini)")
+    p.add_argument("--entrypoint", help="command that runs the tests (default: the folder's "
+                   "dgym.yaml/task.yaml 'entrypoint', else pytest)")
+    p.add_argument("--task", metavar="[BENCH/]TASK",
+                   help="a benchmark task, e.g. mini/shopping_cart (plain TASK: mini)")
+    p.add_argument("--benchmark", help="benchmark of a plain --task name (alias of BENCH/TASK)")
     p.add_argument("--agent", help="agent spec that proposes actions, e.g. debug_agent")
     p.add_argument("--llm", help="LLM name for --agent (from llm.yaml)")
     p.add_argument("--mode", choices=("human", "approve", "auto"),
@@ -57,29 +56,6 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def read_folder_config(folder: Path) -> dict[str, Any]:
-    """Read ``dgym.yaml`` or ``task.yaml`` in ``folder`` ({} when neither exists).
-
-    Raises:
-        UsageError: the file is not valid YAML or not a mapping.
-    """
-    import yaml
-
-    for name in CONFIG_FILES:
-        path = folder / name
-        if path.is_file():
-            try:
-                data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-            except (OSError, yaml.YAMLError) as exc:
-                first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-                raise UsageError(f"bad config {path}: {first}; fix the YAML") from None
-            if not isinstance(data, dict):
-                raise UsageError(f"bad config {path}: expected a mapping like "
-                                 "'entrypoint: python -m pytest -q'")
-            return data
-    return {}
-
-
 def default_trajectory_path(task: str) -> Path:
     """A new, unique ``<task>-<time>.jsonl`` in the user's data folder
     (:func:`dgym_tui.paths.unique_trajectory_path`), never inside the repository."""
@@ -90,33 +66,6 @@ def default_trajectory_path(task: str) -> Path:
     except OSError as exc:
         raise UsageError(f"cannot write a trajectory under {runs_dir()} ({exc.strerror or exc}); "
                          "pass --trajectory OUT.jsonl") from None
-
-
-def check_docker(image: str | None = None) -> None:
-    """Raise UsageError when the Docker daemon is not reachable or ``image`` is missing.
-
-    Args:
-        image: a local image tag to look for (None: only ping the daemon).
-    """
-    try:
-        import docker
-
-        client = docker.from_env(timeout=5)
-        client.ping()
-    except Exception as exc:  # noqa: BLE001  any failure means "no Docker"
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise UsageError(f"Docker is not reachable ({first[:120]}); start the Docker daemon "
-                         "or use --terminal local") from None
-    if image:
-        from docker.errors import ImageNotFound
-
-        try:
-            client.images.get(image)
-        except ImageNotFound:
-            raise UsageError(f"Docker image {image} not found; build or pull it, "
-                             "or pass another --image") from None
-        except Exception:  # noqa: BLE001, S110  other failures surface when the container starts
-            pass
 
 
 def make_policy(args: argparse.Namespace) -> Any:
@@ -132,79 +81,26 @@ def make_policy(args: argparse.Namespace) -> Any:
     try:
         return make_agent(args.agent, llm=args.llm)
     except (AgentSpecError, LLMConfigError, KeyError, ValueError, FileNotFoundError) as exc:
-        msg = exc.args[0] if exc.args else str(exc)
-        raise UsageError(f"cannot build agent {args.agent!r}: {msg}") from None
+        raise UsageError(f"cannot build agent {args.agent!r}: {first_line(exc)}") from None
 
 
-def make_env(args: argparse.Namespace) -> tuple[Any, str, dict[str, Any]]:
-    """Build the (not reset) RepoEnv for PATH or --task.
-
-    Returns:
-        ``(env, task_name, task_info)``.
+def task_from_args(args: argparse.Namespace) -> Any:
+    """The task PATH or ``--task`` names (a folder is the ``local`` benchmark's task).
 
     Raises:
-        UsageError: missing folder, bad config, unknown task, no Docker.
+        UsageError: neither given, missing folder, bad folder config, unknown task.
     """
-    overrides: dict[str, Any] = {}
-    if args.terminal:
-        overrides["terminal"] = args.terminal
-    if args.image:
-        overrides["image"] = args.image
     if args.task:
-        from dgym_tui.benchmarks import get_benchmark
-
-        try:
-            task = get_benchmark(args.benchmark).load(args.task)
-        except (KeyError, ValueError, FileNotFoundError) as exc:
-            raise UsageError(str(exc.args[0] if exc.args else exc).splitlines()[0]) from None
-        if args.entrypoint:
-            overrides["entrypoint"] = args.entrypoint
-        if overrides.get("terminal") == "docker":
-            check_docker(overrides.get("image") or getattr(task, "image", None))
-        try:
-            env = task.make_env(**overrides)
-        except (ValueError, TypeError) as exc:
-            raise UsageError(str(exc).splitlines()[0]) from None
-        return env, f"{task.benchmark}/{task.name}", {
-            "benchmark": task.benchmark, "task_name": task.name, "name": task.name}
+        return load_task(args.task, args.benchmark)
     if not args.path:
-        raise UsageError("give a repository folder (dgym-tui PATH), --task NAME or --replay FILE")
-    folder = Path(args.path).expanduser()
-    if folder.exists() and not folder.is_dir():
-        raise UsageError(f"{args.path} is a file, not a folder; give the repository folder "
-                         "that holds it")
-    if not folder.is_dir():
-        raise UsageError(f"no such folder: {args.path}; give the path of a repository folder")
-    config = read_folder_config(folder)
-    entrypoint = args.entrypoint or config.get("entrypoint") or DEFAULT_ENTRYPOINT
-    terminal = overrides.get("terminal") or config.get("terminal")
-    if not terminal:
-        from dgym_tui.core.terminals.bwrap import default_terminal
-
-        terminal, notice = default_terminal()
-        if notice:
-            print(f"dgym-tui: {notice}", file=sys.stderr)
-    image = overrides.get("image") or config.get("image")
-    if terminal == "docker":
-        if not image:
-            raise UsageError("--terminal docker needs an image: pass --image TAG "
-                             "or set 'image' in dgym.yaml")
-        check_docker(str(image))
-    kwargs: dict[str, Any] = {"entrypoint": str(entrypoint), "terminal": terminal}
-    if image:
-        kwargs["image"] = image
-    for key in ("debug_entrypoint", "ignore", "readonly", "setup_commands"):
-        if config.get(key) is not None:
-            kwargs[key] = config[key]
-    if config.get("description"):
-        kwargs["task"] = str(config["description"])
-    from dgym_tui.core.env import RepoEnv
+        raise UsageError("give a repository folder (dgym-tui PATH), --task BENCH/TASK "
+                         "or --replay FILE")
+    from dgym_tui.benchmarks.local import folder_task
 
     try:
-        env = RepoEnv(folder.resolve(), **kwargs)
-    except (ValueError, TypeError) as exc:
-        raise UsageError(str(exc).splitlines()[0]) from None
-    return env, folder.resolve().name, {"name": folder.resolve().name}
+        return folder_task(args.path)
+    except ValueError as exc:
+        raise UsageError(first_line(exc)) from None
 
 
 def check_theme(name: str) -> None:
@@ -235,7 +131,7 @@ def build_app(args: argparse.Namespace) -> Any:
         try:
             traj = read_trajectory(args.replay)
         except TrajectoryError as exc:
-            raise UsageError(str(exc).splitlines()[0]) from None
+            raise UsageError(first_line(exc)) from None
         model = ReplayModel(traj)
 
         def fork(step: int) -> Any:
@@ -250,28 +146,34 @@ def build_app(args: argparse.Namespace) -> Any:
     if args.max_steps < 1:
         raise UsageError("--max-steps must be at least 1")
     policy = make_policy(args)
-    env, task_name, task_info = make_env(args)
-    from dgym_tui.session import Session
-
+    task = task_from_args(args)
     mode = args.mode or ("approve" if policy is not None else "human")
     if mode != "human" and policy is None:
         raise UsageError(f"--mode {mode} needs --agent NAME --llm NAME")
-    out = Path(args.trajectory) if args.trajectory else default_trajectory_path(task_name)
+    label = task.name if task.benchmark == "local" else task.ref
+    out = Path(args.trajectory) if args.trajectory else default_trajectory_path(label)
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise UsageError(f"cannot create {out.parent}: {exc.strerror}; pass --trajectory") from None
-    from dgym_tui.paths import hidden_patterns
+    overrides = {key: value for key, value in (("terminal", args.terminal), ("image", args.image),
+                                               ("entrypoint", args.entrypoint)) if value}
+    if task.benchmark == "local" and task.terminal is None and not args.terminal:
+        from dgym_tui.core.terminals.bwrap import default_terminal
 
-    # a trajectory written inside the repository must never reach the agent
-    env.ignore.extend(p for p in hidden_patterns(env.path, [out]) if p not in env.ignore)
+        overrides["terminal"], notice = default_terminal()  # a sandbox where it works
+        if notice:
+            print(f"{PROG}: {notice}", file=sys.stderr)
     config = {"mode": mode, "max_steps": args.max_steps, "agent": args.agent, "llm": args.llm,
               "front_end": "tui"}
-    session = Session(env, policy, mode=mode, max_steps=args.max_steps, trajectory_path=out,
-                      task_name=task_name, config=config, task_info=task_info)
+    try:
+        session = open_session(task, policy, mode, args.max_steps, out, overrides, config=config,
+                               check=True)
+    except (ValueError, TypeError) as exc:
+        raise UsageError(first_line(exc)) from None
     # A benchmark task's source is a scratch copy: there is nothing to apply a patch to.
     return DgymApp(session=session, ask_apply=not args.no_apply_prompt, theme_name=args.theme,
-                   can_apply=not args.task)
+                   can_apply=task.benchmark == "local")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -288,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         app = build_app(args)
     except UsageError as exc:
-        print(f"dgym-tui: {exc}", file=sys.stderr)
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2
     reason = "quit"
     try:
