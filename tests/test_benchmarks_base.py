@@ -114,7 +114,7 @@ def test_all_benchmarks_are_registered():
 def test_unknown_benchmark_names_the_known_ones():
     with pytest.raises(ValueError, match="did you mean: mini"):
         get_benchmark("minni")
-    with pytest.raises(ValueError, match="known: aider, exercism, local, mini"):
+    with pytest.raises(ValueError, match="known: aider, exercism, folder, local, mini"):
         get_benchmark("nothing-like-it")
 
 

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 REGISTRY: dict[str, str] = {
     "mini": "dgym_tui.benchmarks.mini:MiniBenchmark",
     "local": "dgym_tui.benchmarks.local:LocalBenchmark",
+    "folder": "dgym_tui.benchmarks.folder:FolderBenchmark",
     "exercism": "dgym_tui.benchmarks.exercism",
     # the reference system's name for its Exercism benchmark
     "aider": "dgym_tui.benchmarks.exercism:ExercismBenchmark",

@@ -70,6 +70,7 @@ class MiniBenchmark(Benchmark):
 
     Raises:
         FileNotFoundError: ``path`` is not a folder.
+        EmptyBenchmarkError: ``path`` holds no task folder with a ``task.yaml``.
     """
 
     name = "mini"
@@ -79,6 +80,13 @@ class MiniBenchmark(Benchmark):
         if not self.root.is_dir():
             raise FileNotFoundError(f"mini task folder {str(self.root)!r} does not exist; "
                                     "give a folder of task folders")
+        if not self.tasks():
+            from dgym_tui.benchmarks.folder import EmptyBenchmarkError
+
+            raise EmptyBenchmarkError(
+                f"{self.root} holds no mini task: expected sub-folders each with a {TASK_FILE} "
+                "(description, bug, entrypoint); for task folders without one use the "
+                "folder benchmark (dgym list-tasks folder -p path=...)")
 
     def tasks(self) -> list[str]:
         """Return the names of the sub-folders holding a ``task.yaml``, sorted."""
