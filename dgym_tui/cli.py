@@ -7,6 +7,8 @@
     dgym report RUN_DIR ... [--format table|markdown|csv|json] [--plot]
     dgym replay TRAJ.jsonl [--until N [--llm NAME [--agent SPEC] | --human] [-o NEW.jsonl]]
     dgym export TRAJ.jsonl|DIR ... --format debug-gym|sft [-o OUT]
+    dgym export RUN_DIR ... --format preferences | --format sft --accepted-only [-o OUT]
+    dgym apply RUN_DIR/EPISODE PATH
     dgym play PATH [--entrypoint CMD] | --task [BENCH/]TASK   (actions typed on stdin)
     dgym list-tasks [BENCHMARK] [-p option=value ...] [--details] [--json]
     dgym prepull BENCHMARK [-p option=value ...]
@@ -180,11 +182,49 @@ def _show(traj: Any, until: int | None) -> None:
 def _cmd_export(args: argparse.Namespace) -> int:
     from dgym_tui.export import export
 
-    text, count = export(args.trajectories, args.format, args.output)
+    paths = args.trajectories
+    if args.format == "preferences":
+        from dgym_tui.preferences import write_preferences
+
+        text, count = write_preferences(paths, args.output)
+        what = "preference pair(s)"
+    else:
+        if args.accepted_only:
+            from dgym_tui.preferences import reviewed
+
+            paths = [row.trajectory for row in reviewed(paths, "accept")]
+            if not paths:
+                print(f"{PROG} export: no accepted episode in {' '.join(args.trajectories)} "
+                      "(review them in dgym-tui RUN_DIR)", file=sys.stderr)
+                return 2
+        text, count = export(paths, args.format, args.output)
+        what = "episode(s)"
     if args.output:
-        print(f"wrote {count} episode(s) to {args.output}", file=sys.stderr)
+        print(f"wrote {count} {what} to {args.output}", file=sys.stderr)
     else:
         sys.stdout.write(text)
+    return 0
+
+
+def _cmd_apply(args: argparse.Namespace) -> int:
+    from dgym_tui.core.types import WorkspaceError
+    from dgym_tui.episode import UsageError
+    from dgym_tui.episode_apply import apply_episode
+    from dgym_tui.reviews import read_reviews
+
+    episode = Path(args.episode)
+    try:
+        written = apply_episode(episode, args.path)
+    except WorkspaceError as exc:
+        raise UsageError(str(exc)) from None
+    verdict = (read_reviews(episode.parent).get(episode.name) or {}).get("verdict")
+    if verdict != "accept":
+        print(f"{PROG} apply: note: {episode} is {'reviewed ' + verdict if verdict else 'not reviewed'}",
+              file=sys.stderr)
+    if not written:
+        print("the episode changed nothing; nothing was written")
+    else:
+        print(f"applied to {args.path}: {', '.join(written)}")
     return 0
 
 
@@ -378,11 +418,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--show", action="store_true", help="only print the recorded steps")
     p.set_defaults(func=_cmd_replay)
 
-    p = sub.add_parser("export", help="convert trajectories (debug-gym JSON or SFT chat JSONL)")
-    p.add_argument("trajectories", nargs="+", help="trajectory files or folders")
-    p.add_argument("--format", required=True, choices=("debug-gym", "sft"))
+    p = sub.add_parser("export", help="convert trajectories (debug-gym JSON or SFT chat JSONL), "
+                       "or reviewed runs to preference pairs")
+    p.add_argument("trajectories", nargs="+", help="trajectory files or folders (run folders "
+                   "for preferences / --accepted-only)")
+    p.add_argument("--format", required=True, choices=("debug-gym", "sft", "preferences"),
+                   help="preferences: accepted vs rejected episodes of each task "
+                   "(prompt / chosen / rejected chat JSONL)")
+    p.add_argument("--accepted-only", action="store_true",
+                   help="only episodes whose review verdict is accept (run folders)")
     p.add_argument("-o", "--output", help="output file (default: stdout)")
     p.set_defaults(func=_cmd_export)
+
+    p = sub.add_parser("apply", help="apply an episode's patch to a checkout (merged three-way "
+                       "with changes made since; all files or none)")
+    p.add_argument("episode", help="episode folder of a run (RUN_DIR/TASK)")
+    p.add_argument("path", help="repository checkout to write into")
+    p.set_defaults(func=_cmd_apply)
 
     p = sub.add_parser("play", help="debug a repository yourself, typing actions on stdin")
     p.add_argument("path", nargs="?", help="repository folder")

@@ -27,6 +27,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from dgym_tui.reviews import REVIEWS_FILE
 from dgym_tui.trajectory import Trajectory, TrajectoryError, read_trajectory
 
 FORMATS = ("debug-gym", "sft")
@@ -256,7 +257,8 @@ def to_sft(traj: Trajectory, system_prompt: str = SYSTEM_PROMPT,
 
 
 def find_trajectories(paths: list[str | os.PathLike[str]]) -> list[Path]:
-    """Expand files and folders (searched recursively for ``*.jsonl``) into trajectory paths.
+    """Expand files and folders (searched recursively for ``*.jsonl``, review files
+    left out) into trajectory paths.
 
     Raises:
         TrajectoryError: a path does not exist, or a folder holds no ``.jsonl`` file.
@@ -265,7 +267,7 @@ def find_trajectories(paths: list[str | os.PathLike[str]]) -> list[Path]:
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
-            files = sorted(path.rglob("*.jsonl"))
+            files = sorted(f for f in path.rglob("*.jsonl") if f.name != REVIEWS_FILE)
             if not files:
                 raise TrajectoryError(f"{path}: no .jsonl trajectory in this folder")
             found.extend(files)

@@ -51,7 +51,8 @@ def write_episode(run: Path, task: str, *, resolved: bool = True, steps: int = 3
                            "reasoning": f"thinking {n}",
                            "result": {"observation": f"observation {n}"},
                            "usage": {"prompt_tokens": 100, "completion_tokens": 10,
-                                     "cost": 0.001}})
+                                     "cost": 0.001},
+                           **({"patch": patch, "originals": {"calc.py": BUGGY}} if n == 1 else {})})
     if not finished:
         writer.close()
         return folder
