@@ -50,7 +50,7 @@ def test_ray_in_its_own_network_namespace():
                           env=env, capture_output=True, text=True, timeout=850, cwd=ROOT)
     print(proc.stdout[-3000:])
     assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-3000:]
-    assert "3 passed" in proc.stdout  # the inner tests ran (none skipped)
+    assert "4 passed" in proc.stdout  # the inner tests ran (none skipped)
 
 
 @pytest.fixture(scope="module")
@@ -198,3 +198,22 @@ def test_a_node_dying_mid_episode_is_retried_once_elsewhere(cluster, tmp_path):
         assert read_status(out / name).state == "done"
     assert sorted(retried) == [False, True]  # exactly the lost episode ran again
     assert len(json.loads((out / "summary.json").read_text())) == 2
+
+
+@inner
+def test_a_repo_env_in_a_ray_actor_steps_like_a_local_one(cluster):
+    from dgym_tui.benchmarks import get_benchmark
+    from dgym_tui.core.types import StepResult, ToolCall
+    from dgym_tui.ray_env import remote_env
+
+    task = get_benchmark("mini").load("pagination")
+    action = ToolCall("view", {"path": "paging.py"})
+    actor = remote_env(task, terminal="local")
+    first = ray.get(actor.reset.remote())
+    remote = ray.get(actor.step.remote(action))
+    ray.get(actor.close.remote())
+    with task.make_env(terminal="local") as env:
+        local_first, local = env.reset(), env.step(action)
+    assert isinstance(first, StepResult) and isinstance(remote, StepResult)
+    assert (first.score, first.max_score) == (local_first.score, local_first.max_score)
+    assert remote.observation == local.observation and not remote.error
