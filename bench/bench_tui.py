@@ -10,13 +10,17 @@ mode (no terminal), so terminal output speed is not included.
 - 10,000-line file: load into the source view and paint, then the median
   time to scroll one page and repaint;
 - 1,000-step trajectory: read + validate the file, build the replay model,
-  mount the app at step 0 and jump to the last step.
+  mount the app at step 0 and jump to the last step;
+- a pdb stop: the structured inspection (stack, locals, breakpoints; one
+  hidden pdb command, in the worker) and the UI refreshing every pane from it
+  (variables, stack, breakpoints, gutter marks, status), medians of 30.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -140,11 +144,46 @@ async def bench_trajectory(path: Path) -> tuple[float, float]:
     return loaded, elapsed
 
 
+async def bench_stop(repo: Path, tmp: Path) -> tuple[float, float]:
+    from dgym_tui.core.env import RepoEnv
+    from dgym_tui.session import Session
+    from dgym_tui.tui.actions import pdb_call
+    from dgym_tui.tui.app import DgymApp
+
+    session = Session(RepoEnv(repo), trajectory_path=tmp / "stop.jsonl")
+    app = DgymApp(session=session)
+    async with app.run_test(size=(160, 48)) as pilot:
+        while not app.started or app.busy:
+            await pilot.pause(0.05)
+        for command in ("b calc.py:4", "c"):
+            app.act(pdb_call(command))
+            await pilot.pause(0.05)
+            while app.busy:
+                await pilot.pause(0.05)
+        inspects, refreshes, painted = [], [], []
+        for _ in range(30):
+            t = time.perf_counter()
+            inspection = await asyncio.to_thread(session.inspect)
+            inspects.append(time.perf_counter() - t)
+            assert inspection is not None and inspection.variables
+            t = time.perf_counter()
+            app._show_debug(inspection, app._last_result)
+            app._refresh_marks(app._last_result)
+            app._update_status(app._last_result)
+            refreshes.append(time.perf_counter() - t)
+            await pilot.pause()
+            painted.append(time.perf_counter() - t)
+    app.close_session()
+    return (statistics.median(inspects), statistics.median(refreshes),
+            statistics.median(painted))
+
+
 async def run() -> list[tuple[str, float, str]]:
     with tempfile.TemporaryDirectory() as name:
         tmp = Path(name)
         repo = _repo(tmp)
-        rows = [("import dgym_tui.tui (fresh interpreter)", bench_import(), "-")]
+        rows = [("load average (1 min) at start", os.getloadavg()[0], f"{os.cpu_count()} cores")]
+        rows.append(("import dgym_tui.tui (fresh interpreter)", bench_import(), "-"))
         rows.append(("first paint (build + mount + paint)", await bench_first_paint(repo, tmp),
                      "< 1 s"))
         opened, page = await bench_big_file()
@@ -154,6 +193,11 @@ async def run() -> list[tuple[str, float, str]]:
         loaded, total = await bench_trajectory(traj)
         rows.append(("1,000-step trajectory: read + validate + model", loaded, "-"))
         rows.append(("1,000-step trajectory: + app painted at last step", total, "< 1 s"))
+        inspect, refresh, painted = await bench_stop(repo, tmp)
+        rows.append(("pdb stop: inspection in the worker (median of 30)", inspect, "< 0.02 s"))
+        rows.append(("pdb stop: every pane updated on the UI thread (median)", refresh,
+                     "< 0.05 s"))
+        rows.append(("pdb stop: ... + the next screen refresh (median)", painted, "-"))
     return rows
 
 

@@ -544,6 +544,36 @@ class Session:
             self.finish("stuck")
         return turn
 
+    @property
+    def lock(self) -> threading.RLock:
+        """The lock serializing access to the environment: hold it to read the
+        environment's state (files, patch) from a thread of your own."""
+        return self._env_lock
+
+    def inspect(self, frame: int | None = None, scope: str = "locals") -> Any:
+        """The stopped pdb's stack, variables and breakpoints for a front end's panes.
+
+        Not an action: nothing is recorded, the agent never sees it, and pdb is
+        neither started nor moved (see ``PdbTool.inspect``).
+
+        Args:
+            frame: stack index whose variables to read (None: pdb's current frame).
+            scope: ``"locals"`` or ``"globals"``.
+
+        Returns:
+            A ``dgym_tui.core.pdb_inspect.Inspection``, or None (no pdb tool, no
+            stopped pdb session, environment closed, or the inspection failed).
+        """
+        tool = (getattr(self.env, "tools", None) or {}).get("pdb")
+        if tool is None or not hasattr(tool, "inspect"):
+            return None
+        with self._env_lock:
+            try:
+                return tool.inspect(frame=frame, scope=scope)
+            except Exception as exc:  # noqa: BLE001  display data only: never fail a caller
+                log.debug("pdb inspection failed: %s", exc)
+                return None
+
     def finish(self, reason: str = "") -> None:
         """End the episode: write the footer, emit ``"done"``. Idempotent.
 

@@ -125,7 +125,7 @@ async def test_human_episode(calc_repo, tmp_path):
         await pilot.press("w")
         await pilot.pause()
         await pilot.press("y")
-        await pilot.pause()
+        await settle(app, pilot)
         assert FIX in (calc_repo / "calc.py").read_text()
 
         await pilot.press("q")
@@ -360,13 +360,13 @@ async def test_crash_keeps_the_trajectory(calc_repo, tmp_path):
     session = Session(env, trajectory_path=out)
     app = DgymApp(session=session)
 
-    def broken_handler(turn):
+    def broken_handler(*_args):
         raise RuntimeError("a bug in the app")
 
     with pytest.raises(RuntimeError, match="a bug in the app"):
         async with app.run_test(size=SIZE) as pilot:
             await settle(app, pilot)
-            app._event_turn = broken_handler
+            app.transcript.add_turn = broken_handler  # the app's turn handler fails
             app.act(ToolCall("view", {"path": "calc.py"}))
             await app.workers.wait_for_complete()
             for _ in range(50):

@@ -70,7 +70,7 @@ async def test_submit_offers_the_patch(calc_repo, tmp_path):
         assert session.done
         assert type(app.screen).__name__ == "ConfirmScreen"  # apply? asked once at the end
         await pilot.press("y")
-        await pilot.pause()
+        await settle(app, pilot)
         assert FIX in (calc_repo / "calc.py").read_text()
         assert "done: submitted" in app.status.text
         await pilot.press("x")  # the episode is over: nothing runs

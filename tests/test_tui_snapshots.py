@@ -55,6 +55,16 @@ def test_snapshot_main_screen(snap_compare, snap_repo, tmp_path):
         app.close_session()
 
 
+def test_snapshot_main_screen_80x24(snap_compare, snap_repo, tmp_path):
+    """80x24: the tree and the side column are hidden; source, console, status, footer."""
+    app = DgymApp(session=Session(_env(snap_repo), trajectory_path=tmp_path / "t.jsonl",
+                                  task_name="calc"))
+    try:
+        assert snap_compare(app, terminal_size=(80, 24), run_before=_settled)
+    finally:
+        app.close_session()
+
+
 def test_snapshot_approve_panel(snap_compare, snap_repo, tmp_path, llm_server):
     llm_server.script([{"content": "The division looks wrong; stop there.",
                         "usage": {"prompt_tokens": 1200, "completion_tokens": 35},

@@ -2,9 +2,11 @@
 
 Every action, human or agent, goes through :class:`dgym_tui.session.Session`;
 the app never calls ``env.step`` or a tool itself. Session calls block (pdb,
-eval, Docker, LLM), so they run in thread workers; the session's events reach
-the app as messages posted from those threads (``post_message`` is
-thread-safe and never blocks the worker, even while the app shuts down).
+eval, Docker, LLM), so they run in thread workers; a
+:class:`~dgym_tui.tui.bridge.SessionBridge` turns the session's events into
+typed messages (:mod:`dgym_tui.tui.messages`) whose payload (files, patch,
+source text, pdb's stack and variables) is read in the worker under the
+session's lock, so the UI thread never touches the environment.
 
 Replay mode shows a recorded trajectory step by step (no environment); "fork
 here" rebuilds the task, re-executes the recorded actions up to the step in a
@@ -31,24 +33,45 @@ from textual.widgets import Footer, Input, TabbedContent, TabPane, TextArea
 
 from dgym_tui.core.types import StepResult, ToolCall
 from dgym_tui.tui.actions import console_action, pdb_call
+from dgym_tui.tui.bridge import SessionBridge, read_source
 from dgym_tui.tui.keys import QuietKeys, action_name, with_quiet_twins
 from dgym_tui.tui.locate import first_source_file, locate_failure, no_tests_hint
+from dgym_tui.tui.messages import (
+    AgentThinking,
+    EpisodeEnded,
+    FileRead,
+    Inspected,
+    ModeChanged,
+    PatchApplied,
+    ProposalReady,
+    SessionFailed,
+    SessionStarted,
+    SourceText,
+    StepStarted,
+    TurnRecorded,
+    WorkspaceState,
+)
 from dgym_tui.tui.screens.modals import (
     CodeEditScreen,
     ConfirmScreen,
     EditActionScreen,
     HelpScreen,
+    PromptScreen,
     RejectScreen,
     describe,
 )
 from dgym_tui.tui.themes import load_themes
 from dgym_tui.tui.widgets.approve_panel import ApprovePanel
+from dgym_tui.tui.widgets.breakpoints import BreakpointsPane
 from dgym_tui.tui.widgets.console import PdbConsole
+from dgym_tui.tui.widgets.debug_panel import DebugPanel
 from dgym_tui.tui.widgets.diff_view import DiffView
 from dgym_tui.tui.widgets.file_tree import FileTree
 from dgym_tui.tui.widgets.source_view import SourceView
+from dgym_tui.tui.widgets.stack import StackPane
 from dgym_tui.tui.widgets.status_bar import StatusBar
 from dgym_tui.tui.widgets.transcript import Transcript, format_action
+from dgym_tui.tui.widgets.variables import VariablesPane
 
 log = logging.getLogger(__name__)
 
@@ -78,11 +101,19 @@ def _first_line(tool: Any) -> str:
 _BUSY = {"eval": "running eval", "pdb": "pdb", "rewrite": "rewriting", "submit": "submitting"}
 
 
-class SessionMessage(Message):
-    """A :class:`dgym_tui.session.SessionEvent` handed over from a worker thread."""
+class CallDone(Message):
+    """A session call of a worker returned (posted after the call's own events)."""
 
-    def __init__(self, event: Any) -> None:
-        self.event = event
+
+class Forked(Message):
+    """Replay's fork is live: ``session`` (started) and its state read in the worker."""
+
+    def __init__(self, session: Any, state: WorkspaceState, source: SourceText | None,
+                 inspection: Any) -> None:
+        self.session = session
+        self.state = state
+        self.source = source
+        self.inspection = inspection
         super().__init__()
 
 
@@ -107,6 +138,9 @@ class DgymApp(QuietKeys, App[int]):
     """
 
     CSS_PATH = "app.tcss"
+    #: Below 100 columns the file tree and the side column start hidden ([ and ] show them).
+    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]]] = [(0, "-narrow"), (100, "-wide")]
+    VERTICAL_BREAKPOINTS: ClassVar[list[tuple[int, str]]] = [(0, "-short"), (32, "-tall")]
     TITLE = "dgym-tui"
     ENABLE_COMMAND_PALETTE = True
 
@@ -134,7 +168,11 @@ class DgymApp(QuietKeys, App[int]):
         Binding("x", "run_eval", "Eval"),
         Binding("p", "show_diff", "Diff"),
         Binding("w", "apply_patch", "Apply patch"),
-        Binding("colon,i", "focus_console", "Console", show=False),
+        Binding("colon", "focus_console(':')", "Console", show=False),
+        Binding("i", "focus_console('')", "Console", show=False),
+        Binding("z", "zoom", "Zoom", show=False),
+        Binding("left_square_bracket", "toggle_pane('tree')", "Files", show=False),
+        Binding("right_square_bracket", "toggle_pane('side')", "Side", show=False),
         Binding("o", "focus_source", "Source", show=False),
         Binding("escape", "focus_source", "Source", show=False),
         Binding("h", "replay_step(-1)", "Back"),
@@ -160,7 +198,12 @@ class DgymApp(QuietKeys, App[int]):
         "run_eval": "run the entrypoint (eval)",
         "show_diff": "show the diff of the working copy",
         "apply_patch": "apply the patch to the original repository (asks first)",
-        "focus_console": "focus the pdb console",
+        "focus_console(':')": "console, starting with ':' (:41 goes to line 41; :p x is p x)",
+        "focus_console('')": "focus the pdb console",
+        "zoom": "zoom the focused pane to the whole screen (z again: back)",
+        "toggle_pane('tree')": "show / hide the file tree (hidden below 100 columns)",
+        "toggle_pane('side')": "show / hide the side column: Debug, Transcript, Diff "
+                               "(hidden below 100 columns)",
         "focus_source": "focus the source view (escape leaves the console)",
         "replay_step(-1)": "replay: one step back",
         "replay_step(1)": "replay: one step forward",
@@ -200,7 +243,6 @@ class DgymApp(QuietKeys, App[int]):
         self._calls = 0  # session calls running in worker threads
         self._idle = threading.Event()
         self._idle.set()
-        self._generation_seen: int | None = None
         self._pause_requested = False
         self._current_path: str | None = None
         self._last_result: StepResult | None = None
@@ -212,6 +254,9 @@ class DgymApp(QuietKeys, App[int]):
         self._retry_timer: Any = None
         self._hinted_no_tests = False
         self._frame_stale = False  # files changed under a stopped pdb: it restarts
+        self._workspace = WorkspaceState([], frozenset(), "")  # as the last message said
+        self._inspection: Any = None  # pdb's stack / variables at the last stop
+        self._bridge: SessionBridge | None = None
         if replay is not None:
             # The loaded trajectory (thousands of records) and the imported modules live
             # as long as the replay: keep them out of the garbage collector's full
@@ -230,7 +275,11 @@ class DgymApp(QuietKeys, App[int]):
                 yield SourceView(id="source")
                 yield ApprovePanel(id="approve")
                 yield PdbConsole(id="console")
-            with TabbedContent(id="side"):
+            human = self.session is not None and self.session.policy is None
+            with TabbedContent(id="side", initial="tab-debug" if human else "tab-transcript") as side:
+                side.ALLOW_MAXIMIZE = True  # z zooms the whole column
+                with TabPane("Debug", id="tab-debug"):
+                    yield DebugPanel(id="debug")
                 with TabPane("Transcript", id="tab-transcript"):
                     yield Transcript(id="transcript")
                 with TabPane("Diff", id="tab-diff"):
@@ -255,6 +304,10 @@ class DgymApp(QuietKeys, App[int]):
         return self.query_one(Transcript)
 
     @property
+    def debug_panel(self) -> DebugPanel:
+        return self.query_one(DebugPanel)
+
+    @property
     def env(self) -> Any:
         return self.session.env if self.session is not None else None
 
@@ -273,13 +326,14 @@ class DgymApp(QuietKeys, App[int]):
         self.sub_title = session.task_name or ""
         self.status.update_status(task=session.task_name, budget=session.max_steps,
                                   mode=session.mode, agent=session.policy is not None)
-        session.subscribe(self._on_session_event)
+        self._subscribe(session)
         self._set_busy("starting the episode (copy, terminal, eval)")
         self._start_session()
 
-    def _on_session_event(self, event: Any) -> None:
-        """Session callback; runs on the loop's (worker) thread."""
-        self.post_message(SessionMessage(event))
+    def _subscribe(self, session: Any) -> SessionBridge:
+        self._bridge = SessionBridge(session, self.post_message, lambda: self._current_path)
+        session.subscribe(self._bridge)
+        return self._bridge
 
     def _calling(self, running: bool) -> None:
         """Count session calls running in worker threads (any thread may call this)."""
@@ -314,7 +368,7 @@ class DgymApp(QuietKeys, App[int]):
             return
         finally:
             self._calling(False)
-        self._to_ui(self._after_session_call)
+        self.post_message(CallDone())
 
     def _start_failed(self, message: str) -> None:
         self._set_busy(None)
@@ -365,7 +419,7 @@ class DgymApp(QuietKeys, App[int]):
             self._to_ui(failed, text)
         finally:
             self._calling(False)
-            self._to_ui(self._after_session_call)
+            self.post_message(CallDone())
 
     def _step_failed(self, text: str) -> None:
         self.notify(text, severity="error", title="step failed")
@@ -414,6 +468,7 @@ class DgymApp(QuietKeys, App[int]):
             return
         self._ask_agent()
 
+    @on(CallDone)
     def _after_session_call(self) -> None:
         self._set_busy(None)
         session = self.session
@@ -448,78 +503,83 @@ class DgymApp(QuietKeys, App[int]):
         return self._session_call(_BUSY.get(action.name, action.name),
                                   lambda: self.session.act(action))
 
-    # -- session events --------------------------------------------------------
-    @on(SessionMessage)
-    def _handle_session_message(self, message: SessionMessage) -> None:
-        kind, data = message.event.kind, message.event.data
-        handler = getattr(self, f"_event_{kind}", None)
-        if handler is not None:
-            handler(data)
-
-    def _event_reset(self, result: StepResult) -> None:
+    # -- session events (typed messages from the bridge) ------------------------
+    @on(SessionStarted)
+    def _started(self, message: SessionStarted) -> None:
         self.started = True
+        result = message.result
         self._last_result = result
+        self._workspace = message.workspace
         self._refresh_tree(result)
-        files = self.env.workspace.files()
-        where = locate_failure(result.eval_output, files, result.eval)
-        if where is not None:
-            self._open(where[0], where[1])
-        else:
-            first = first_source_file(files)
-            if first is not None:
-                self._open(first, 1)
+        if message.location is not None:
+            self._open(message.location[0], message.location[1], message.source)
         self._refresh_marks(result)
         self._update_status(result)
+        self.debug_panel.show(None, result)
         self.pdb_console.write(result.observation, style="")
         self._check_entrypoint(result)
 
-    def _event_proposing(self, _data: Any) -> None:
+    @on(AgentThinking)
+    def _agent_thinking(self) -> None:
         if self.busy:  # events may arrive after the worker already finished
             self.status.set_busy("asking the agent")
 
-    def _event_proposal(self, proposal: Any) -> None:
+    @on(ProposalReady)
+    def _proposal_ready(self, message: ProposalReady) -> None:
+        proposal = message.proposal
         self._clear_agent_error()
         self._update_status(self._last_result)
         if self.session.mode == "approve" and self.session.pending is proposal:
             self._show_proposal(proposal)
 
-    def _event_stepping(self, action: ToolCall) -> None:
+    @on(StepStarted)
+    def _step_started(self, message: StepStarted) -> None:
         if self.busy:
-            self.status.set_busy(_BUSY.get(action.name, action.name))
+            self.status.set_busy(_BUSY.get(message.action.name, message.action.name))
 
-    def _event_turn(self, turn: Any) -> None:
+    @on(TurnRecorded)
+    def _turn_recorded(self, message: TurnRecorded) -> None:
+        turn = message.turn
         self.query_one(ApprovePanel).hide()
         self.transcript.add_turn(turn)
         if turn.action is not None and turn.actor == "agent":
             self.pdb_console.write(f"› {format_action(turn.action)}  ({turn.decision})",
-                               style="bold")
+                                   style="bold")
         if turn.note:
             self.pdb_console.write(f"note: {turn.note}", style="italic")
-        if turn.error:
+        if getattr(turn, "error", ""):
             self.pdb_console.write(f"invalid proposal: {turn.error}", style="red")
         result = turn.result
+        if message.workspace is not None:
+            self._workspace = message.workspace
         if result is not None:
             self.pdb_console.write(result.observation, style="red" if result.error else "")
             self._last_result = result
-            self._after_step(result, turn.action)
+            self._after_step(result, turn.action, message)
             if turn.action is not None and turn.action.name == "eval":
                 self._check_entrypoint(result)
         self._update_status(result or self._last_result)
 
-    def _event_mode(self, mode: str) -> None:
-        self.status.update_status(mode=mode)
-        if mode != "approve":
+    @on(ModeChanged)
+    def _mode_changed(self, message: ModeChanged) -> None:
+        self.status.update_status(mode=message.mode)
+        if message.mode != "approve":
             self.query_one(ApprovePanel).hide()
         self.refresh_bindings()
 
-    def _event_done(self, footer: dict) -> None:
-        reason = footer.get("reason") or ""
+    @on(EpisodeEnded)
+    def _episode_ended(self, message: EpisodeEnded) -> None:
+        reason = message.footer.get("reason") or ""
         self.status.update_status(extra=f"done: {reason}" if reason else "done")
         if isinstance(self.focused, Input) and self.focused.id == "console-input":
             self.source_view.focus()  # the console is of no use now; q / ? work again
         self.refresh_bindings()
         if reason and not self._closed:
             self.notify(f"episode over ({reason}); q quits", title="done")
+
+    @on(SessionFailed)
+    def _session_failed(self, message: SessionFailed) -> None:
+        self.pdb_console.write(f"error: {message.text}", style="bold red")
 
     def _check_entrypoint(self, result: StepResult) -> None:
         """Warn when the entrypoint could not run at all (a typo in --entrypoint), or ran
@@ -532,12 +592,9 @@ class DgymApp(QuietKeys, App[int]):
                         "check --entrypoint", severity="error", timeout=10)
         elif summary.total == 0 and not self._hinted_no_tests and self.env is not None:
             self._hinted_no_tests = True
-            hint = no_tests_hint(self.env.workspace.files(), self.env.entrypoint)
+            hint = no_tests_hint(self._workspace.files, self.env.entrypoint)
             self.pdb_console.write(hint, style="bold yellow")
             self.notify(hint, severity="warning", timeout=15)
-
-    def _event_error(self, text: str) -> None:
-        self.pdb_console.write(f"error: {text}", style="bold red")
 
     def _after_restart(self, action: ToolCall) -> ToolCall:
         """pdb restarts at this command (the code changed under it): a step key would step
@@ -555,14 +612,12 @@ class DgymApp(QuietKeys, App[int]):
         self.refresh_bindings()
 
     # -- views -----------------------------------------------------------------
-    def _after_step(self, result: StepResult, action: ToolCall | None = None) -> None:
-        env = self.env
-        generation = getattr(env, "generation", None)
-        previous, self._generation_seen = self._generation_seen, generation
-        changed = generation != previous
+    def _after_step(self, result: StepResult, action: ToolCall | None,
+                    message: TurnRecorded) -> None:
+        changed = message.changed
         if action is not None and action.name == "pdb":
             self._frame_stale = False
-        elif changed and result.frame is not None and previous is not None:
+        elif changed and result.frame is not None:
             # pdb still stands on the old code: it restarts at the next pdb command
             self._frame_stale = True
             self.pdb_console.write("[the code changed: pdb restarts at your next pdb command; "
@@ -571,25 +626,38 @@ class DgymApp(QuietKeys, App[int]):
             result = dataclasses.replace(result, frame=None)
         if changed:
             self._refresh_tree(result)
-            self.query_one(DiffView).set_patch(env.patch())
+            if self._workspace.patch is not None:
+                self.query_one(DiffView).set_patch(self._workspace.patch)
+        source = message.source
         if result.frame is not None:
             path, line = result.frame
             if path != self._current_path or changed:
-                self._open(path, line)
-        elif changed and self._current_path is not None:
-            self._open(self._current_path, None)
+                self._open(path, line, source)
+        elif changed and self._current_path is not None and source is not None:
+            self._open(self._current_path, None, source)
         self._refresh_marks(result)
+        if action is not None and action.name == "pdb" or self._frame_stale:
+            self._inspection = None if self._frame_stale else message.inspection
+            self._show_debug(self._inspection, result)
+        else:
+            self.debug_panel.show_breakpoints(result)
 
-    def _read(self, path: str) -> str | None:
+    def _show_debug(self, inspection: Any, result: StepResult | None) -> None:
+        """Hand one stop to the Debug tab's panes; the console completes its names."""
+        self.debug_panel.show(inspection, result)
+        if inspection is not None:
+            self.pdb_console.input.complete_names([v.name for v in inspection.variables])
+
+    def _open(self, path: str, line: int | None, source: SourceText | None = None) -> None:
+        """Show ``path`` at ``line``: replay reads the model; live uses ``source`` (read in
+        a worker) or reads the file in a worker first (:class:`FileRead`)."""
         if self.replay is not None:
-            return self.replay.source_at(path, self.step_index)
-        try:
-            return self.env.workspace.read_text(path)
-        except Exception:  # noqa: BLE001  deleted / ignored / binary file
-            return None
-
-    def _open(self, path: str, line: int | None) -> None:
-        text = self._read(path)
+            text = self.replay.source_at(path, self.step_index)
+        elif source is not None and source.path == path:
+            text = source.text
+        else:
+            self._read_file(path, line)
+            return
         view = self.source_view
         if text is None:
             why = (self.replay.unavailable if self.replay is not None else "") or (
@@ -604,6 +672,22 @@ class DgymApp(QuietKeys, App[int]):
         self.query_one(FileTree).select_path(path)
         if self._last_result is not None:
             self._refresh_marks(self._last_result, follow=False)
+
+    @work(thread=True, group="read", exit_on_error=False)
+    def _read_file(self, path: str, line: int | None) -> None:
+        session = self.session
+        if session is None or self._closed:
+            return
+        with session.lock:
+            if session.env.workspace is None:
+                return
+            source = read_source(session.env, path)
+        self.post_message(FileRead(source, line))
+
+    @on(FileRead)
+    def _file_read(self, message: FileRead) -> None:
+        if self.replay is None and message.source is not None:
+            self._open(message.source.path, message.line, message.source)
 
     def _refresh_marks(self, result: StepResult, follow: bool = True) -> None:
         path = self._current_path
@@ -620,9 +704,7 @@ class DgymApp(QuietKeys, App[int]):
             files = self.replay.files()
             readonly = {f for f in files if self.replay.is_readonly(f)}
         else:
-            ws = self.env.workspace
-            files = ws.files()
-            readonly = {f for f in files if ws.is_readonly(f)}
+            files, readonly = self._workspace.files, set(self._workspace.readonly)
         tree.set_files(files, readonly, set(result.changed_files))
 
     def _update_status(self, result: StepResult | None) -> None:
@@ -651,14 +733,54 @@ class DgymApp(QuietKeys, App[int]):
         verb = "cl" if message.present else "b"
         self.act(pdb_call(f"{verb} {message.path}:{message.line}"))
 
+    @on(SourceView.SearchPrompt)
+    def _search_prompt(self) -> None:
+        console_input = self.pdb_console.input
+        console_input.value = "/"
+        console_input.cursor_position = 1
+        console_input.focus()
+
+    @on(SourceView.GotoFrame)
+    def _goto_frame(self) -> None:
+        result = self._last_result
+        frame = self._inspection.frame if self._inspection is not None else None
+        if result is not None and result.frame is not None and not self._frame_stale:
+            self._open(result.frame[0], result.frame[1])
+        elif frame is not None and frame.relative is None:
+            self.notify(f"frame outside the repository: {frame.path}:{frame.line}")
+        else:
+            self.notify("pdb is not stopped in a frame", severity="warning")
+
+    def _navigate(self, text: str) -> bool:
+        """Console lines that move the view, not pdb: ``:N`` (go to line N), ``/text``
+        (search). Returns True when ``text`` was one of them."""
+        view = self.source_view
+        if text.startswith("/") and len(text) > 1:
+            if view.search(text[1:]) is None:
+                self.notify(f"not found: {text[1:]}", severity="warning")
+            else:
+                view.focus()
+            return True
+        number = text[1:].strip() if text.startswith(":") else ""
+        if number.isdigit():
+            view.go_to(int(number))
+            view.focus()
+            return True
+        return False
+
     @on(PdbConsole.Submitted)
     def _console_line(self, message: PdbConsole.Submitted) -> None:
+        if self._navigate(message.text):
+            return
+        text = message.text[1:].strip() if message.text.startswith(":") else message.text
+        if not text:
+            return
         if self.replay is not None:
             self.notify("replay: fork (f) to act", severity="warning")
             return
         tools = self.env.tools if self.env is not None else {}
         try:
-            action = console_action(message.text, list(tools),
+            action = console_action(text, list(tools),
                                     {name: tool.parameters for name, tool in tools.items()})
         except ValueError as exc:
             self.pdb_console.write(f"error: {exc}", style="bold red")
@@ -929,10 +1051,9 @@ class DgymApp(QuietKeys, App[int]):
             return "busy: wait for the current step to finish"
         if "rewrite" not in (getattr(self.env, "tools", None) or {}):
             return "the rewrite tool is not enabled in this episode"
-        ws = self.env.workspace
-        if ws.is_ignored(path):
+        if path not in self._workspace.files:
             return f"{path} is hidden by .debugignore: it cannot be edited"
-        if ws.is_readonly(path):
+        if path in self._workspace.readonly:
             return f"{path} is read-only (.debugreadonly): it cannot be edited"
         return None
 
@@ -947,10 +1068,9 @@ class DgymApp(QuietKeys, App[int]):
         if why is not None:
             self.notify(why, severity="warning")
             return
-        try:
-            text = self.env.workspace.read_text(path)
-        except Exception as exc:  # noqa: BLE001  deleted / binary file
-            self.notify(f"cannot read {path}: {describe(exc)}", severity="error")
+        text = self.source_view.text if self.source_view.path == path else None
+        if text is None:
+            self.notify(f"open {path} first (file tree)", severity="warning")
             return
         old = "".join(text.splitlines(keepends=True)[start - 1:end])
 
@@ -970,8 +1090,7 @@ class DgymApp(QuietKeys, App[int]):
         self.act(ToolCall(name="eval", arguments={}))
 
     def action_show_diff(self) -> None:
-        if self.session is not None and self.env is not None and self.env.workspace is not None:
-            self.query_one(DiffView).set_patch(self.env.patch())
+        """Show the diff tab (kept current by every step that changes a file)."""
         self.query_one(TabbedContent).active = "tab-diff"
 
     def _offer_apply(self) -> None:
@@ -982,36 +1101,79 @@ class DgymApp(QuietKeys, App[int]):
 
     def action_apply_patch(self) -> None:
         env = self.env
-        if env is None or env.workspace is None or not self.can_apply:
+        if env is None or not self.can_apply or not self.started:
             return
-        patch = env.patch()
+        patch = self._workspace.patch or ""
         if not patch.strip():
             self.notify("no changes to apply")
             return
-        source = str(env.workspace.source)
+        source = str(env.path)
 
         def done(yes: bool | None) -> None:
-            if not yes:
-                return
-            try:
-                changed = env.workspace.apply_to_source()
-            except Exception as exc:  # noqa: BLE001  refused (files changed outside) or I/O
-                text = str(exc) or type(exc).__name__
-                self.notify(f"patch NOT applied: {describe(text)}", severity="error",
-                            title="apply", timeout=15)
-                self.pdb_console.write(f"patch not applied to {source}: {text}",
-                                       style="bold red")
-                return
-            self._apply_done = True
-            self.notify(f"applied {len(changed)} file(s) to {source}")
-            self.pdb_console.write(f"patch applied to {source}: {', '.join(changed)}")
+            if yes:
+                self._apply_patch(source)
 
         self.query_one(DiffView).set_patch(patch)
         self.push_screen(ConfirmScreen(f"Apply the patch to the original repository {source}?",
                                        patch), done)
 
-    def action_focus_console(self) -> None:
-        self.query_one("#console-input").focus()
+    @work(thread=True, group="session", exit_on_error=False)
+    def _apply_patch(self, source: str) -> None:
+        """Write the working copy's changes into the original (a three-way merge with edits
+        made there meanwhile, or a refusal that names the files), under the session's lock."""
+        session = self.session
+        self._calling(True)
+        try:
+            with session.lock:
+                if session.env.workspace is None:
+                    return
+                changed = session.env.workspace.apply_to_source()
+        except Exception as exc:  # noqa: BLE001  refused (conflicting edits) or I/O
+            self.post_message(PatchApplied(source, [], str(exc) or type(exc).__name__))
+            return
+        finally:
+            self._calling(False)
+        self.post_message(PatchApplied(source, changed))
+
+    @on(PatchApplied)
+    def _patch_applied(self, message: PatchApplied) -> None:
+        if message.error is not None:
+            self.notify(f"patch NOT applied: {describe(message.error)}", severity="error",
+                        title="apply", timeout=15)
+            self.pdb_console.write(f"patch not applied to {message.source}: {message.error}",
+                                   style="bold red")
+            return
+        self._apply_done = True
+        self.notify(f"applied {len(message.changed)} file(s) to {message.source}")
+        self.pdb_console.write(f"patch applied to {message.source}: "
+                               f"{', '.join(message.changed)}")
+
+    def action_zoom(self) -> None:
+        """Zoom the focused pane (source, console, side column) to the screen, or back."""
+        screen = self.screen
+        if screen.maximized is not None:
+            screen.minimize()
+            return
+        focused = self.focused
+        if focused is None:
+            return
+        pane = next((n for n in focused.ancestors_with_self
+                     if getattr(n, "id", None) in ("side", "console", "source", "tree")), focused)
+        screen.maximize(pane, container=False)
+
+    def action_toggle_pane(self, name: str) -> None:
+        """Show or hide the file tree (``tree``) or the side column (``side``)."""
+        shown = self.query_one(f"#{name}").display
+        self.screen.set_class(not shown, f"-show-{name}")
+        self.screen.set_class(shown, f"-hide-{name}")
+
+    def action_focus_console(self, prefix: str = "") -> None:
+        """Focus the console; ``prefix`` (``":"``) starts its line when it is empty."""
+        console_input = self.pdb_console.input
+        if prefix and not console_input.value:
+            console_input.value = prefix
+            console_input.cursor_position = len(prefix)
+        console_input.focus()
 
     def action_focus_source(self) -> None:
         self.source_view.focus()
@@ -1047,6 +1209,7 @@ class DgymApp(QuietKeys, App[int]):
             self._open(path, line)
         self._refresh_marks(result)
         self._refresh_tree(result)
+        self.debug_panel.show(None, result, replay=True)
         self._update_status(result)
         extra = f"replay step {step}/{len(model)}"
         if step == len(model) and model.trajectory.footer:
@@ -1087,20 +1250,33 @@ class DgymApp(QuietKeys, App[int]):
 
     @work(thread=True, group="session", exit_on_error=False)
     def _fork(self, step: int) -> None:
+        """Build the fork (re-executes ``step`` recorded actions) like any session call:
+        quitting meanwhile waits for it, then closes what it built."""
+        self._calling(True)
         try:
             session = self.fork_factory(step)
+            if self._closed:  # quit while forking: nobody will show it
+                session.finish("quit")
+                session.env.close()
+                return
+            bridge = SessionBridge(session, self.post_message, lambda: None)
+            state, source, inspection = bridge.snapshot()
         except Exception as exc:  # noqa: BLE001  shown to the user
             text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            self.call_from_thread(self._fork_failed, text)
+            self._to_ui(self._fork_failed, text)
             return
-        self.call_from_thread(self._go_live, session)
+        finally:
+            self._calling(False)
+        self.post_message(Forked(session, state, source, inspection))
 
     def _fork_failed(self, text: str) -> None:
         self._set_busy(None)
         self.notify(f"fork failed: {text}", severity="error")
 
-    def _go_live(self, session: Any) -> None:
+    @on(Forked)
+    def _go_live(self, message: Forked) -> None:
         """Switch from replay to a live (already started) session."""
+        session = message.session
         replay, self.replay = self.replay, None
         replay.close()
         self._unfreeze_gc()
@@ -1110,24 +1286,71 @@ class DgymApp(QuietKeys, App[int]):
         self.started = True
         self._set_busy(None)
         self.sub_title = f"fork · {session.task_name}"
-        session.subscribe(self._on_session_event)
+        bridge = self._subscribe(session)
+        bridge.generation = session.env.generation
+        self._workspace = message.state
         self.transcript.set_turns(list(session.turns))
         last = session.last or session.initial
         self._last_result = last
-        self._generation_seen = None
-        self._after_step(last)
-        if last.frame is None and self._current_path is None:
-            files = self.env.workspace.files()
-            first = first_source_file(files)
-            if first:
-                self._open(first, 1)
+        self._refresh_tree(last)
+        self.query_one(DiffView).set_patch(message.state.patch or "")
+        if message.source is not None:
+            line = last.frame[1] if last.frame and last.frame[0] == message.source.path else 1
+            self._open(message.source.path, line, message.source)
+        self._refresh_marks(last)
+        self._inspection = message.inspection
+        self._show_debug(message.inspection, last)
         self.status.update_status(task=session.task_name, budget=session.max_steps,
                                   mode=session.mode, agent=session.policy is not None,
                                   extra=f"forked at step {len(session.turns)}")
         self._update_status(last)
         self.pdb_console.write(f"forked: {len(session.turns)} recorded steps re-executed; live now",
-                           style="bold")
+                               style="bold")
         self.refresh_bindings()
+
+    # -- debug panes ---------------------------------------------------------------
+    @on(StackPane.FrameChosen)
+    def _frame_chosen(self, message: StackPane.FrameChosen) -> None:
+        """Move pdb to the chosen frame (``u N`` / ``d N``, recorded like any command)."""
+        if self.replay is not None or message.index == message.current:
+            return
+        delta = message.current - message.index
+        self.act(pdb_call(f"u {delta}" if delta > 0 else f"d {-delta}"))
+
+    @on(VariablesPane.ScopeChanged)
+    def _scope_changed(self, message: VariablesPane.ScopeChanged) -> None:
+        if self.replay is None and self.started and not self.busy:
+            self._inspect(message.scope)
+
+    @work(thread=True, group="inspect", exclusive=True, exit_on_error=False)
+    def _inspect(self, scope: str) -> None:
+        session = self.session
+        if session is not None and not self._closed:
+            self.post_message(Inspected(session.inspect(scope=scope)))
+
+    @on(Inspected)
+    def _inspected(self, message: Inspected) -> None:
+        if message.inspection is not None and self.replay is None:
+            self._inspection = message.inspection
+            self._show_debug(message.inspection, self._last_result)
+
+    @on(BreakpointsPane.Command)
+    def _breakpoint_command(self, message: BreakpointsPane.Command) -> None:
+        if self.replay is None:
+            self.act(pdb_call(message.command))
+        else:
+            self.notify("replay: fork (f) to act", severity="warning")
+
+    @on(BreakpointsPane.EditCondition)
+    def _edit_condition(self, message: BreakpointsPane.EditCondition) -> None:
+        row = message.row
+
+        def done(condition: str | None) -> None:
+            if condition is not None:
+                self.act(pdb_call(f"condition {row.number} {condition}".rstrip()))
+
+        self.push_screen(PromptScreen(f"Condition of the breakpoint at {row.path}:{row.line} "
+                                      "(empty: none)", "e.g. x > 3", row.condition or ""), done)
 
     # -- command palette -----------------------------------------------------------
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:

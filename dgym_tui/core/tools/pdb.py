@@ -23,6 +23,7 @@ import re
 import shlex
 from typing import Any, ClassVar
 
+from dgym_tui.core.pdb_inspect import Inspection, inspect_command, parse_inspection
 from dgym_tui.core.pdb_session import (
     BREAK_RE,
     DELETED_RE,
@@ -57,6 +58,8 @@ _REFUSED_WHY = {
 END_LINES = tuple(marker for marker, _ in ENDED_MARKERS)
 #: Seconds to wait for pdb to show where it was after Ctrl-C on a timeout.
 INTERRUPT_GRACE = 1.0
+#: Seconds a structured inspection (front ends' variables pane) may take.
+INSPECT_TIMEOUT = 3.0
 _PY_RE = re.compile(r"^python(\d+(\.\d+)?)?$")
 _PY_OPTS_WITH_VALUE = {"-W", "-X", "--check-hash-based-pycs"}
 
@@ -423,6 +426,37 @@ class PdbTool(Tool):
         after.append(f"[breakpoint {', '.join(map(str, older))} at {rel}:{line} replaced by "
                      f"breakpoint {num}]")
 
+
+    # -- structured inspection (front ends only; never an observation) ------
+    def inspect(self, frame: int | None = None, scope: str = "locals",
+                timeout: float = INSPECT_TIMEOUT) -> Inspection | None:
+        """Read the stack, a frame's variables and pdb's breakpoints as data.
+
+        One hidden command (:func:`~dgym_tui.core.pdb_inspect.inspect_command`)
+        is sent to the running session; nothing is recorded, the session is
+        never started or restarted for it, and pdb's current frame stays.
+
+        Args:
+            frame: stack index whose variables to read (None: pdb's current frame).
+            scope: ``"locals"`` or ``"globals"``.
+            timeout: seconds to wait; a hostile ``__repr__`` that runs longer is
+                interrupted (pdb then prints where it was) and None is returned.
+
+        Returns:
+            The :class:`~dgym_tui.core.pdb_inspect.Inspection` (paths relative
+            to the repository where they lie inside it), or None when no pdb
+            session is stopped at a prompt or the reply held no inspection.
+        """
+        session = self.session
+        if session is None or not session.alive or self._generation != self.env.generation:
+            return None
+        reply = session.send(inspect_command(frame=frame, scope=scope), timeout)
+        if reply.status == "timeout":
+            session.interrupt(INTERRUPT_GRACE)
+            return None
+        if not reply.ok:
+            return None
+        return parse_inspection(reply.output, self._rel, scope)
 
 def _cut_after_end(output: str) -> str:
     """Drop what pdb printed after its end-of-program line (its own in-process restart)."""

@@ -147,17 +147,28 @@ class CodeEditScreen(ModalScreen[str | None]):
         self.action_save() if event.button.id == "save" else self.action_cancel()
 
 
-class RejectScreen(ModalScreen[str | None]):
-    """Ask for a rejection note; dismisses with the note or None (cancelled)."""
+class PromptScreen(ModalScreen[str | None]):
+    """Ask for one line of text; dismisses with it (stripped) or None (escape).
 
-    DEFAULT_CSS = _MODAL_CSS.format(name="RejectScreen")
+    Args:
+        title: the question.
+        placeholder: the empty field's hint.
+        value: the text to start with.
+    """
+
+    DEFAULT_CSS = _MODAL_CSS.format(name="PromptScreen")
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
+
+    def __init__(self, title: str, placeholder: str = "", value: str = "") -> None:
+        super().__init__()
+        self.title_text = title
+        self.placeholder = placeholder
+        self.value = value
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Static("Reject the proposal — the note goes back to the agent",
-                         classes="modal-title")
-            yield Input(placeholder="why? what should the agent do instead?", id="reject-note")
+            yield Static(Text(self.title_text), classes="modal-title")
+            yield Input(self.value, placeholder=self.placeholder, id="prompt-input")
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()
@@ -165,6 +176,16 @@ class RejectScreen(ModalScreen[str | None]):
 
     def action_cancel(self) -> None:
         self.dismiss(None)
+
+
+class RejectScreen(PromptScreen):
+    """Ask for a rejection note; dismisses with the note or None (cancelled)."""
+
+    DEFAULT_CSS = _MODAL_CSS.format(name="RejectScreen")
+
+    def __init__(self) -> None:
+        super().__init__("Reject the proposal — the note goes back to the agent",
+                         "why? what should the agent do instead?")
 
 
 class ConfirmScreen(ModalScreen[bool]):

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import ClassVar
 
 from rich.text import Text
-from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
@@ -25,7 +24,8 @@ COMPLETIONS = [
 
 
 #: The console's empty-line hint: the two kinds of lines, most important first.
-PLACEHOLDER = 'p x, n, b f.py:3 (pdb) · rewrite path=f.py start=3 end=3 new_code=".."'
+PLACEHOLDER = ('p x, n, b f.py:3 (pdb) · rewrite path=f.py start=3 end=3 new_code=".." · '
+               ':41 go to line · /text search')
 
 
 class HistoryInput(Input):
@@ -39,17 +39,16 @@ class HistoryInput(Input):
     ]
 
     def __init__(self, **kwargs) -> None:
+        kwargs.setdefault("select_on_focus", False)  # a ":" or "/" put there stays
         super().__init__(suggester=SuggestFromList(COMPLETIONS, case_sensitive=False), **kwargs)
         self.history: list[str] = []
         self._pos = 0
         self._draft = ""
 
-    async def _on_key(self, event: events.Key) -> None:
-        # ``:`` is the app's "focus the console" key: typed into an empty console it
-        # meant just that (no pdb command or tool call starts with a colon).
-        if event.character == ":" and not self.value:
-            event.prevent_default()
-            event.stop()
+    def complete_names(self, names: list[str]) -> None:
+        """Also complete ``p NAME`` / ``pp NAME`` / ``NAME`` for the current frame's names."""
+        extra = [f"{verb}{name}" for name in names for verb in ("p ", "pp ", "")]
+        self.suggester = SuggestFromList(COMPLETIONS + extra, case_sensitive=True)
 
     def remember(self, line: str) -> None:
         """Add ``line`` to the history (consecutive duplicates are kept once)."""
@@ -78,9 +77,11 @@ class HistoryInput(Input):
 class PdbConsole(Vertical):
     """pdb console. Posts :class:`PdbConsole.Submitted` with the typed line."""
 
+    ALLOW_MAXIMIZE = True  # the app's zoom key maximizes the whole console
+
     DEFAULT_CSS = """
     PdbConsole { height: 14; border-top: solid $panel-lighten-2; }
-    PdbConsole RichLog { height: 1fr; background: $surface; }
+    PdbConsole RichLog { height: 1fr; background: $surface; scrollbar-gutter: stable; }
     PdbConsole HistoryInput { height: 3; }
     """
 
@@ -92,7 +93,9 @@ class PdbConsole(Vertical):
             super().__init__()
 
     def compose(self) -> ComposeResult:
-        yield RichLog(id="console-log", wrap=True, max_lines=5000, markup=False)
+        # min_width: RichLog renders at least 78 cells wide by default, cutting the end of
+        # wrapped lines off in a narrower console
+        yield RichLog(id="console-log", wrap=True, max_lines=5000, markup=False, min_width=20)
         yield HistoryInput(placeholder=PLACEHOLDER, id="console-input")
 
     @property

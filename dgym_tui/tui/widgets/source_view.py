@@ -126,7 +126,11 @@ class SourceView(QuietKeys, ScrollView, can_focus=True):
         Binding("pageup", "page(-1)", "Page up", show=False),
         Binding("pagedown", "page(1)", "Page down", show=False),
         Binding("home", "goto_top", "Top", show=False),
-        Binding("end", "goto_bottom", "Bottom", show=False),
+        Binding("end,G,shift+g", "goto_bottom", "Bottom", show=False),
+        Binding("slash", "search_prompt", "Search", show=False),
+        Binding("semicolon", "search(1)", "Next match", show=False),
+        Binding("comma", "search(-1)", "Previous match", show=False),
+        Binding("full_stop", "goto_frame", "Current frame", show=False),
         Binding("b", "toggle_breakpoint", "Breakpoint"),
         Binding("n", "pdb('n')", "next"),
         Binding("s", "pdb('s')", "step"),
@@ -154,6 +158,12 @@ class SourceView(QuietKeys, ScrollView, can_focus=True):
             self.line = line
             self.present = present  # True: a breakpoint is there now (so remove it)
             super().__init__()
+
+    class SearchPrompt(Message):
+        """``/`` asks the app for a search pattern (the console opens with ``/``)."""
+
+    class GotoFrame(Message):
+        """``.`` asks for the current frame while another file is shown."""
 
     class EditCode(Message):
         """Edit lines ``start``..``end`` (1-based, inclusive) of ``path``."""
@@ -183,6 +193,7 @@ class SourceView(QuietKeys, ScrollView, can_focus=True):
         #: False in replay: pdb keys and breakpoint clicks do nothing.
         self.interactive = True
         self._anchor: int | None = None  # line where ``V`` started a selection
+        self.pattern = ""  # the last search (``/``); ``;`` / ``,`` repeat it
 
     # -- content -----------------------------------------------------------------
     def load(self, path: str | None, text: str, line: int | None = None) -> None:
@@ -233,6 +244,11 @@ class SourceView(QuietKeys, ScrollView, can_focus=True):
         if follow and frame is not None and changed_frame:
             self.go_to(frame)
         self.refresh()
+
+    @property
+    def text(self) -> str | None:
+        """The loaded file's text as given to :meth:`load` (None: no file)."""
+        return self._text if self.path is not None else None
 
     @property
     def breakpoints(self) -> dict[int, str | None]:
@@ -427,6 +443,43 @@ class SourceView(QuietKeys, ScrollView, can_focus=True):
 
     def action_goto_bottom(self) -> None:
         self.go_to(len(self.lines))
+
+    def search(self, pattern: str, direction: int = 1) -> int | None:
+        """Move the cursor to the next (``direction`` 1) or previous (-1) line containing
+        ``pattern`` (case-insensitive when it is all lower case), wrapping around.
+
+        Returns:
+            The 1-based line found, or None (the cursor stays).
+        """
+        self.pattern = pattern
+        if not pattern or not self.lines:
+            return None
+        fold = pattern == pattern.lower()
+        needle = pattern.lower() if fold else pattern
+        count = len(self.lines)
+        for step in range(1, count + 1):
+            index = (self.cursor_line - 1 + direction * step) % count
+            line = self.lines[index].lower() if fold else self.lines[index]
+            if needle in line:
+                self.go_to(index + 1)
+                return index + 1
+        return None
+
+    def action_search(self, direction: int) -> None:
+        if not self.pattern:
+            self.post_message(self.SearchPrompt())
+        elif self.search(self.pattern, direction) is None:
+            self.notify(f"not found: {self.pattern}", severity="warning")
+
+    def action_search_prompt(self) -> None:
+        self.post_message(self.SearchPrompt())
+
+    def action_goto_frame(self) -> None:
+        """Put the cursor on the current frame's line (when it is in this file)."""
+        if self._marks.frame is not None:
+            self.go_to(self._marks.frame)
+        else:
+            self.post_message(self.GotoFrame())  # the app opens the frame's file
 
     def action_toggle_breakpoint(self) -> None:
         self._toggle(self.cursor_line)

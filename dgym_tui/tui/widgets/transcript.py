@@ -93,12 +93,12 @@ class Transcript(VerticalScroll, can_focus=True):
     All shown turns are drawn by ONE Static (mounting a widget per turn made
     opening a long trajectory slow); a click on a fold marker expands or
     folds that turn's observation. From the keyboard (transcript focused):
-    ``enter`` (or ``z``) expands or folds the newest folded turn's observation,
+    ``enter`` expands or folds the newest folded turn's observation,
     ``Z`` expands or folds all of them.
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("enter,z", "fold_last", "Expand/fold", show=False),
+        Binding("enter", "fold_last", "Expand/fold", show=False),
         Binding("Z,shift+z", "fold_all", "Expand/fold all", show=False),
     ]
 

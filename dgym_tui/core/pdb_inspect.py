@@ -1,0 +1,235 @@
+"""Structured inspection of a stopped pdb: stack, variables and breakpoints as data.
+
+A front end that shows a variables / stack / breakpoints pane asks pdb with ONE
+hidden command per stop: :func:`inspect_command` builds a ``!exec(...)`` line
+whose code runs inside the debugged process, finds the ``pdb.Pdb`` instance on
+its own call stack, and prints one JSON document between two markers;
+:func:`parse_inspection` reads it back. The code runs in a fresh namespace
+(nothing is added to the program's globals), ``!`` lines never become pdb's
+``lastcmd``, and the reply is bounded (values elided to ``max_repr``
+characters, ``max_items`` children per container, ``max_nodes`` values in all).
+
+This is display data for a person: it is never part of an observation or a
+trajectory step. Values are shown with ``reprlib``, so a hostile ``__repr__``
+can still run (as it would under ``p``); callers bound the wait and interrupt.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import zlib
+from dataclasses import dataclass, field
+from typing import Any
+
+#: The markers around the JSON (written by the packed script, so a terminal's echo of
+#: the command line never contains them).
+BEGIN = "<<dgym-inspect>>"
+END = "<</dgym-inspect>>"
+
+# Runs inside the debugged process; ``A`` holds the arguments. Kept small: the
+# command line (zlib + base64 of this text) must stay well under a terminal's
+# 4 KB line limit.
+_SCRIPT = r'''
+import sys, json, pdb, bdb, reprlib
+f = sys._getframe()
+while f is not None and not isinstance(f.f_locals.get("self"), pdb.Pdb):
+    f = f.f_back
+P = f.f_locals["self"]
+R = reprlib.Repr()
+R.maxstring = R.maxother = R.maxlong = A["max_repr"]
+R.maxlist = R.maxtuple = R.maxdict = R.maxset = R.maxfrozenset = R.maxdeque = 12
+R.maxlevel = 3
+budget = [A["max_nodes"]]
+def kids(v):
+    if isinstance(v, dict):
+        return [(R.repr(k), x) for k, x in list(v.items())[:A["max_items"]]], len(v)
+    if isinstance(v, (list, tuple)):
+        return [(str(i), x) for i, x in enumerate(v[:A["max_items"]])], len(v)
+    if isinstance(v, (set, frozenset)):
+        return [("", x) for x in list(v)[:A["max_items"]]], len(v)
+    d = getattr(v, "__dict__", None)
+    if isinstance(d, dict) and not isinstance(v, type) and not callable(v) \
+            and type(v).__name__ != "module":
+        return [(k, x) for k, x in list(d.items())[:A["max_items"]]], len(d)
+    return None, 0
+def node(name, v, depth):
+    budget[0] -= 1
+    try:
+        r = R.repr(v)
+    except Exception as e:
+        r = "<repr failed: %s>" % type(e).__name__
+    n = {"n": name, "t": type(v).__name__, "r": r[:A["max_repr"] * 2]}
+    ch, total = kids(v)
+    if ch is not None and total:
+        n["len"] = total
+        if depth > 0 and budget[0] > 0:
+            n["c"] = [node(k, x, depth - 1) for k, x in ch if budget[0] > 0]
+    return n
+frames = []
+for i, (fr, line) in enumerate(P.stack):
+    frames.append([fr.f_code.co_filename, line, fr.f_code.co_name])
+cur = P.curindex if A["frame"] is None else max(0, min(A["frame"], len(P.stack) - 1))
+fr = P.stack[cur][0] if P.stack else None
+vs = []
+if fr is not None:
+    if A["scope"] == "globals":
+        src = fr.f_globals
+    elif fr is P.curframe:
+        src = getattr(P, "curframe_locals", None) or fr.f_locals
+    else:
+        src = fr.f_locals
+    for k in sorted(src, key=str):
+        if budget[0] <= 0:
+            break
+        if k.startswith("__") and k not in ("__return__", "__exception__"):
+            continue
+        v = src[k]
+        if A["scope"] == "globals" and type(v).__name__ == "module":
+            continue
+        vs.append(node(k, v, A["depth"]))
+bps = []
+for b in bdb.Breakpoint.bpbynumber[1:]:
+    if b is not None:
+        bps.append([b.number, b.file, b.line, b.cond, b.enabled, b.hits, b.temporary])
+sys.stdout.write("<<dgym-inspect>>" + json.dumps({"frames": frames, "current": P.curindex,
+    "selected": cur, "vars": vs, "bps": bps, "truncated": budget[0] <= 0}) + "<</dgym-inspect>>\n")
+'''
+
+_PACKED = base64.b64encode(zlib.compress(_SCRIPT.encode(), 9)).decode()
+
+
+@dataclass
+class Variable:
+    """One value of a frame.
+
+    Attributes:
+        name: variable name, dict key repr, list index or ``""`` (set member).
+        type: the value's type name.
+        repr: the value's repr, elided (``reprlib``).
+        length: number of children for containers / objects with attributes (0: none).
+        children: the first children, when fetched (None: not fetched or none).
+    """
+
+    name: str
+    type: str
+    repr: str
+    length: int = 0
+    children: list[Variable] | None = None
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Variable:
+        kids = data.get("c")
+        return cls(str(data.get("n", "")), str(data.get("t", "")), str(data.get("r", "")),
+                   int(data.get("len", 0) or 0),
+                   [cls.from_json(k) for k in kids] if isinstance(kids, list) else None)
+
+
+@dataclass
+class StackFrame:
+    """One frame of pdb's stack: ``path`` as the process sees it, 1-based ``line``,
+    ``function``; ``relative`` is the repository-relative path (None outside it)."""
+
+    path: str
+    line: int
+    function: str
+    relative: str | None = None
+
+
+@dataclass
+class PdbBreakpoint:
+    """A breakpoint as pdb holds it now: its pdb ``number``, ``path`` (repository-
+    relative when inside it), ``line``, ``condition``, ``enabled``, ``hits``, ``temporary``."""
+
+    number: int
+    path: str
+    line: int
+    condition: str | None
+    enabled: bool
+    hits: int
+    temporary: bool = False
+
+
+@dataclass
+class Inspection:
+    """What a stopped pdb shows: the stack, the selected frame's variables, breakpoints.
+
+    Attributes:
+        frames: outermost first (pdb's ``where`` order, runner frames included).
+        current: index in ``frames`` of pdb's current frame.
+        selected: index of the frame whose variables are in ``variables``.
+        variables: the selected frame's locals (or globals), sorted by name.
+        scope: ``"locals"`` or ``"globals"``.
+        breakpoints: every breakpoint pdb holds.
+        truncated: True when the value budget ran out (some values missing).
+    """
+
+    frames: list[StackFrame] = field(default_factory=list)
+    current: int = 0
+    selected: int = 0
+    variables: list[Variable] = field(default_factory=list)
+    scope: str = "locals"
+    breakpoints: list[PdbBreakpoint] = field(default_factory=list)
+    truncated: bool = False
+
+    @property
+    def frame(self) -> StackFrame | None:
+        """The selected frame, or None when the stack is empty."""
+        return self.frames[self.selected] if 0 <= self.selected < len(self.frames) else None
+
+
+def inspect_command(frame: int | None = None, scope: str = "locals", depth: int = 2,
+                    max_repr: int = 120, max_items: int = 30, max_nodes: int = 400) -> str:
+    """Return the one-line pdb command that prints an :class:`Inspection` as JSON.
+
+    Args:
+        frame: index into pdb's stack whose variables to read (None: pdb's
+            current frame); pdb's own current frame is not changed.
+        scope: ``"locals"`` or ``"globals"`` (modules and dunder names skipped).
+        depth: container levels fetched below each variable (0: none).
+        max_repr: characters per value repr before elision.
+        max_items: children per container.
+        max_nodes: values in all (keeps the reply small on huge frames).
+
+    Raises:
+        ValueError: unknown ``scope``.
+    """
+    if scope not in ("locals", "globals"):
+        raise ValueError(f"scope must be 'locals' or 'globals', got {scope!r}")
+    args = {"frame": frame, "scope": scope, "depth": int(depth), "max_repr": int(max_repr),
+            "max_items": int(max_items), "max_nodes": int(max_nodes)}
+    return ("!exec(__import__('zlib').decompress(__import__('base64').b64decode("
+            f"'{_PACKED}')).decode(), {{'A': {args!r}}})")
+
+
+def parse_inspection(output: str, relative: Any = None, scope: str = "locals") -> Inspection | None:
+    """Read the JSON printed by :func:`inspect_command` out of pdb's reply.
+
+    Args:
+        output: pdb's reply text.
+        relative: ``relative(path) -> str | None`` mapping a path the process
+            printed to a repository-relative one (None: keep paths as printed).
+        scope: the scope that was asked for.
+
+    Returns:
+        The :class:`Inspection`, or None when the reply holds none (pdb not
+        stopped, the code failed, output cut).
+    """
+    start = output.find(BEGIN)
+    stop = output.find(END, start + len(BEGIN)) if start >= 0 else -1
+    if start < 0 or stop < 0:
+        return None
+    try:
+        data = json.loads(output[start + len(BEGIN):stop])
+    except json.JSONDecodeError:
+        return None
+    rel = relative or (lambda _p: None)
+    frames = [StackFrame(str(p), int(n), str(fn), rel(str(p))) for p, n, fn in data["frames"]]
+    bps = []
+    for num, path, line, cond, enabled, hits, temporary in data["bps"]:
+        bps.append(PdbBreakpoint(int(num), rel(str(path)) or str(path), int(line),
+                                 cond or None, bool(enabled), int(hits), bool(temporary)))
+    return Inspection(frames=frames, current=int(data["current"]),
+                      selected=int(data["selected"]),
+                      variables=[Variable.from_json(v) for v in data["vars"]], scope=scope,
+                      breakpoints=bps, truncated=bool(data.get("truncated")))

@@ -1,0 +1,155 @@
+"""The session subscriber of the app: session events in, typed Textual messages out.
+
+:class:`SessionBridge` is called by the session from the thread that drives it
+(a worker of the app). It reads what the UI will need — file list, read-only
+set, patch, the text of the file to show, pdb's stack and variables — right
+there, holding the session's lock, and posts one message of
+:mod:`dgym_tui.tui.messages` per event (``post_message`` is thread-safe).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from textual.message import Message
+
+from dgym_tui.tui.locate import first_source_file, locate_failure
+from dgym_tui.tui.messages import (
+    AgentThinking,
+    EpisodeEnded,
+    ModeChanged,
+    ProposalReady,
+    SessionFailed,
+    SessionStarted,
+    SourceText,
+    StepStarted,
+    TurnRecorded,
+    WorkspaceState,
+)
+
+log = logging.getLogger(__name__)
+
+
+def workspace_state(env: Any, patch: str | None = None) -> WorkspaceState:
+    """Files, read-only set and ``patch`` of ``env``'s working copy (call under the lock)."""
+    ws = env.workspace
+    files = ws.files()
+    return WorkspaceState(files, frozenset(f for f in files if ws.is_readonly(f)), patch)
+
+
+def read_source(env: Any, path: str | None) -> SourceText | None:
+    """The text of working-copy file ``path`` (None for no path; text None if unreadable)."""
+    if path is None:
+        return None
+    try:
+        return SourceText(path, env.workspace.read_text(path))
+    except Exception:  # noqa: BLE001  deleted / ignored / binary / closed
+        return SourceText(path, None)
+
+
+def start_location(result: Any, files: list[str]) -> tuple[str, int] | None:
+    """Where the source view opens: the failing test's entry into the repository's
+    code, else the first source file at line 1, else None."""
+    where = locate_failure(result.eval_output, files, result.eval)
+    if where is not None:
+        return where
+    first = first_source_file(files)
+    return (first, 1) if first is not None else None
+
+
+class SessionBridge:
+    """Subscribe an instance to a session: ``session.subscribe(bridge)``.
+
+    Args:
+        session: the live ``Session``.
+        post: thread-safe ``post(message)`` (the app's ``post_message``).
+        shown_path: returns the file the source view shows now (read from the
+            worker thread: a plain attribute read).
+    """
+
+    def __init__(self, session: Any, post: Callable[[Message], Any],
+                 shown_path: Callable[[], str | None]) -> None:
+        self.session = session
+        self.post = post
+        self.shown_path = shown_path
+        self.generation: int | None = None
+
+    def __call__(self, event: Any) -> None:
+        handler = getattr(self, f"_on_{event.kind}", None)
+        if handler is None:
+            return
+        message = handler(event.data)
+        if message is not None:
+            self.post(message)
+
+    # -- events ----------------------------------------------------------------
+    def _on_reset(self, result: Any) -> Message:
+        env = self.session.env
+        with self.session.lock:
+            self.generation = env.generation
+            state = workspace_state(env, "")
+            location = start_location(result, state.files)
+            source = read_source(env, location[0] if location else None)
+        return SessionStarted(result, state, location, source)
+
+    def _on_proposing(self, _data: Any) -> Message:
+        return AgentThinking()
+
+    def _on_proposal(self, proposal: Any) -> Message:
+        return ProposalReady(proposal)
+
+    def _on_stepping(self, action: Any) -> Message:
+        return StepStarted(action)
+
+    def _on_turn(self, turn: Any) -> Message:
+        env = self.session.env
+        state = source = inspection = None
+        changed = False
+        try:
+            with self.session.lock:
+                if env.workspace is None:  # closed under the step (quit)
+                    return TurnRecorded(turn, None, None, None, False)
+                generation = env.generation
+                changed = generation != self.generation
+                self.generation = generation
+                if changed:
+                    patch = getattr(turn, "patch", None)
+                    state = workspace_state(env, patch if patch is not None else env.patch())
+                result = turn.result
+                shown = self.shown_path()
+                path = result.frame[0] if result is not None and result.frame else None
+                if path is not None and (path != shown or changed):
+                    source = read_source(env, path)
+                elif changed and shown is not None:
+                    source = read_source(env, shown)
+            if turn.action is not None and turn.action.name == "pdb":
+                inspection = self.session.inspect()
+        except Exception:  # noqa: BLE001  the turn is shown anyway; the panes wait
+            log.exception("reading the state after step %s failed", turn.index)
+        return TurnRecorded(turn, state, source, inspection, changed)
+
+    def _on_mode(self, mode: str) -> Message:
+        return ModeChanged(mode)
+
+    def _on_done(self, footer: dict) -> Message:
+        return EpisodeEnded(footer)
+
+    def _on_error(self, text: str) -> Message:
+        return SessionFailed(str(text))
+
+    # -- for the app's own workers -------------------------------------------------
+    def snapshot(self) -> tuple[WorkspaceState, SourceText | None, Any]:
+        """State of a session that is already running (a fork): workspace with patch, the
+        text of the frame's (else the first) file, pdb's inspection. Call in a worker."""
+        env = self.session.env
+        with self.session.lock:
+            self.generation = env.generation
+            state = workspace_state(env, env.patch())
+            last = self.session.last or self.session.initial
+            where = last.frame if last is not None and last.frame else None
+            if where is None and last is not None:
+                where = start_location(last, state.files)
+            source = read_source(env, where[0] if where else None)
+        return state, source, self.session.inspect()

@@ -1,0 +1,143 @@
+"""Typed messages from the session's worker thread to the app.
+
+Each message carries what the UI needs already computed in the worker, under
+the session's lock (file list, read-only set, patch, the text of the file to
+show, pdb's stack / variables / breakpoints), so the UI thread never touches
+the environment. :class:`~dgym_tui.tui.bridge.SessionBridge` builds them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from textual.message import Message
+
+from dgym_tui.core.types import StepResult, ToolCall
+
+
+@dataclass
+class WorkspaceState:
+    """The working copy as the file tree and the diff tab show it.
+
+    Attributes:
+        files: visible files, relative POSIX paths.
+        readonly: the read-only ones among them.
+        patch: unified diff against the starting files (None: not computed).
+    """
+
+    files: list[str]
+    readonly: frozenset[str]
+    patch: str | None = None
+
+
+@dataclass
+class SourceText:
+    """The text of one working-copy file (``text`` None: unreadable / gone)."""
+
+    path: str
+    text: str | None
+
+
+@dataclass
+class SessionStarted(Message):
+    """The episode started (reset done).
+
+    Attributes:
+        result: the reset StepResult.
+        workspace: files and read-only set.
+        location: where to open the source view first (failing line, else the
+            first source file at line 1), or None.
+        source: the text of ``location``'s file.
+    """
+
+    result: StepResult
+    workspace: WorkspaceState
+    location: tuple[str, int] | None
+    source: SourceText | None
+
+
+@dataclass
+class AgentThinking(Message):
+    """The agent is being asked for a proposal."""
+
+
+@dataclass
+class ProposalReady(Message):
+    """The agent proposed an action (``proposal``: a ``Proposal``)."""
+
+    proposal: Any
+
+
+@dataclass
+class StepStarted(Message):
+    """A step runs ``action``."""
+
+    action: ToolCall
+
+
+@dataclass
+class TurnRecorded(Message):
+    """A turn was recorded.
+
+    Attributes:
+        turn: the session's ``Turn``.
+        workspace: files / read-only / patch when the step changed a file, else None.
+        source: the text of the file the source view should show after this
+            step (the frame's file, or the open file when it changed), or None.
+        inspection: pdb's stack / variables / breakpoints after a pdb step
+            (``Inspection``), or None (not a pdb step, pdb not stopped).
+        changed: the step changed a visible file (``RepoEnv.generation`` moved).
+    """
+
+    turn: Any
+    workspace: WorkspaceState | None
+    source: SourceText | None
+    inspection: Any
+    changed: bool
+
+
+@dataclass
+class ModeChanged(Message):
+    """The session's mode is now ``mode``."""
+
+    mode: str
+
+
+@dataclass
+class EpisodeEnded(Message):
+    """The episode ended; ``footer`` is the trajectory footer."""
+
+    footer: dict
+
+
+@dataclass
+class SessionFailed(Message):
+    """The session reported an error (``text``: one line)."""
+
+    text: str
+
+
+@dataclass
+class Inspected(Message):
+    """A fresh inspection asked for by the UI (another frame, globals)."""
+
+    inspection: Any
+
+
+@dataclass
+class FileRead(Message):
+    """A file the person opened, read in a worker."""
+
+    source: SourceText
+    line: int | None
+
+
+@dataclass
+class PatchApplied(Message):
+    """``w`` finished: ``changed`` files written, or ``error`` (one line, nothing written
+    unless the message says otherwise)."""
+
+    source: str
+    changed: list[str]
+    error: str | None = None

@@ -1,0 +1,64 @@
+"""The Debug tab: where pdb stands, the variables, the stack and the breakpoints panes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import Static
+
+from dgym_tui.tui.widgets.breakpoints import BreakpointsPane, rows_from
+from dgym_tui.tui.widgets.stack import StackPane
+from dgym_tui.tui.widgets.variables import VariablesPane
+
+
+def where_text(inspection: Any) -> Text:
+    """One line: the selected frame, or a note when it lies outside the repository."""
+    frame = inspection.frame if inspection is not None else None
+    if frame is None:
+        return Text("pdb is not stopped", style="dim")
+    if frame.relative is None:
+        return Text(f"frame outside the repository: {frame.path}:{frame.line}",
+                    style="bold yellow")
+    return Text(f"{frame.function} · {frame.relative}:{frame.line}", style="bold")
+
+
+class DebugPanel(Vertical):
+    """Variables (1fr), stack and breakpoints, stacked as in pudb. Each pane keeps its own
+    state; :meth:`show` hands them one stop's inspection."""
+
+    DEFAULT_CSS = """
+    DebugPanel { height: 1fr; }
+    DebugPanel > #debug-where { height: 1; padding: 0 1; background: $panel; }
+    DebugPanel > .pane-title { height: 1; padding: 0 1; color: $text-muted;
+                               background: $panel; }
+    """
+
+    def compose(self) -> ComposeResult:
+        yield Static(where_text(None), id="debug-where")
+        yield VariablesPane(id="variables")
+        yield Static("stack (enter: select)", classes="pane-title")
+        yield StackPane(id="stack")
+        yield Static("breakpoints (enter: on/off · del · c: condition)", classes="pane-title")
+        yield BreakpointsPane(id="breakpoints")
+
+    def show(self, inspection: Any, result: Any, replay: bool = False) -> None:
+        """Show one stop: ``inspection`` (None: pdb not stopped / not recorded) and the
+        StepResult ``result`` for the breakpoints when pdb holds none."""
+        note = where_text(inspection)
+        if replay:
+            note = Text("replay: variables and stack are not recorded; f forks here",
+                        style="dim")
+        self.query_one("#debug-where", Static).update(note)
+        self.query_one(VariablesPane).show_inspection(inspection)
+        self.query_one(StackPane).show_inspection(inspection)
+        self.query_one(BreakpointsPane).show_rows(rows_from(result, inspection))
+
+    def show_breakpoints(self, result: Any) -> None:
+        """Refresh the breakpoints from ``result`` after a step that was not pdb's (the
+        other panes keep the last stop)."""
+        pane = self.query_one(BreakpointsPane)
+        if not any(row.number is not None for row in pane.rows_shown):
+            pane.show_rows(rows_from(result, None))

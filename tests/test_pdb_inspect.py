@@ -1,0 +1,84 @@
+"""Structured pdb inspection (variables / stack / breakpoints panes): real pdb, real files.
+
+The hidden command must leave no trace: not in the program's globals, not in the
+next observation, not as pdb's repeated command."""
+
+from __future__ import annotations
+
+import pytest
+
+from dgym_tui.core.pdb_inspect import inspect_command, parse_inspection
+from dgym_tui.core.types import ToolCall
+
+PROG = """\
+class Box:
+    def __init__(self):
+        self.items = [1, 2, 3]
+        self.name = "box"
+
+
+def total_of(xs, table):
+    total = 0
+    box = Box()
+    for x in xs:
+        total += x
+    return total
+
+
+def test_total():
+    assert total_of(list(range(100)), {"a": 1, "b": [1, 2]}) == 4950
+"""
+
+
+@pytest.fixture
+def env(make_repo, make_env, fast_pytest):
+    repo = make_repo({"test_prog.py": PROG})
+    env = make_env(repo, entrypoint=f"{fast_pytest} test_prog.py")
+    env.reset()
+    return env
+
+
+def pdb(env, command):
+    return env.step(ToolCall("pdb", {"command": command}))
+
+
+def test_inspect_locals_stack_breakpoints(env):
+    tool = env.tools["pdb"]
+    assert tool.inspect() is None  # no pdb session yet: nothing is started for it
+    pdb(env, "b test_prog.py:11")
+    pdb(env, "condition 1 x > 2")
+    pdb(env, "c")
+    got = tool.inspect()
+    assert got is not None
+    names = {v.name: v for v in got.variables}
+    assert set(names) == {"box", "table", "total", "x", "xs"}
+    assert names["x"].repr == "3" and names["total"].repr == "3"
+    assert names["xs"].length == 100 and len(names["xs"].children) == 30  # bounded
+    assert "..." in names["xs"].repr  # long reprs are elided
+    box = {c.name: c.repr for c in names["box"].children}
+    assert box == {"items": "[1, 2, 3]", "name": "'box'"}
+    table = {c.name: c for c in names["table"].children}
+    assert [c.repr for c in table["'b'"].children] == ["1", "2"]  # two levels
+    here = got.frame
+    assert (here.relative, here.line, here.function) == ("test_prog.py", 11, "total_of")
+    assert got.frames[got.selected - 1].function == "test_total"
+    [bp] = got.breakpoints
+    assert (bp.path, bp.line, bp.condition, bp.hits, bp.enabled) == (
+        "test_prog.py", 11, "x > 2", 4, True)
+
+    # another frame's variables without moving pdb
+    caller = tool.inspect(frame=got.selected - 1)
+    assert caller.variables and all(v.name.startswith("@py_assert") for v in caller.variables)
+    assert caller.current == got.current
+    # no trace: globals, the next observation, an empty line's repeat
+    seen = pdb(env, "p sorted(k for k in globals() if 'dgym' in k or k == 'A')").observation
+    assert "[]" in seen and "dgym-inspect" not in seen
+    assert "dgym-inspect" not in pdb(env, "n").observation
+
+
+def test_parse_rejects_missing_or_broken_replies():
+    assert parse_inspection("*** NameError: name 'x' is not defined") is None
+    assert parse_inspection("<<dgym-inspect>>{broken<</dgym-inspect>>") is None
+    assert len(inspect_command()) < 3000  # a terminal line (4 KB) carries it
+    with pytest.raises(ValueError):
+        inspect_command(scope="everything")
