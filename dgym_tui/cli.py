@@ -87,6 +87,22 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return 0 if summary.errors == 0 else 1
 
 
+def _cmd_study_summary(args: argparse.Namespace) -> int:
+    from dgym_tui.study_summary import load_study_episodes, render_summary, summarize
+
+    print(render_summary(summarize(load_study_episodes(args.results)), args.format), end="")
+    return 0
+
+
+def _cmd_study_check(args: argparse.Namespace) -> int:
+    from dgym_tui.study import load_study
+
+    study = load_study(args.study)
+    print(f"study {study.id} (hash {study.hash}): {len(study.tasks)} task(s) of {study.benchmark}, "
+          f"condition {study.condition}")
+    return 0
+
+
 def _cmd_report(args: argparse.Namespace) -> int:
     from dgym_tui.report import build_report, load_episodes, plot, print_report, render
 
@@ -404,6 +420,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=("table", "markdown", "csv", "json"), default="table")
     p.add_argument("--plot", action="store_true", help="also draw the success rates (plotext)")
     p.set_defaults(func=_cmd_report)
+
+    p = sub.add_parser("study", help="human baseline studies: check a study file, summarize results")
+    study = p.add_subparsers(dest="study_command", metavar="STUDY_COMMAND")
+    study.required = True
+    q = study.add_parser("summary", help="per condition and task: solved rate, median time and "
+                                         "steps, pdb use")
+    q.add_argument("results", nargs="+", metavar="RESULTS_DIR",
+                   help="a study's results folder or a dgym run folder")
+    q.add_argument("--format", choices=("markdown", "csv"), default="markdown")
+    q.set_defaults(func=_cmd_study_summary)
+    q = study.add_parser("check", help="validate a study file (benchmark, tasks, tools, keys)")
+    q.add_argument("study", metavar="STUDY.yaml")
+    q.set_defaults(func=_cmd_study_check)
 
     p = sub.add_parser("replay", help="re-execute a trajectory and report divergences; "
                                       "or fork it at --until N")
