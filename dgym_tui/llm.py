@@ -33,6 +33,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from dgym_tui.core.errors import first_line
 from dgym_tui.records import Usage
 
 log = logging.getLogger(__name__)
@@ -586,14 +587,14 @@ class LLM:
                     where = (f"check env var {self.config.api_key_env}" if self.config.api_key_env
                              else "check api_key / api_key_env in llm.yaml")
                     raise LLMConfigError(f"LLM {self.config.name!r} rejected the API key "
-                                         f"({self._short(exc)}); {where}") from None
+                                         f"({first_line(exc, 300)}); {where}") from None
                 if not isinstance(exc, retryable):  # bad request, unknown model, ...
                     raise LLMError(f"LLM {self.config.name!r} call failed: "
-                                   f"{self._short(exc)}") from exc
+                                   f"{first_line(exc, 300)}") from exc
                 if attempt >= self.config.retries:
                     error = type(exc) if isinstance(exc, LLMError) else LLMError
                     raise error(f"LLM {self.config.name!r} failed after {attempt + 1} "
-                                   f"attempts: {self._short(exc)}") from None
+                                   f"attempts: {first_line(exc, 300)}") from None
                 delay = max(self.config.retry_base_delay * (2 ** attempt), _retry_after(exc))
                 log.warning("LLM %s: %s; retry %d in %.2fs", self.config.name,
                             type(exc).__name__, attempt + 1, delay)
@@ -628,11 +629,6 @@ class LLM:
         log.warning("LLM %s: context window exceeded; dropping %d oldest turns",
                     self.config.name, new)
         return min(new, n_units - 1)
-
-    @staticmethod
-    def _short(exc: Exception) -> str:
-        text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        return text[:300]
 
     def _call(self, litellm, messages: list[dict], tools: list[dict] | None):
         kwargs: dict[str, Any] = dict(self.config.extra)

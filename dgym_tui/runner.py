@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from dgym_tui.config import ConfigError, RunConfig
+from dgym_tui.core.errors import first_line
 from dgym_tui.executors import LocalExecutor
 from dgym_tui.policy import Policy
 from dgym_tui.stopping import INTERRUPTED, StopSignal
@@ -257,7 +258,7 @@ def run_task(config: RunConfig, benchmark: Any, task_name: str, output_dir: Path
             _end_interrupted(status, session)
         else:
             status.state = "error"
-            status.error = f"{type(exc).__name__}: {exc}".splitlines()[0][:500]
+            status.error = f"{type(exc).__name__}: {first_line(exc)}"[:500]
             if session is not None and session.initial is not None:
                 session.finish(f"error: {status.error}")
                 footer = session.footer or {}

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from dgym_tui.human import HumanTextPolicy, parse_action
+from dgym_tui.console_syntax import parse_action
+from dgym_tui.human import HumanTextPolicy
 from dgym_tui.policy import Policy
 from dgym_tui.records import EpisodeInfo
 

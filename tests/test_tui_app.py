@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
+from tui_helpers import CALC, ENTRYPOINT, FIX, SIZE, records, settle, stub_agent, type_console
 
 from dgym_tui.benchmarks.local import folder_task
 from dgym_tui.core.env import RepoEnv
@@ -18,58 +19,6 @@ from dgym_tui.session import Session
 from dgym_tui.trajectory import read_trajectory
 from dgym_tui.tui.app import DgymApp
 from dgym_tui.tui.replay_model import ReplayModel
-
-ENTRYPOINT = "python -m pytest -q -p no:cacheprovider"
-SIZE = (160, 48)
-
-CALC = """\
-def average(xs):
-    total = 0
-    for x in xs:
-        total += x
-    return total / len(xs[1:])
-"""
-# test_single fails first, inside calc.py (ZeroDivisionError): the start location.
-TESTS = """\
-from calc import average
-
-
-def test_single():
-    assert average([4]) == 4
-
-
-def test_three():
-    assert average([1, 2, 3]) == 2
-"""
-FIX = "    return total / len(xs)"
-
-
-@pytest.fixture
-def calc_repo(make_repo) -> Path:
-    return make_repo({"calc.py": CALC, "test_calc.py": TESTS})
-
-
-async def settle(app, pilot, rounds: int = 400) -> None:
-    """Wait until no session call runs and every posted message was handled."""
-    for _ in range(rounds):
-        await app.workers.wait_for_complete()
-        await pilot.pause()
-        if not app.busy and not app.workers._workers:
-            await pilot.pause()
-            return
-    raise AssertionError("the app stayed busy")
-
-
-async def type_console(app, pilot, line: str) -> None:
-    console_input = app.query_one("#console-input")
-    console_input.focus()
-    console_input.value = line
-    await pilot.press("enter")
-    await settle(app, pilot)
-
-
-def records(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
 async def test_human_episode(calc_repo, tmp_path):
@@ -165,15 +114,6 @@ async def test_console_errors_and_history(calc_repo, tmp_path):
     assert session.done and env.workspace is None
 
 
-def _stub_agent(server):
-    from dgym_tui.agent import LLMAgent
-    from dgym_tui.llm import LLMConfig
-
-    config = LLMConfig(name="stub", model="openai/stub", api_base=server.url, api_key="x",
-                       retries=0, input_cost_per_token=1e-6, output_cost_per_token=2e-6)
-    return LLMAgent("debug_agent", llm=config, tool_calling="native")
-
-
 async def test_approve_mode_episode(calc_repo, tmp_path, llm_server):
     usage = {"prompt_tokens": 100, "completion_tokens": 10}
     llm_server.script([
@@ -188,7 +128,7 @@ async def test_approve_mode_episode(calc_repo, tmp_path, llm_server):
     ])
     out = tmp_path / "approve.jsonl"
     env = RepoEnv(calc_repo, entrypoint=ENTRYPOINT)
-    session = Session(env, _stub_agent(llm_server), mode="approve", trajectory_path=out)
+    session = Session(env, stub_agent(llm_server), mode="approve", trajectory_path=out)
     app = DgymApp(session=session)
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)

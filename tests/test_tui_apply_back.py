@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from test_tui_app import CALC, ENTRYPOINT, FIX, SIZE, TESTS, settle
+from tui_helpers import CALC, ENTRYPOINT, FIX, SIZE, TESTS, settle
 
 import dgym_tui.core.tools  # noqa: F401  registers the built-in tools
 from dgym_tui.core.env import RepoEnv

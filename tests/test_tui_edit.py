@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from test_tui_app import SIZE, records, settle
+from tui_helpers import SIZE, records, settle
 
 from dgym_tui.tui.cli import build_app, build_parser
 from dgym_tui.tui.screens.modals import CodeEditScreen

@@ -4,10 +4,8 @@ smaller ones (keys after the episode ended, ``m`` without an agent, 0/0 tests, .
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
-from test_tui_app import CALC, ENTRYPOINT, SIZE, TESTS, _stub_agent, records, settle
+from tui_helpers import CALC, ENTRYPOINT, SIZE, TESTS, records, settle, stub_agent
 
 from dgym_tui.core.env import RepoEnv
 from dgym_tui.core.types import ToolCall
@@ -15,11 +13,6 @@ from dgym_tui.session import Session
 from dgym_tui.trajectory import read_trajectory
 from dgym_tui.tui.app import DgymApp
 from dgym_tui.tui.replay_model import ReplayModel
-
-
-@pytest.fixture
-def calc_repo(make_repo) -> Path:
-    return make_repo({"calc.py": CALC, "test_calc.py": TESTS})
 
 
 def _click_target(app, selector: str) -> tuple[int, int]:
@@ -149,7 +142,7 @@ def agent_session(calc_repo, tmp_path, llm_server):
         llm_server.script(script)
         kwargs = {"tools": tools} if tools else {}
         env = RepoEnv(calc_repo, entrypoint=ENTRYPOINT, **kwargs)
-        return Session(env, _stub_agent(llm_server), mode=mode,
+        return Session(env, stub_agent(llm_server), mode=mode,
                        trajectory_path=tmp_path / "a.jsonl")
     return make
 

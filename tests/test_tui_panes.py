@@ -9,7 +9,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from test_tui_app import CALC, ENTRYPOINT, SIZE, TESTS, records, settle
+from tui_helpers import CALC, ENTRYPOINT, SIZE, TESTS, records, settle
 
 from dgym_tui.core.env import RepoEnv
 from dgym_tui.core.workspace import Workspace

@@ -9,7 +9,7 @@ Regenerate with ``pytest tests/test_tui_snapshots.py --snapshot-update``.
 from __future__ import annotations
 
 import pytest
-from test_tui_app import CALC, FIX, TESTS, _stub_agent, settle
+from tui_helpers import CALC, FIX, TESTS, settle, stub_agent
 
 from dgym_tui.core.env import RepoEnv
 from dgym_tui.core.types import ToolCall
@@ -70,7 +70,7 @@ def test_snapshot_approve_panel(snap_compare, snap_repo, tmp_path, llm_server):
                         "usage": {"prompt_tokens": 1200, "completion_tokens": 35},
                         "tool_calls": [{"name": "pdb", "id": "call_1",
                                         "arguments": {"command": "b calc.py:5"}}]}])
-    session = Session(_env(snap_repo), _stub_agent(llm_server), mode="approve",
+    session = Session(_env(snap_repo), stub_agent(llm_server), mode="approve",
                       trajectory_path=tmp_path / "t.jsonl", task_name="calc")
     app = DgymApp(session=session)
     try:

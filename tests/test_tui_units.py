@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 from textual.app import App, ComposeResult
 
 from dgym_tui.tui.actions import console_action, pdb_call
-from dgym_tui.tui.cli import main
 from dgym_tui.tui.locate import first_source_file, locate_failure, match_file
 from dgym_tui.tui.screens.modals import parse_action_json
 from dgym_tui.tui.themes import ThemeFileError, load_theme, load_themes
@@ -167,51 +163,6 @@ async def test_source_view_gutter_click_and_pdb_keys():
     assert [m[1] for m in messages if m[0] == "pdb"] == ["n", "s", "c", "r", "u", "d"]
 
 
-def test_main_usage_errors_exit_2(tmp_path, capsys):
-    assert main([str(tmp_path / "missing")]) == 2
-    assert "no such folder" in capsys.readouterr().err
-    bad = tmp_path / "repo"
-    bad.mkdir()
-    (bad / "dgym.yaml").write_text("entrypoint: [unclosed\n")
-    assert main([str(bad)]) == 2
-    err = capsys.readouterr().err
-    assert "bad config" in err and len(err.strip().splitlines()) == 1
-    assert main([]) == 2
-    assert main(["--replay", str(tmp_path / "none.jsonl")]) == 2
-    assert "no such trajectory" in capsys.readouterr().err
-    good = tmp_path / "good"
-    good.mkdir()
-    assert main([str(good), "--terminal", "docker"]) == 2
-    assert "needs an image" in capsys.readouterr().err
-    assert main(["--task", "no_such_task_xyz"]) == 2
-    assert main([str(tmp_path), "--agent", "debug_agent"]) == 2
-    assert "--llm" in capsys.readouterr().err
-
-
-def test_no_docker_is_a_one_line_error(tmp_path):
-    repo = tmp_path / "r"
-    repo.mkdir()
-    env = {"DOCKER_HOST": "unix:///nonexistent/docker.sock", "PATH": "/usr/bin:/bin"}
-    import os
-    proc = subprocess.run(check=False, args=[sys.executable, "-m", "dgym_tui.tui.cli", str(repo), "--terminal",
-                           "docker", "--image", "x"], capture_output=True, text=True,
-                          env={**os.environ, **env}, timeout=60)
-    assert proc.returncode == 2
-    assert proc.stderr.strip().startswith("dgym-tui: error: Docker is not reachable")
-    assert "Traceback" not in proc.stderr
-
-
-def test_human_mode_never_imports_litellm(tmp_path):
-    code = ("import sys; from dgym_tui.tui.cli import build_parser, build_app; "
-            f"app = build_app(build_parser().parse_args([{str(tmp_path)!r}, '--trajectory', "
-            f"{str(tmp_path / 't.jsonl')!r}])); "
-            "print('litellm' in sys.modules, 'dgym_tui.agent' in sys.modules)")
-    proc = subprocess.run(check=False, args=[sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=60, cwd=Path(__file__).parent.parent)
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.split() == ["False", "False"]
-
-
 async def test_source_view_scrolls_long_lines():
     app = ViewApp()
     async with app.run_test(size=(40, 10)) as pilot:
@@ -225,43 +176,3 @@ async def test_source_view_scrolls_long_lines():
         assert view.render_line(0).text.split("│", 1)[1].startswith("aaaa")
         await pilot.press("left", "left", "left")
         assert view.scroll_offset.x == 0
-
-
-def test_replay_app_from_the_command_line(tmp_path, open_repo):
-    from dgym_tui.tui.cli import build_app, build_parser
-
-    repo = tmp_path / "r"
-    repo.mkdir()
-    (repo / "test_a.py").write_text("def test_a():\n    assert 1 == 2\n")
-    traj = tmp_path / "t.jsonl"
-    session = open_repo(repo, trajectory=traj, tools=("view", "eval"))
-    session.start()
-    session.finish("quit")
-    session.env.close()
-    app = build_app(build_parser().parse_args(["--replay", str(traj), "--trajectory",
-                                               str(tmp_path / "fork.jsonl")]))
-    assert app.replay is not None and app.session is None and app.fork_factory is not None
-    assert len(app.replay) == 0 and app.replay.files() == ["test_a.py"]
-    app.close_session()
-
-
-def test_entrypoint_from_the_folder_config(tmp_path):
-    from dgym_tui.core.env import DEFAULT_ENTRYPOINT
-    from dgym_tui.tui.cli import build_app, build_parser
-
-    repo = tmp_path / "r"
-    repo.mkdir()
-    (repo / "task.yaml").write_text("entrypoint: python -m pytest -q tests\nreadonly: [tests/]\n")
-
-    def env_of(*extra):
-        app = build_app(build_parser().parse_args([str(repo), "--trajectory",
-                                                   str(tmp_path / "t.jsonl"), *extra]))
-        try:
-            return app.session.env.entrypoint, app.session.env.readonly
-        finally:
-            app.close_session()
-
-    assert env_of() == ("python -m pytest -q tests", ["tests/"])
-    assert env_of("--entrypoint", "python -m pytest -x")[0] == "python -m pytest -x"
-    (repo / "task.yaml").unlink()
-    assert env_of()[0] == DEFAULT_ENTRYPOINT

@@ -31,6 +31,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Input, TabbedContent, TabPane, TextArea
 
+from dgym_tui.core.errors import first_line
 from dgym_tui.core.types import StepResult, ToolCall
 from dgym_tui.tui.actions import console_action, pdb_call
 from dgym_tui.tui.bridge import SessionBridge, read_source
@@ -363,7 +364,7 @@ class DgymApp(QuietKeys, App[int]):
         try:
             self.session.start()
         except Exception as exc:  # noqa: BLE001  shown as one line, exit code 2
-            message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            message = first_line(exc)
             self._to_ui(self._start_failed, message)
             return
         finally:
@@ -415,7 +416,7 @@ class DgymApp(QuietKeys, App[int]):
         try:
             fn()
         except Exception as exc:  # noqa: BLE001  the session already emitted "error"
-            text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            text = first_line(exc)
             self._to_ui(failed, text)
         finally:
             self._calling(False)
@@ -1262,7 +1263,7 @@ class DgymApp(QuietKeys, App[int]):
             bridge = SessionBridge(session, self.post_message, lambda: None)
             state, source, inspection = bridge.snapshot()
         except Exception as exc:  # noqa: BLE001  shown to the user
-            text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            text = first_line(exc)
             self._to_ui(self._fork_failed, text)
             return
         finally:

@@ -38,6 +38,8 @@ from typing import Any
 
 from pexpect.fdpexpect import fdspawn
 
+from dgym_tui.core.errors import first_line
+
 from . import cleanup
 from .base import DEFAULT_MAX_OUTPUT, RunResult, Terminal, TerminalError
 from .mounts import inside_paths
@@ -108,9 +110,9 @@ def get_client():
                 client = docker.from_env(timeout=60)
                 client.ping()
             except DockerException as exc:
-                raise _unreachable(_short(exc)) from None
+                raise _unreachable(first_line(exc, 160)) from None
             except Exception as exc:  # noqa: BLE001  requests errors and the like
-                raise _unreachable(_short(exc)) from None
+                raise _unreachable(first_line(exc, 160)) from None
             _clients[url] = client
         return client
 
@@ -121,11 +123,6 @@ def _forget_client() -> None:
         client = _clients.pop(docker_base_url(), None)
     if client is not None:
         client.close()
-
-
-def _short(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return text[0][:160] if text else type(exc).__name__
 
 
 def _pid_alive(pid: int) -> bool:
@@ -254,7 +251,7 @@ class DockerTerminal(Terminal):
                                 "scripts/setup_docker.sh or pull it") from None
         except Exception as exc:  # noqa: BLE001  DockerException, requests' ConnectionError, ...
             _forget_client()  # the daemon may come back: ping again next time
-            raise _unreachable(_short(exc)) from None
+            raise _unreachable(first_line(exc, 160)) from None
 
         self.scratch = tempfile.mkdtemp(prefix="dgym-scratch-")
         empty = os.path.join(self.scratch, ".empty")
@@ -313,7 +310,7 @@ class DockerTerminal(Terminal):
         except APIError as exc:
             self.close()
             raise TerminalError(f"cannot start a container from {self.image}: "
-                                f"{_short(exc)}") from None
+                                f"{first_line(exc, 160)}") from None
         except BaseException:
             self.close()
             raise
@@ -349,7 +346,7 @@ class DockerTerminal(Terminal):
                     import sys
 
                     print(f"dgym-tui: could not remove container {container.short_id}: "
-                          f"{_short(exc)}", file=sys.stderr)
+                          f"{first_line(exc, 160)}", file=sys.stderr)
         if self.scratch:
             shutil.rmtree(self.scratch, ignore_errors=True)
             self.scratch = ""
@@ -439,7 +436,7 @@ class DockerTerminal(Terminal):
                                       workdir=self.workdir, environment=dict(env or {}))["Id"]
             sock = api.exec_start(exec_id, socket=True, tty=tty)
         except Exception as exc:  # noqa: BLE001  any API failure means the container is unusable
-            raise TerminalError(f"cannot start a command in the container: {_short(exc)}; "
+            raise TerminalError(f"cannot start a command in the container: {first_line(exc, 160)}; "
                                 "reset the environment") from None
         if tty:
             try:
@@ -485,7 +482,7 @@ class DockerTerminal(Terminal):
         try:
             code = None if timed_out else _exit_code(api, exec_id)
         except Exception as exc:  # noqa: BLE001  container removed meanwhile, daemon gone
-            raise TerminalError(f"lost the command's exit status: {_short(exc)}; "
+            raise TerminalError(f"lost the command's exit status: {first_line(exc, 160)}; "
                                 "reset the environment") from None
         return RunResult(exit_code=code, output=out.text(), timed_out=timed_out,
                          truncated_bytes=out.dropped)
