@@ -248,7 +248,8 @@ def _is_episode(path: str) -> bool:
 
 def find_runs(paths: list[str | os.PathLike[str]]) -> list[Path]:
     """The run folders among ``paths``: each path itself when it holds episode
-    folders (or a ``summary.json``), else its sub-folders that do. Never raises;
+    folders (or a ``summary.json``), else its sub-folders that do (unless the
+    path looks like a repository: ``.git`` or ``*.py`` at its top). Never raises;
     a missing path gives nothing."""
     runs: list[Path] = []
     for given in map(Path, paths):
@@ -258,6 +259,8 @@ def find_runs(paths: list[str | os.PathLike[str]]) -> list[Path]:
         if (given / "summary.json").exists() or any(_is_episode(s) for s in subs):
             runs.append(given)
             continue
+        if (given / ".git").exists() or any(given.glob("*.py")):
+            continue  # a repository, not a folder of runs
         runs.extend(Path(s) for s in subs
                     if (Path(s) / "summary.json").exists()
                     or any(_is_episode(e.path) for e in os.scandir(s) if e.is_dir()))

@@ -6,6 +6,7 @@ Usage::
     dgym-tui --task [BENCH/]TASK                a benchmark task (plain TASK: mini)
     dgym-tui ... --agent debug_agent --llm NAME an agent proposes, you approve
     dgym-tui --replay TRAJ.jsonl                browse a recorded trajectory (f forks)
+    dgym-tui RUN_DIR [RUN_DIR ...]              browse and review the episodes of dgym runs
 
 Errors a user can cause (missing path, bad config, no Docker, unknown task)
 print one line ``dgym-tui: error: ...`` and exit with code 2. Textual is
@@ -29,7 +30,9 @@ def build_parser() -> argparse.ArgumentParser:
     """Return the ``dgym-tui`` argument parser."""
     p = argparse.ArgumentParser(prog=PROG, description=(
         "Debug a Python repository with pdb in a sandbox, alone or with an agent."))
-    p.add_argument("path", nargs="?", help="repository folder to debug")
+    p.add_argument("path", nargs="?", help="repository folder to debug, or a dgym run folder "
+                   "(or several) to browse its episodes")
+    p.add_argument("more_runs", nargs="*", metavar="RUN_DIR", help="more run folders to browse")
     p.add_argument("--entrypoint", help="command that runs the tests (default: the folder's "
                    "dgym.yaml/task.yaml 'entrypoint', else pytest)")
     p.add_argument("--task", metavar="[BENCH/]TASK",
@@ -187,6 +190,18 @@ def main(argv: list[str] | None = None) -> int:
         bad config, no Docker, episode that cannot start), 1 when the app crashed.
     """
     args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
+    from dgym_tui.runs import is_run_folder
+
+    runs = [args.path, *args.more_runs] if args.path else []
+    if args.more_runs or (runs and not args.replay and not args.task and is_run_folder(runs[0])):
+        missing = [p for p in runs if not is_run_folder(p)]
+        if missing:
+            print(f"{PROG}: error: {missing[0]} holds no dgym run (no episode folders); "
+                  "give run folders only", file=sys.stderr)
+            return 2
+        from dgym_tui.tui.screens.runs import browse_runs
+
+        return browse_runs([Path(p) for p in runs], args.theme)
     try:
         app = build_app(args)
     except UsageError as exc:

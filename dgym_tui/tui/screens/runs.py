@@ -1,0 +1,308 @@
+"""The run browser: ``dgym-tui RUN_DIR...`` shows every episode of run folders as a table.
+
+Keys: ``enter`` opens the episode in the replay viewer (the app returns its
+trajectory; :func:`dgym_tui.tui.cli.main` opens it and comes back here on
+``esc``/``q``), ``s`` sorts by the cursor's column (again: reversed), ``u``
+shows unresolved episodes only, ``/`` filters by text (task, agent, model, end
+reason, review), ``a`` / ``x`` / ``n`` review the episode (accept / reject /
+needs-work, with a note) into the run's ``reviews.jsonl``, ``q`` quits.
+The folders are re-indexed once a second (:class:`dgym_tui.runs.RunIndex`
+re-reads only changed episodes), so a run still being written fills in.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import ClassVar
+
+from textual.app import App, ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical
+from textual.screen import ModalScreen, Screen
+from textual.widgets import DataTable, Footer, Input, Static
+
+from dgym_tui.reviews import append_review
+from dgym_tui.runs import COLUMNS, EpisodeRow, RunIndex, summarize
+
+#: Seconds between re-indexes of the folders (a run being written fills in).
+REFRESH_SECONDS = 1.0
+
+
+class NoteScreen(ModalScreen[str | None]):
+    """Ask for a review note; dismisses with the note ("" allowed) or None (cancelled)."""
+
+    DEFAULT_CSS = """
+    NoteScreen { align: center middle; }
+    NoteScreen > Vertical { width: 80; height: auto; border: thick $accent; background: $surface;
+                            padding: 1 2; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
+
+    def __init__(self, title: str) -> None:
+        super().__init__()
+        self.title_text = title
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Static(self.title_text)
+            yield Input(placeholder="note (enter to save, esc to cancel)", id="review-note")
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.dismiss(event.value.strip())
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class RunsScreen(Screen[None]):
+    """The table of episodes, its summary line and the filter box.
+
+    Args:
+        paths: run folders, or folders holding run folders.
+    """
+
+    DEFAULT_CSS = """
+    RunsScreen #runs-summary { height: 1; padding: 0 1; background: $boost; }
+    RunsScreen #runs-filter { display: none; }
+    RunsScreen #runs-filter.shown { display: block; }
+    RunsScreen DataTable { height: 1fr; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("enter", "open", "Open"),
+        Binding("s", "sort", "Sort"),
+        Binding("u", "unresolved", "Unresolved"),
+        Binding("slash", "filter", "Filter"),
+        Binding("a", "review('accept')", "Accept"),
+        Binding("x", "review('reject')", "Reject"),
+        Binding("n", "review('needs-work')", "Needs work"),
+        Binding("q", "app.quit", "Quit"),
+    ]
+
+    def __init__(self, paths: list[Path]) -> None:
+        super().__init__()
+        self.index = RunIndex(list(paths))
+        self.sort_column: str | None = None
+        self.sort_reverse = False
+        self.unresolved_only = False
+        self.text_filter = ""
+        self.shown: list[EpisodeRow] = []
+
+    def compose(self) -> ComposeResult:
+        yield Static("", id="runs-summary")
+        yield Input(placeholder="filter: text in task, agent, model, end reason or review "
+                    "(enter to apply, empty to clear)", id="runs-filter")
+        table: DataTable[str] = DataTable(id="runs-table", cursor_type="row", zebra_stripes=True)
+        for attr, heading in COLUMNS:
+            table.add_column(heading, key=attr)
+        yield table
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.index.refresh()
+        self.show_rows()
+        self.query_one(DataTable).focus()
+        self.set_interval(REFRESH_SECONDS, self.reindex)
+
+    def reindex(self) -> None:
+        """Re-read changed episodes; repaint only when something changed."""
+        if self.index.refresh():
+            self.show_rows()
+
+    # ------------------------------------------------------------ table content
+    def _visible(self) -> list[EpisodeRow]:
+        rows = self.index.rows
+        if self.unresolved_only:
+            rows = [r for r in rows if not r.resolved]
+        if self.text_filter:
+            needle = self.text_filter.lower()
+            rows = [r for r in rows if needle in " ".join(
+                (r.task, r.agent, r.model, r.benchmark, r.reason, r.state, r.verdict,
+                 r.note, r.episode)).lower()]
+        if self.sort_column is not None:
+            column = self.sort_column
+            rows = sorted(rows, key=lambda r: r.sort_key(column), reverse=self.sort_reverse)
+        return rows
+
+    def show_rows(self) -> None:
+        """Fill the table from the index (filter and sort applied); keep the cursor's episode."""
+        table = self.query_one(DataTable)
+        current, column = self.current_row(), table.cursor_column
+        self.shown = self._visible()
+        table.clear()
+        for row in self.shown:
+            table.add_row(*(row.cell(attr) for attr, _ in COLUMNS), key=f"{row.run}/{row.episode}")
+        number = self.shown.index(current) if current in self.shown else 0
+        table.move_cursor(row=number, column=column, animate=False)
+        self._show_summary()
+
+    def _show_summary(self) -> None:
+        totals = summarize(self.shown)
+        if not self.index.rows:
+            text = ("no episodes yet in " + ", ".join(str(p) for p in self.index.paths)
+                    + f" (checked every {REFRESH_SECONDS:g} s)")
+        else:
+            text = (f"{totals['episodes']} episode(s) · resolved {totals['resolved']} "
+                    f"({totals['success_rate']:.0%} of ended) · mean steps "
+                    f"{totals['mean_steps']:.1f} · cost ${totals['cost']:.4f}")
+            if totals["running"]:
+                text += f" · {totals['running']} running"
+            if totals["problems"]:
+                text += f" · {totals['problems']} with problems"
+            shown = ["unresolved only" if self.unresolved_only else "",
+                     f"filter {self.text_filter!r}" if self.text_filter else "",
+                     f"sorted by {self.sort_column}{' (reversed)' if self.sort_reverse else ''}"
+                     if self.sort_column else ""]
+            if any(shown):
+                text += " · " + ", ".join(s for s in shown if s)
+        self.query_one("#runs-summary", Static).update(text)
+
+    def current_row(self) -> EpisodeRow | None:
+        """The episode under the cursor, or None (empty table)."""
+        table = self.query_one(DataTable)
+        if not self.shown or table.cursor_row < 0 or table.cursor_row >= len(self.shown):
+            return None
+        return self.shown[table.cursor_row]
+
+    # ------------------------------------------------------------------ actions
+    def action_open(self) -> None:
+        row = self.current_row()
+        if row is None:
+            return
+        if not row.trajectory.is_file():
+            self.notify(f"{row.episode}: no trajectory to open", severity="warning")
+            return
+        self.app.exit(row)
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        self.action_open()
+
+    def action_sort(self) -> None:
+        table = self.query_one(DataTable)
+        column = COLUMNS[max(table.cursor_column, 0)][0]
+        self.sort_reverse = (not self.sort_reverse) if column == self.sort_column else False
+        self.sort_column = column
+        self.show_rows()
+
+    def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
+        event.stop()
+        self.query_one(DataTable).move_cursor(column=event.column_index)
+        self.action_sort()
+
+    def action_unresolved(self) -> None:
+        self.unresolved_only = not self.unresolved_only
+        self.show_rows()
+
+    def action_filter(self) -> None:
+        box = self.query_one("#runs-filter", Input)
+        box.add_class("shown")
+        box.value = self.text_filter
+        box.focus()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if event.input.id != "runs-filter":
+            return
+        event.stop()
+        self.text_filter = event.value.strip()
+        event.input.remove_class("shown")
+        self.query_one(DataTable).focus()
+        self.show_rows()
+
+    def action_review(self, verdict: str) -> None:
+        row = self.current_row()
+        if row is None:
+            return
+
+        def save(note: str | None) -> None:
+            if note is None:
+                return
+            try:
+                append_review(row.run, row.episode, verdict, note)
+            except (OSError, ValueError) as exc:
+                self.notify(f"review not saved: {exc}", severity="error")
+                return
+            self.reindex()
+
+        self.app.push_screen(NoteScreen(f"{verdict}: {row.task} ({row.agent} × {row.model}, "
+                                        f"{row.episode})"), save)
+
+
+class RunsApp(App[EpisodeRow | None]):
+    """The run browser as an app; exits with the episode to open (None: quit).
+
+    Args:
+        paths: run folders, or folders holding run folders.
+        cursor: the episode to put the cursor on at start (back from the replay viewer).
+    """
+
+    TITLE = "dgym-tui runs"
+
+    def __init__(self, paths: list[Path], cursor: tuple[Path, str] | None = None,
+                 theme_name: str | None = None) -> None:
+        super().__init__()
+        self.paths = list(paths)
+        self.cursor = cursor
+        self.theme_name = theme_name
+
+    def on_mount(self) -> None:
+        if self.theme_name:
+            from dgym_tui.tui.themes import load_themes
+
+            for theme in load_themes():
+                self.register_theme(theme)
+            self.theme = self.theme_name
+        screen = RunsScreen(self.paths)
+        self.push_screen(screen)
+        if self.cursor is not None:
+            self.call_after_refresh(self._restore, screen)
+
+    def _restore(self, screen: RunsScreen) -> None:
+        for number, row in enumerate(screen.shown):
+            if (row.run, row.episode) == self.cursor:
+                screen.query_one(DataTable).move_cursor(row=number, animate=False)
+                break
+
+
+def browsed_replay(row: EpisodeRow, theme_name: str = "dgym-dark") -> App:
+    """The replay viewer of ``row``'s trajectory, where ``esc`` (or ``q``) goes back to the runs.
+
+    Raises:
+        TrajectoryError: the trajectory cannot be read.
+    """
+    import dgym_tui.tui.app as app_module
+    from dgym_tui.trajectory import read_trajectory
+    from dgym_tui.tui.app import DgymApp
+    from dgym_tui.tui.replay_model import ReplayModel
+
+    class BrowsedReplay(DgymApp):
+        # CSS_PATH is read relative to the class's module: point at the app's own
+        CSS_PATH = str(Path(app_module.__file__).parent / str(DgymApp.CSS_PATH))
+        BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "quit_app", "Back to runs")]
+
+    return BrowsedReplay(replay=ReplayModel(read_trajectory(row.trajectory)), ask_apply=False,
+                         theme_name=theme_name)
+
+
+def browse_runs(paths: list[Path], theme_name: str = "dgym-dark") -> int:
+    """Run the run browser; open episodes in the replay viewer and come back, until quit.
+
+    Returns:
+        The exit code (0 on a normal quit).
+    """
+    from dgym_tui.trajectory import TrajectoryError
+
+    cursor = None
+    while True:
+        browser = RunsApp(paths, cursor, theme_name)
+        row = browser.run()
+        if row is None:
+            return int(browser.return_code or 0)
+        cursor = (row.run, row.episode)
+        try:
+            viewer = browsed_replay(row, theme_name)
+        except TrajectoryError as exc:
+            print(f"dgym-tui: {str(exc).splitlines()[0]}")
+            continue
+        viewer.run()
+
