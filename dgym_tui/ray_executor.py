@@ -137,19 +137,29 @@ class _Shipper(threading.Thread):
             self.stop.trigger()
 
 
+#: Benchmarks a worker process loaded, by their config: loaded once, not per episode.
+_loaded: dict[str, Any] = {}
+
+
 def _episode(job: Any, task: str, attempt: int, sink: Any) -> Any:
     """Ray task body: run one episode into a temporary folder, shipping it to ``sink``.
 
     Returns:
         The episode's ``TaskStatus``.
     """
+    key = repr(job.config.to_dict().get("benchmark"))
+    if key in _loaded:
+        job = dataclasses.replace(job, benchmark=_loaded[key])
     stop = StopSignal()
     root = Path(tempfile.mkdtemp(prefix="dgym-ray-"))
     shipper = _Shipper(sink, task, attempt, root, stop)
     shipper.start()
     try:
-        return job.run_episode(task, stop, output_dir=root,
-                               task_info={"retried": True} if attempt > 1 else None)
+        status = job.run_episode(task, stop, output_dir=root,
+                                 task_info={"retried": True} if attempt > 1 else None)
+        if job.benchmark is not None:
+            _loaded[key] = job.benchmark
+        return status
     except KeyboardInterrupt:  # stopped before its episode began (the run is ending)
         return dataclasses.replace(job, output_dir=root).stopped_status(task)
     finally:
