@@ -12,6 +12,7 @@ re-reads only changed episodes), so a run still being written fills in.
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import ClassVar
 
@@ -87,6 +88,7 @@ class RunsScreen(Screen[None]):
         self.unresolved_only = False
         self.text_filter = ""
         self.shown: list[EpisodeRow] = []
+        self._lock = threading.Lock()  # one refresh of the index at a time
 
     def compose(self) -> ComposeResult:
         yield Static("", id="runs-summary")
@@ -102,11 +104,23 @@ class RunsScreen(Screen[None]):
         self.index.refresh()
         self.show_rows()
         self.query_one(DataTable).focus()
-        self.set_interval(REFRESH_SECONDS, self.reindex)
+        self.set_interval(REFRESH_SECONDS, self._watch)
+
+    def _watch(self) -> None:
+        """The timer: re-index in a thread (the UI stays responsive over big folders)."""
+        self.run_worker(self._reindex_in_thread, thread=True, exclusive=True, group="reindex")
+
+    def _reindex_in_thread(self) -> None:
+        with self._lock:
+            changed = self.index.refresh()
+        if changed:
+            self.app.call_from_thread(self.show_rows)
 
     def reindex(self) -> None:
-        """Re-read changed episodes; repaint only when something changed."""
-        if self.index.refresh():
+        """Re-read changed episodes now; repaint only when something changed."""
+        with self._lock:
+            changed = self.index.refresh()
+        if changed:
             self.show_rows()
 
     # ------------------------------------------------------------ table content
