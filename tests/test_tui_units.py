@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from textual.app import App, ComposeResult
 
@@ -115,11 +113,9 @@ async def test_source_view_renders_only_visible_lines_of_a_big_file():
     app = ViewApp()
     async with app.run_test(size=(100, 30)) as pilot:
         view = app.query_one(SourceView)
-        start = time.perf_counter()
         view.load("big.py", text, 5000)
         view.set_marks({5000: None, 5003: "i > 3"}, 5001)
         await pilot.pause()
-        elapsed = time.perf_counter() - start
         assert len(view.lines) == 10_000
         assert view.virtual_size.height == 10_000
         # Only the rows on screen were turned into segments.
@@ -130,7 +126,6 @@ async def test_source_view_renders_only_visible_lines_of_a_big_file():
         assert row.startswith("●") and "5000 │value_4999 = 4999" in row
         assert view.render_line(5002 - top).text.startswith("◆")  # conditional
         assert view.render_line(5000 - top).text[1] == "▶"  # the frame
-        assert elapsed < 3.0, elapsed
         view.focus()
         await pilot.press("end")
         assert view.cursor_line == 10_000
