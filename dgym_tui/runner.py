@@ -440,6 +440,8 @@ def run_tasks(config: RunConfig, workers: int | None = None, force: bool = False
     if results:
         err.print(f"skipped {len(results)} finished episode(s) of {len(names)} in {output_dir} "
                   "(--rerun runs them again)", markup=False, highlight=False)
+    if todo:
+        err.print(f"watch and review it: dgym-tui {output_dir}", markup=False, highlight=False)
 
     executor = executor or LocalExecutor(workers)
     job = RunJob(config, output_dir, policy_factory, benchmark)

@@ -94,6 +94,7 @@ def test_run_two_tasks_writes_folders_and_summary(tmp_path, tiny, monkeypatch):
     saved = json.loads((out / "summary.json").read_text())
     assert [s["task"] for s in saved] == ["add", "mul"]
     table = buf.getvalue()
+    assert f"watch and review it: dgym-tui {tmp_path / 'out'}" in table
     assert "add" in table and "mul" in table and "2/2" in table and "total" in table
 
     # done tasks are skipped on the next run...
