@@ -68,6 +68,8 @@ KEYS = ("id", "benchmark", "tasks", "tools", "condition", "time_limit", "show_ti
 #: Footer reasons the study writes when a person stops a task.
 GAVE_UP = "gave up"
 TIMED_OUT = "timed out"
+#: Footer reasons that finish a task; any other (``quit``, an error) leaves it to restart.
+FINISHED_REASONS = ("submitted", "resolved", "max_steps", "stuck", GAVE_UP, TIMED_OUT)
 #: Outcomes :func:`outcome` returns.
 OUTCOMES = ("solved", "unsolved", GAVE_UP, TIMED_OUT)
 _PARTICIPANT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$")
@@ -434,8 +436,8 @@ class StudyTask:
         return self.session.done
 
     def close(self) -> TaskStatus:
-        """Write ``status.json`` (``done`` when the episode ended, else
-        ``interrupted``: it restarts next time), ``patch.diff`` and the run's
+        """Write ``status.json`` (``done`` when the episode ended with one of
+        :data:`FINISHED_REASONS`, else ``interrupted``: it restarts next time), ``patch.diff`` and the run's
         ``summary.json``; close the environment. Idempotent.
 
         Returns:
@@ -445,7 +447,8 @@ class StudyTask:
         if self.status is not None:
             return self.status
         self.clock.pause()
-        status = TaskStatus(task=self.item.task, state="done" if self.session.done else "interrupted")
+        finished = self.session.done and self.session.reason in FINISHED_REASONS
+        status = TaskStatus(task=self.item.task, state="done" if finished else "interrupted")
         if self.session.footer is not None:
             _take_footer(status, self.session.footer)
             (self.folder / PATCH_FILE).write_text(self.session.footer.get("patch") or "",

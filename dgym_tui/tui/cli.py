@@ -54,6 +54,10 @@ def build_parser() -> argparse.ArgumentParser:
                    "$XDG_DATA_HOME/dgym-tui/runs/<task>-<time>.jsonl)")
     p.add_argument("--theme", default="dgym-dark", help="start theme (dgym-dark, dgym-light, "
                    "or any Textual theme)")
+    p.add_argument("--study", metavar="STUDY.yaml",
+                   help="work through a study's task queue (see README: Running a study)")
+    p.add_argument("--participant", metavar="ID",
+                   help="pseudonymous participant id for --study (asked for when missing)")
     p.add_argument("--no-apply-prompt", action="store_true",
                    help="do not offer to apply the patch when the episode ends")
     return p
@@ -190,6 +194,8 @@ def main(argv: list[str] | None = None) -> int:
         bad config, no Docker, episode that cannot start), 1 when the app crashed.
     """
     args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
+    if args.study:
+        return _main_study(args)
     from dgym_tui.runs import is_run_folder
 
     runs = [args.path, *args.more_runs] if args.path else []
@@ -224,6 +230,31 @@ def main(argv: list[str] | None = None) -> int:
         print(app.start_error, file=sys.stderr)
         return 2
     return int(app.return_code or 0)
+
+
+def _main_study(args: argparse.Namespace) -> int:
+    """``dgym-tui --study``: check the study and the participant id, then run the queue."""
+    from dgym_tui.study import check_participant, load_study, open_results
+
+    try:
+        study = load_study(args.study)
+        participant = args.participant
+        if participant is None:
+            participant = input("participant id (a pseudonym, e.g. P07): ").strip()
+        check_participant(participant)
+        open_results(study)
+        check_theme(args.theme)
+    except (UsageError, EOFError) as exc:
+        print(f"{PROG}: error: {exc or 'no participant id given'}", file=sys.stderr)
+        return 2
+    from dgym_tui.tui.study_app import run_study
+
+    try:
+        return run_study(study, participant, theme_name=args.theme,
+                         out=lambda line: print(line, file=sys.stderr))
+    except UsageError as exc:
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -1,0 +1,135 @@
+"""``dgym-tui --study``: a participant works through a study's task queue in the app.
+
+Per task: a dialog shows the task's description (the clock starts when it
+closes), then the usual app with the participant, the task's position and the
+time left (or spent, when ``show_time`` is false: nothing) in the status bar.
+F6 gives up (asks first), F7 pauses / resumes the clock, a submit ends the
+task; the time limit ends it as ``timed out``. Quitting (q) leaves the task
+unfinished: running the study again with the same id restarts it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, ClassVar
+
+from textual.binding import Binding, BindingType
+
+from dgym_tui.study import GAVE_UP, TIMED_OUT, StudyTask
+from dgym_tui.tui.app import DgymApp
+from dgym_tui.tui.screens.modals import ConfirmScreen
+
+
+class StudyApp(DgymApp):
+    """The app on one study task.
+
+    Args:
+        task: the :class:`~dgym_tui.study.StudyTask` (its session not started).
+        theme_name: the start theme.
+    """
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        *DgymApp.BINDINGS,
+        Binding("f6", "give_up", "Give up"),
+        Binding("f7", "pause_clock", "Pause clock")]
+
+    def __init__(self, task: StudyTask, theme_name: str = "dgym-dark") -> None:
+        super().__init__(session=task.session, ask_apply=False, theme_name=theme_name,
+                         can_apply=False)
+        self.study_task = task
+        self.study_task.clock.pause()  # runs once the instructions are read
+        self._leaving = False
+
+    def on_mount(self) -> None:
+        super().on_mount()
+        item = self.study_task.item
+        description = self.study_task.session.env.instructions() if self.study_task.session.env else ""
+        self.push_screen(ConfirmScreen(
+            f"Task {item.index + 1} of {item.total}{' (restarted)' if item.restarted else ''}: "
+            "start it? (y or n both start)", str(description or "")), self._instructions_read)
+        self.set_interval(0.5, self._tick)
+
+    def _instructions_read(self, _answer: bool | None) -> None:
+        self.study_task.clock.resume()
+        self._tick()
+
+    def _tick(self) -> None:
+        if self._leaving:
+            return
+        session = self.study_task.session
+        if session.done:
+            self._leave(None)
+        elif self.study_task.clock.expired:
+            self.notify("time is up", title="study")
+            self._leave(TIMED_OUT)
+        else:
+            self.status.update_status(extra=self.clock_text())
+
+    def clock_text(self) -> str:
+        """The study part of the status bar: participant, position, time left, paused."""
+        item, clock = self.study_task.item, self.study_task.clock
+        text = f"{self.study_task.participant} · task {item.index + 1}/{item.total}"
+        if self.study_task.study.show_time:
+            shown = clock.left if clock.left is not None else clock.elapsed
+            minutes, seconds = divmod(int(shown), 60)
+            text += f" · {minutes:02d}:{seconds:02d}{' left' if clock.left is not None else ''}"
+        return text + (" · paused (F7)" if clock.paused else "")
+
+    def action_pause_clock(self) -> None:
+        """Stop or restart the task's clock."""
+        clock = self.study_task.clock
+        clock.resume() if clock.paused else clock.pause()
+        self.status.update_status(extra=self.clock_text())
+
+    def action_give_up(self) -> None:
+        """Ask, then end the task as given up."""
+        if self._leaving:
+            return
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self._leave(GAVE_UP)
+
+        self.push_screen(ConfirmScreen("Give up this task?", "It counts as not solved; the "
+                                       "study moves on to the next task."), answered)
+
+    def _leave(self, reason: str | None) -> None:
+        """End the task (``reason`` None: it ended itself) and exit the app."""
+        self._leaving = True
+        self.study_task.clock.pause()
+
+        async def go() -> None:
+            await asyncio.to_thread(self.close_session, reason or "quit")
+            self.exit(0)
+
+        self.run_worker(go(), exclusive=True, group="study-leave")
+
+
+def run_study(study: Any, participant: str, theme_name: str = "dgym-dark",
+              out: Any = print) -> int:
+    """Run the participant's unfinished tasks one app after another; print a summary.
+
+    Returns:
+        0 when every task is finished, 1 when the participant quit mid-study
+        (running it again resumes), 2 when a task could not start.
+    """
+    from dgym_tui.study import open_results, open_task, outcome, remaining
+
+    open_results(study)
+    for item in remaining(study, participant):
+        task = open_task(study, participant, item)
+        app = StudyApp(task, theme_name=theme_name)
+        try:
+            app.run()
+        finally:
+            status = task.close()
+        if app.start_error:
+            out(app.start_error)
+            return 2
+        if status.state != "done":
+            out(f"stopped at task {item.index + 1} of {item.total}; run the study again with "
+                f"--participant {participant} to resume")
+            return 1
+        out(f"task {item.index + 1}/{item.total}: {outcome(status)}")
+    out(f"study {study.id}: all tasks done for {participant}; thank you")
+    return 0
