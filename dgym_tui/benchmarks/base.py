@@ -278,6 +278,47 @@ def stage_copy(folder: str | Path, exclude: Iterable[str] = ()) -> Path:
     return target
 
 
+def patched_copy(folder: Path, source: Path, patch: str, hidden: Iterable[str] = ()) -> Path:
+    """``folder/repo``: a copy of ``source`` with ``patch`` applied and ``hidden`` files removed.
+
+    Made once and cached: the copy is built in a staging folder beside
+    ``folder`` and renamed into place with a ``done.json`` marker, so an
+    interrupted build is never used and two processes building it at once
+    both end up with one complete copy.
+
+    Args:
+        folder: where the copy is kept (its parent must exist).
+        source: the folder copied (symlinks are kept as links).
+        patch: a unified diff applied to the copy (core.patches.apply_patch).
+        hidden: paths relative to the copy to delete after the patch.
+
+    Returns:
+        ``folder / "repo"``.
+
+    Raises:
+        OSError: the copy could not be made (and no other process made it).
+        PatchError: the patch does not apply.
+    """
+    from dgym_tui.core.patches import apply_patch
+
+    done = folder / "done.json"
+    if not done.is_file():
+        staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
+        try:
+            shutil.copytree(source, staging / "repo", symlinks=True)
+            apply_patch(patch, staging / "repo")
+            for rel in hidden:
+                (staging / "repo" / rel).unlink(missing_ok=True)
+            (staging / "done.json").write_text("{}")
+            staging.rename(folder)
+        except OSError:
+            if not done.is_file():
+                raise
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+    return folder / "repo"
+
+
 def read_patterns(path: str | Path) -> list[str]:
     """Return the patterns of a gitignore-syntax file (no blanks, no ``#`` comments).
 

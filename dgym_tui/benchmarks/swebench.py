@@ -63,9 +63,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from dgym_tui.benchmarks.base import Benchmark, Task
+from dgym_tui.benchmarks.base import Benchmark, Task, patched_copy
 from dgym_tui.benchmarks.swebench_harness import HarnessGrader, HarnessSpec, harness_spec
-from dgym_tui.core.patches import apply_patch, parse_patch, patched_files
+from dgym_tui.core.patches import parse_patch, patched_files
 from dgym_tui.resources import resource_dir
 
 #: Image name of the SWE-bench harness for one instance (namespace "swebench").
@@ -623,19 +623,7 @@ class SWEBenchDebugBenchmark(SWEBenchBenchmark):
     def _finish(self, task: Task, instance: dict[str, Any], spec: HarnessSpec, python: str,
                 conda: bool) -> Task:
         folder = task.path.parent.parent / (task.path.parent.name + "-debug")
-        if not (folder / _DONE).is_file():
-            staging = Path(tempfile.mkdtemp(prefix=".debug-", dir=folder.parent))
-            try:
-                shutil.copytree(task.path, staging / "repo", symlinks=True)
-                apply_patch(instance["test_patch"], staging / "repo")
-                (staging / _DONE).write_text("{}")
-                staging.rename(folder)
-            except OSError:
-                if not (folder / _DONE).is_file():
-                    raise
-            finally:
-                shutil.rmtree(staging, ignore_errors=True)
-        task.path = folder / "repo"
+        task.path = patched_copy(folder, task.path, instance["test_patch"])
         task.entrypoint = logged(task.entrypoint)
         task.debug_entrypoint = self._debug(instance, spec, instance["FAIL_TO_PASS"], task.path,
                                             python, conda)

@@ -27,13 +27,11 @@ from __future__ import annotations
 
 import difflib
 import shlex
-import shutil
-import tempfile
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from dgym_tui.benchmarks.base import Task
+from dgym_tui.benchmarks.base import Task, patched_copy
 from dgym_tui.benchmarks.swebench import (
     TEST_LOG,
     SWEBenchBenchmark,
@@ -46,13 +44,11 @@ from dgym_tui.benchmarks.swebench_harness import (
     HarnessMissingError,
     HarnessSpec,
 )
-from dgym_tui.core.patches import apply_patch
 from dgym_tui.resources import resource_dir
 
 #: The published instances.
 NAMED_DATASETS = {"smith": "SWE-bench/SWE-smith", "full": "SWE-bench/SWE-smith"}
 #: Marker of a complete buggy working copy.
-_DONE = "buggy.json"
 
 
 def default_instances() -> Path:
@@ -155,21 +151,7 @@ class SWESmithBenchmark(SWEBenchBenchmark):
     def _buggy_copy(self, clean: Path, instance: dict[str, Any], hidden: list[str]) -> Path:
         """The clean copy with the bug applied and ``hidden`` test files taken out (cached)."""
         folder = clean.parent.parent / (clean.parent.name + "-buggy")
-        if not (folder / _DONE).is_file():
-            staging = Path(tempfile.mkdtemp(prefix=".buggy-", dir=folder.parent))
-            try:
-                shutil.copytree(clean, staging / "repo", symlinks=True)
-                apply_patch(instance["patch"], staging / "repo")
-                for rel in hidden:
-                    (staging / "repo" / rel).unlink(missing_ok=True)
-                (staging / _DONE).write_text("{}")
-                staging.rename(folder)
-            except OSError:
-                if not (folder / _DONE).is_file():
-                    raise
-            finally:
-                shutil.rmtree(staging, ignore_errors=True)
-        return folder / "repo"
+        return patched_copy(folder, clean, instance["patch"], hidden)
 
 
 __all__ = ["SWESmithBenchmark", "default_instances", "fix_patch", "profile_for"]

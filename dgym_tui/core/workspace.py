@@ -51,6 +51,7 @@ from dgym_tui.core.safefs import (
     read_fd,
     scan_fd,
 )
+from dgym_tui.core.terminals.procs import pid_alive
 from dgym_tui.core.treeindex import Stamp, TreeIndex, stamp
 from dgym_tui.core.types import ApplyConflictError, WorkspaceError  # defined with the shared types
 
@@ -96,17 +97,6 @@ def is_binary(data: bytes) -> bool:
         # A multi-byte character cut at the end of the sample is still text.
         return exc.start < len(data) - 4
     return False
-
-
-def pid_alive(pid: int) -> bool:
-    """True when process ``pid`` exists on this host (also when it belongs to another user)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def remove_stale_workspaces(folder: str | None = None) -> list[str]:

@@ -44,6 +44,7 @@ from . import cleanup
 from .base import DEFAULT_MAX_OUTPUT, RunResult, Terminal, TerminalError
 from .mounts import inside_paths
 from .output import BoundedOutput
+from .procs import pid_alive
 
 #: Label put on every container this module creates (value "1").
 LABEL = "dgym-tui"
@@ -125,16 +126,6 @@ def _forget_client() -> None:
         client.close()
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def remove_stale_containers(client=None) -> list[str]:
     """Remove dgym-tui containers left behind by processes of this host that no longer exist.
 
@@ -157,7 +148,7 @@ def remove_stale_containers(client=None) -> list[str]:
             pid = int(container.labels.get(LABEL_PID, "0"))
         except ValueError:
             continue
-        if pid > 0 and not _pid_alive(pid):
+        if pid > 0 and not pid_alive(pid):
             try:
                 container.remove(force=True)
                 removed.append(container.id)
