@@ -149,8 +149,7 @@ def open_session(task: Task, policy: Policy | None = None, mode: str = "human",
     options = {key: value for key, value in (overrides or {}).items() if key not in spec}
     task = replace(task, **spec)
     if check and task.terminal == "docker":
-        # a benchmark task without an image runs in the sandbox image; a folder must name one
-        check_docker(task.image or (None if task.benchmark == "local" else DEFAULT_IMAGE))
+        check_docker(task.image or DEFAULT_IMAGE)  # no image named: the sandbox image
     if trajectory is not None:  # a trajectory written inside the repository: hidden from the agent
         hidden = [p for p in hidden_patterns(task.path, [trajectory]) if p not in task.ignore]
         task = replace(task, ignore=[*task.ignore, *hidden])
@@ -167,15 +166,12 @@ def open_session(task: Task, policy: Policy | None = None, mode: str = "human",
         raise
 
 
-def check_docker(image: str | None) -> None:
+def check_docker(image: str) -> None:
     """Raise UsageError when the Docker daemon is not reachable or ``image`` is missing.
 
     Args:
-        image: the image tag the episode needs (None: the task names none).
+        image: the image tag the episode needs.
     """
-    if not image:
-        raise UsageError("--terminal docker needs an image: pass --image TAG "
-                         "or set 'image' in dgym.yaml")
     try:
         import docker
 
@@ -189,7 +185,8 @@ def check_docker(image: str | None) -> None:
     try:
         client.images.get(image)
     except ImageNotFound:
-        raise UsageError(f"Docker image {image} not found; build or pull it, "
+        hint = "scripts/setup_docker.sh builds it" if image == DEFAULT_IMAGE else "build or pull it"
+        raise UsageError(f"Docker image {image} not found ({hint}), "
                          "or pass another --image") from None
     except Exception:  # noqa: BLE001, S110  other failures surface when the container starts
         pass

@@ -25,8 +25,9 @@ def test_main_usage_errors_exit_2(tmp_path, capsys):
     assert "no such trajectory" in capsys.readouterr().err
     good = tmp_path / "good"
     good.mkdir()
-    assert main([str(good), "--terminal", "docker"]) == 2
-    assert "needs an image" in capsys.readouterr().err
+    assert main([str(good), "--terminal", "docker", "--image", "dgym-tui/no-such-image:x"]) == 2
+    err = capsys.readouterr().err
+    assert "dgym-tui/no-such-image:x not found" in err or "Docker is not reachable" in err
     assert main(["--task", "no_such_task_xyz"]) == 2
     assert main([str(tmp_path), "--agent", "debug_agent"]) == 2
     assert "--llm" in capsys.readouterr().err
