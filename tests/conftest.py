@@ -191,3 +191,12 @@ def calc_repo(make_repo) -> Path:
     from tui_helpers import CALC, TESTS
 
     return make_repo({"calc.py": CALC, "test_calc.py": TESTS})
+
+
+@pytest.fixture
+def tiny(monkeypatch, tmp_path):
+    """The benchmark ``tiny`` (tests/scripted.py: two one-bug tasks) registered; its folder."""
+    from dgym_tui.benchmarks import REGISTRY
+
+    monkeypatch.setitem(REGISTRY, "tiny", "scripted:TinyBenchmark")
+    return tmp_path / "tasks"

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from dgym_tui.benchmarks import Benchmark, Task
+from dgym_tui.config import load_config
 from dgym_tui.core.types import ToolCall
 from dgym_tui.records import EpisodeInfo, Proposal, Usage
 
@@ -56,3 +58,55 @@ class ScriptedPolicy:
         # a fresh copy: the same ToolCall may be scripted twice
         return Proposal(ToolCall(action.name, dict(action.arguments)),
                         reasoning=f"I will call {action.name}", usage=self.usage)
+
+
+MUL_BUG = "def add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return a + b\n"
+MUL_FIX = ToolCall("rewrite", {"path": "calc.py", "start": 6, "end": 6,
+                               "new_code": "    return a * b"})
+
+
+class TinyBenchmark(Benchmark):
+    """Two one-bug repositories written under ``root``; meta holds the fix."""
+
+    name = "tiny"
+
+    def __init__(self, root: str) -> None:
+        self.root = Path(root)
+
+    def tasks(self) -> list[str]:
+        return ["add", "mul"]
+
+    def _load(self, task_name: str) -> Task:
+        source = BUGGY if task_name == "add" else MUL_BUG
+        fixed = source.replace("return a - b", "return a + b") if task_name == "add" else \
+            MUL_BUG.replace("return a + b\n", "return a * b\n", 2).replace(
+                "def add(a, b):\n    return a * b", "def add(a, b):\n    return a + b")
+        folder = write_repo(self.root / task_name, source)
+        return Task(name=task_name, benchmark=self.name, path=folder, entrypoint=ENTRYPOINT,
+                    meta={"solution_files": {"calc.py": fixed}})
+
+
+def tiny_config(tmp_path, tiny, *extra):
+    """A run config of the tiny benchmark under ``tiny`` (the fixture's folder), solution policy."""
+    path = tmp_path / "run.yaml"
+    path.write_text(f"benchmark: {{name: tiny, root: {tiny}}}\npolicy: solution\n"
+                    f"max_steps: 5\noutput_dir: {tmp_path / 'out'}\n")
+    return load_config(path, list(extra))
+
+
+def tiny_policy(task):
+    """view, the task's fix, submit."""
+    fix = FIX if task.name == "add" else MUL_FIX
+    return ScriptedPolicy([ToolCall("view", {"path": "calc.py"}), fix, ToolCall("submit", {})])
+
+
+def small_tools(monkeypatch):
+    """Episodes of this test get the small tool set (no pdb) to stay fast."""
+    # the scripted runs use the small tool set (no pdb) to stay fast
+    orig = Task.make_env
+
+    def make_env(self, **overrides):
+        overrides.setdefault("tools", TOOLS)
+        return orig(self, **overrides)
+
+    monkeypatch.setattr(Task, "make_env", make_env)

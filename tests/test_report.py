@@ -8,8 +8,7 @@ import json
 
 import pytest
 from rich.console import Console
-from scripted import ScriptedPolicy
-from test_runner import _config, _policy_factory, _tools_override, tiny  # noqa: F401  fixture
+from scripted import ScriptedPolicy, small_tools, tiny_config, tiny_policy
 
 from dgym_tui.cli import main
 from dgym_tui.core.types import ToolCall
@@ -20,17 +19,17 @@ from dgym_tui.runner import run_tasks
 def _add_only(task):
     """Fixes add; on mul it only submits (not resolved)."""
     if task.name == "add":
-        return _policy_factory(task)
+        return tiny_policy(task)
     return ScriptedPolicy([ToolCall("submit", {})])
 
 
 @pytest.fixture
-def two_runs(tmp_path, tiny, monkeypatch):  # noqa: F811  the fixture imported above
-    _tools_override(monkeypatch)
+def two_runs(tmp_path, tiny, monkeypatch):
+    small_tools(monkeypatch)
     first, second = tmp_path / "first", tmp_path / "second"
-    run_tasks(_config(tmp_path, tiny), output_dir=first, policy_factory=_policy_factory,
+    run_tasks(tiny_config(tmp_path, tiny), output_dir=first, policy_factory=tiny_policy,
               console=Console(file=io.StringIO()), progress=False)
-    run_tasks(_config(tmp_path, tiny, "llm=other"), output_dir=second, policy_factory=_add_only,
+    run_tasks(tiny_config(tmp_path, tiny, "llm=other"), output_dir=second, policy_factory=_add_only,
               console=Console(file=io.StringIO()), progress=False)
     return first, second
 

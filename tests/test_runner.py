@@ -8,74 +8,19 @@ from pathlib import Path
 
 import pytest
 from rich.console import Console
-from scripted import BUGGY, ENTRYPOINT, FIX, TOOLS, ScriptedPolicy, write_repo
+from scripted import FIX, TOOLS, small_tools, tiny_config, tiny_policy
 
-from dgym_tui.benchmarks import REGISTRY, Benchmark, Task
+from dgym_tui.benchmarks import Task
 from dgym_tui.config import ConfigError, load_config
-from dgym_tui.core.types import ToolCall
 from dgym_tui.runner import read_status, run_tasks
 from dgym_tui.trajectory import read_trajectory
 
-MUL_BUG = "def add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return a + b\n"
-MUL_FIX = ToolCall("rewrite", {"path": "calc.py", "start": 6, "end": 6,
-                               "new_code": "    return a * b"})
-
-
-class TinyBenchmark(Benchmark):
-    """Two one-bug repositories written under ``root``; meta holds the fix."""
-
-    name = "tiny"
-
-    def __init__(self, root: str) -> None:
-        self.root = Path(root)
-
-    def tasks(self) -> list[str]:
-        return ["add", "mul"]
-
-    def _load(self, task_name: str) -> Task:
-        source = BUGGY if task_name == "add" else MUL_BUG
-        fixed = source.replace("return a - b", "return a + b") if task_name == "add" else \
-            MUL_BUG.replace("return a + b\n", "return a * b\n", 2).replace(
-                "def add(a, b):\n    return a * b", "def add(a, b):\n    return a + b")
-        folder = write_repo(self.root / task_name, source)
-        return Task(name=task_name, benchmark=self.name, path=folder, entrypoint=ENTRYPOINT,
-                    meta={"solution_files": {"calc.py": fixed}})
-
-
-@pytest.fixture
-def tiny(monkeypatch, tmp_path):
-    monkeypatch.setitem(REGISTRY, "tiny", f"{__name__}:TinyBenchmark")
-    return tmp_path / "tasks"
-
-
-def _config(tmp_path, tiny, *extra):
-    path = tmp_path / "run.yaml"
-    path.write_text(f"benchmark: {{name: tiny, root: {tiny}}}\npolicy: solution\n"
-                    f"max_steps: 5\noutput_dir: {tmp_path / 'out'}\n")
-    return load_config(path, list(extra))
-
-
-def _policy_factory(task):
-    fix = FIX if task.name == "add" else MUL_FIX
-    return ScriptedPolicy([ToolCall("view", {"path": "calc.py"}), fix, ToolCall("submit", {})])
-
-
-def _tools_override(monkeypatch):
-    # the scripted runs use the small tool set (no pdb) to stay fast
-    orig = Task.make_env
-
-    def make_env(self, **overrides):
-        overrides.setdefault("tools", TOOLS)
-        return orig(self, **overrides)
-
-    monkeypatch.setattr(Task, "make_env", make_env)
-
 
 def test_run_two_tasks_writes_folders_and_summary(tmp_path, tiny, monkeypatch):
-    _tools_override(monkeypatch)
-    config = _config(tmp_path, tiny)
+    small_tools(monkeypatch)
+    config = tiny_config(tmp_path, tiny)
     buf = io.StringIO()
-    summary = run_tasks(config, workers=2, policy_factory=_policy_factory,
+    summary = run_tasks(config, workers=2, policy_factory=tiny_policy,
                         console=Console(file=buf, width=160), progress=False)
     out = tmp_path / "out"
     assert [s.task for s in summary.statuses] == ["add", "mul"]
@@ -110,7 +55,7 @@ def test_run_two_tasks_writes_folders_and_summary(tmp_path, tiny, monkeypatch):
     def crashing(task):
         if task.name == "mul":
             raise RuntimeError("policy exploded")
-        return _policy_factory(task)
+        return tiny_policy(task)
 
     forced = run_tasks(config, force=True, policy_factory=crashing,
                        console=Console(file=io.StringIO()), progress=False)
@@ -119,8 +64,8 @@ def test_run_two_tasks_writes_folders_and_summary(tmp_path, tiny, monkeypatch):
 
 
 def test_solution_policy_resolves_both_tasks(tmp_path, tiny, monkeypatch):
-    _tools_override(monkeypatch)
-    config = _config(tmp_path, tiny, "tasks=[mul]")
+    small_tools(monkeypatch)
+    config = tiny_config(tmp_path, tiny, "tasks=[mul]")
     summary = run_tasks(config, console=Console(file=io.StringIO()), progress=False)
     assert [(s.task, s.resolved, s.steps) for s in summary.statuses] == [("mul", True, 2)]
     traj = read_trajectory(tmp_path / "out" / "mul" / "trajectory.jsonl")
@@ -130,16 +75,16 @@ def test_solution_policy_resolves_both_tasks(tmp_path, tiny, monkeypatch):
 
 def test_run_config_errors_are_one_line(tmp_path, tiny):
     with pytest.raises(ConfigError, match="config key 'tasks': unknown tiny task 'nope'"):
-        run_tasks(_config(tmp_path, tiny, "tasks=[nope]"), progress=False,
+        run_tasks(tiny_config(tmp_path, tiny, "tasks=[nope]"), progress=False,
                   console=Console(file=io.StringIO()))
     with pytest.raises(ConfigError, match="config key 'benchmark'"):
         run_tasks(load_config(None, ["benchmark=no_such_bench", "policy=solution"]),
                   progress=False, console=Console(file=io.StringIO()))
     with pytest.raises(ConfigError, match="one worker"):
-        run_tasks(_config(tmp_path, tiny, "policy=human"), workers=2, progress=False,
+        run_tasks(tiny_config(tmp_path, tiny, "policy=human"), workers=2, progress=False,
                   console=Console(file=io.StringIO()))
     with pytest.raises(ConfigError, match="'mode'"):
-        run_tasks(_config(tmp_path, tiny, "mode=approve"), progress=False,
+        run_tasks(tiny_config(tmp_path, tiny, "mode=approve"), progress=False,
                   console=Console(file=io.StringIO()))
 
 
@@ -155,19 +100,19 @@ def test_run_config_errors_are_one_line(tmp_path, tiny):
 ])
 def test_override_errors_name_the_key(tmp_path, tiny, override, message):
     with pytest.raises(ConfigError) as info:
-        _config(tmp_path, tiny, override)
+        tiny_config(tmp_path, tiny, override)
     assert message in str(info.value)
     assert "\n" not in str(info.value)
 
 
 def test_overrides_apply_in_order(tmp_path, tiny):
-    config = _config(tmp_path, tiny, "max_steps=7", "env.eval_timeout=30",
+    config = tiny_config(tmp_path, tiny, "max_steps=7", "env.eval_timeout=30",
                      "benchmark.root=/elsewhere", "tasks=add", "stop_on_resolved=true")
     assert config.max_steps == 7 and config.env == {"eval_timeout": 30}
     assert config.benchmark == "tiny" and config.benchmark_options == {"root": "/elsewhere"}
     assert config.tasks == ["add"] and config.stop_on_resolved is True
     assert config.env_overrides() == {"eval_timeout": 30}  # the task chooses its terminal
-    docker = _config(tmp_path, tiny, "terminal=docker", "image=img:1")
+    docker = tiny_config(tmp_path, tiny, "terminal=docker", "image=img:1")
     assert docker.env_overrides() == {"terminal": "docker", "image": "img:1"}
 
 
@@ -333,7 +278,7 @@ def test_interrupt_while_an_environment_is_being_built(tmp_path, tiny, monkeypat
     monkeypatch.setattr(Task, "make_env", make_env)
     started = time.monotonic()
     with pytest.raises(KeyboardInterrupt):
-        run_tasks(_config(tmp_path, tiny), workers=2, policy_factory=_policy_factory,
+        run_tasks(tiny_config(tmp_path, tiny), workers=2, policy_factory=tiny_policy,
                   console=Console(file=io.StringIO()), progress=False)
     assert time.monotonic() - started < 30  # not the 60 s of the initial eval
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
@@ -346,8 +291,8 @@ def test_a_run_resumes_interrupted_episodes_from_scratch(tmp_path, tiny, monkeyp
     an empty folder; --rerun runs everything again."""
     from dgym_tui.cli import main
 
-    _tools_override(monkeypatch)
-    config = _config(tmp_path, tiny)
+    small_tools(monkeypatch)
+    config = tiny_config(tmp_path, tiny)
     out = tmp_path / "out"
     run_tasks(config, console=Console(file=io.StringIO()), progress=False)
     status = json.loads((out / "mul" / "status.json").read_text())

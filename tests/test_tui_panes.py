@@ -6,20 +6,13 @@ Variables, stack and breakpoints come from pdb through structured inspection
 from __future__ import annotations
 
 import threading
-from pathlib import Path
 
-import pytest
-from tui_helpers import CALC, ENTRYPOINT, SIZE, TESTS, records, settle
+from tui_helpers import ENTRYPOINT, SIZE, records, settle
 
 from dgym_tui.core.env import RepoEnv
 from dgym_tui.core.workspace import Workspace
 from dgym_tui.session import Session
 from dgym_tui.tui.app import DgymApp
-
-
-@pytest.fixture
-def calc_repo(make_repo) -> Path:
-    return make_repo({"calc.py": CALC, "test_calc.py": TESTS})
 
 
 async def _press_on(app, pilot, widget, *keys) -> None:
