@@ -18,8 +18,9 @@ reader sleeps 100 ms whenever pdb has not answered at its first read, so its
 median flips with the machine's load: read the mean and the slow share, and
 the load average printed above the table.
 
-Locally, eval and reset are dominated by the host's pytest start-up: a host
-with many pytest plugins pays it on every run, for both systems.
+Locally, eval and reset are dominated by pytest's start-up. Every driver puts
+this interpreter first on PATH, so all systems run the tests with the same
+pytest and plugins (a virtualenv with many plugins pays seconds per run).
 ``PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 python bench/...`` measures with a plain
 pytest, as the Docker sandbox has.
 """
@@ -47,8 +48,11 @@ class Driver:
 
     def __init__(self, name: str, argv: list[str]) -> None:
         self.name = name  # "SYSTEM TERMINAL": ours, reference or floor
+        # Every system runs the code under test with this interpreter (first on PATH, as
+        # our local terminal does), so pytest and its plugins are the same for all.
+        env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
         self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     text=True, cwd=HERE.parent)
+                                     text=True, cwd=HERE.parent, env=env)
         self.samples: dict[str, list[float]] = {label: [] for label in LABELS}
         self.errors: dict[str, list[str]] = {label: [] for label in LABELS}
         self.failed = ""

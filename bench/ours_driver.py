@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from plan import find_probe, round_plan, serve, timed  # noqa: E402
+from plan import find_probe, play_round, round_plan, serve  # noqa: E402
 
 from dgym_tui import ToolCall  # noqa: E402
 from dgym_tui.benchmarks import get_benchmark  # noqa: E402
@@ -35,7 +35,6 @@ def main() -> None:
 
     def run_round() -> tuple[dict, dict]:
         env = task.make_env(terminal=terminal, image=image if terminal == "docker" else None)
-        samples, errors = {}, {}
 
         def step(tool: str, arguments: dict) -> str:
             result = env.reset() if tool == "reset" else env.step(ToolCall(name=tool, arguments=arguments))
@@ -43,14 +42,7 @@ def main() -> None:
                 return f"*** Error: {result.observation}"
             return result.observation
 
-        try:
-            for label, calls in plan:
-                samples[label], error = timed(calls, step, probe)
-                if error:
-                    errors[label] = error
-        finally:
-            env.close()
-        return samples, errors
+        return play_round(plan, step, probe, env.close)
 
     serve(run_round)
 

@@ -135,6 +135,23 @@ def serve(run_round: Callable[[], tuple[dict, dict]]) -> None:
         print(json.dumps({"samples": samples, "errors": errors}), flush=True)
 
 
+def play_round(plan: list[tuple[str, list[tuple[str, dict]]]], step: Callable[[str, dict], str],
+               probe: dict, close: Callable[[], None]) -> tuple[dict, dict]:
+    """Run one round of ``plan`` (see :func:`round_plan`) through ``step``, then ``close()``.
+
+    Returns ``({label: seconds}, {label: first error message})``.
+    """
+    samples, errors = {}, {}
+    try:
+        for label, calls in plan:
+            samples[label], error = timed(calls, step, probe)
+            if error:
+                errors[label] = error
+    finally:
+        close()
+    return samples, errors
+
+
 def timed(calls: list[tuple[str, dict]], step: Callable[[str, dict], str],
           probe: dict) -> tuple[float, str | None]:
     """Run ``calls`` through ``step(name, arguments) -> observation``; seconds and first error."""

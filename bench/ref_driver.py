@@ -21,7 +21,7 @@ from debug_gym.gym.envs.local import LocalEnv  # noqa: E402
 from debug_gym.gym.terminals.docker import DockerTerminal  # noqa: E402
 from debug_gym.gym.tools.tool import ToolCall  # noqa: E402
 from debug_gym.gym.tools.toolbox import Toolbox  # noqa: E402
-from plan import find_probe, round_plan, serve, timed  # noqa: E402
+from plan import find_probe, play_round, round_plan, serve  # noqa: E402
 
 NAMES = {"rewrite": "edit"}  # our tool name -> the reference's
 
@@ -45,7 +45,6 @@ def main() -> None:
         env = LocalEnv(path=task, entrypoint=entrypoint, terminal=term)
         for name in ("view", "eval", "pdb", "edit"):
             env.add_tool(Toolbox.get_tool(name))
-        samples, errors = {}, {}
 
         def step(tool: str, arguments: dict) -> str:
             if tool == "reset":
@@ -55,14 +54,7 @@ def main() -> None:
                 info = env.step(call)
             return info.step_observation.observation
 
-        try:
-            for label, calls in plan:
-                samples[label], error = timed(calls, step, probe)
-                if error:
-                    errors[label] = error
-        finally:
-            env.close()
-        return samples, errors
+        return play_round(plan, step, probe, env.close)
 
     serve(run_round)
 
