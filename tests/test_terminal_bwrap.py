@@ -298,3 +298,23 @@ def test_dgym_run_with_terminal_bwrap(tmp_path, bwrap_ready):
     assert task["resolved"] is True and task["error"] == ""
     header = json.loads(next((out).rglob("*.jsonl")).read_text().splitlines()[0])
     assert "bwrap" in json.dumps(header)
+
+
+def test_path_entries_under_tmp_stay_visible_read_only(repo, tmp_path, monkeypatch):
+    """A virtualenv or checkout under /tmp (its interpreter, a PATH entry) still runs the
+    tests inside the sandbox, read-only; the rest of the host's /tmp stays hidden."""
+    tools = tmp_path / "venv" / "bin"
+    tools.mkdir(parents=True)
+    (tools / "dgym-probe-tool").write_text("#!/bin/sh\necho probe-tool-ran\n")
+    (tools / "dgym-probe-tool").chmod(0o755)
+    (tmp_path / "other.txt").write_text("host file")
+    monkeypatch.setenv("PATH", f"{tools}{os.pathsep}{os.environ['PATH']}")
+    t = BwrapTerminal()
+    t.start(str(repo))
+    try:
+        res = t.run(f"dgym-probe-tool; ls -A {tmp_path / 'other.txt'}; touch {tools}/x")
+    finally:
+        t.close()
+    assert "probe-tool-ran" in res.output
+    assert "No such file" in res.output  # only the PATH entry came back, not its parent
+    assert "Read-only file system" in res.output

@@ -4,6 +4,7 @@ Each command runs as::
 
     bwrap --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp --tmpfs /run
           [--tmpfs $HOME, its folders holding Python and PATH entries bound back]
+          [--ro-bind the Python and PATH entries that live under /tmp or /run]
           --bind WORK WORK [--bind SCRATCH SCRATCH]
           --ro-bind WORK/ro WORK/ro ...            # .debugreadonly
           --ro-bind EMPTY WORK/f | --tmpfs WORK/d  # .debugignore (masked)
@@ -108,6 +109,18 @@ def _home_folders_to_keep(home: str) -> list[str]:
     return sorted(p for p in keep if os.path.isdir(p))
 
 
+def _kept_under(folder: str) -> list[str]:
+    """The running Python's folders and the ``PATH`` entries inside ``folder`` (a folder the
+    sandbox replaces with an empty tmpfs, e.g. ``/tmp``), outermost only: a virtualenv or a
+    checkout under ``/tmp`` must still run the tests. Nothing else of ``folder`` shows."""
+    found = set()
+    for path in _interpreter_paths() + os.environ.get("PATH", "").split(os.pathsep):
+        real = os.path.realpath(path) if path else ""
+        if real and real != folder and _within(real, folder) and os.path.isdir(real):
+            found.add(real)
+    return sorted(p for p in found if not any(o != p and _within(p, o) for o in found))
+
+
 def _within(path: str, folder: str) -> bool:
     return path == folder or path.startswith(folder.rstrip("/") + "/")
 
@@ -175,6 +188,9 @@ class BwrapTerminal(LocalTerminal):
             covered.append(home)
             args += ["--tmpfs", home]
             for keep in _home_folders_to_keep(home):
+                args += ["--ro-bind", keep, keep]
+        for folder in ("/tmp", "/run"):
+            for keep in _kept_under(folder):
                 args += ["--ro-bind", keep, keep]
         args += ["--bind", work, work, "--bind", self.scratch, self.scratch]
         for rel in inside_paths(work, self.readonly):
