@@ -15,25 +15,10 @@ import threading
 import time
 
 import pytest
+from process_helpers import alive, wait_dead
 
 from dgym_tui.core.terminals import TerminalError, cleanup
 from dgym_tui.core.terminals.bwrap import BwrapTerminal
-
-
-def _alive(pid: int) -> bool:
-    """True if ``pid`` runs and is not a zombie."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split(") ", 1)[1][0] != "Z"
-    except FileNotFoundError:
-        return False
-
-
-def _wait_dead(pid: int, seconds: float = 5.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while _alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    return not _alive(pid)
 
 
 @pytest.fixture
@@ -176,7 +161,7 @@ def test_spawn_pdb_round_trip_and_close(term):
     pid = child.pid
     child.close(force=True)
     assert not child.isalive()
-    assert _wait_dead(pid)
+    assert wait_dead(pid)
 
 
 def test_spawn_from_a_short_lived_thread_survives_the_thread(term):
@@ -201,7 +186,7 @@ def test_close_kills_spawned_and_daemons_and_unregisters(term):
     assert len(pids) >= 2
     term.close()
     for pid in pids + [child.pid]:
-        assert _wait_dead(pid)
+        assert wait_dead(pid)
     assert term not in cleanup.live()
     assert term.scratch == ""
 
@@ -220,13 +205,13 @@ def test_sigterm_to_owner_kills_the_sandbox(repo):
     proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
     try:
         pid = int(proc.stdout.readline())
-        assert _alive(pid)
+        assert alive(pid)
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=20)
     finally:
         proc.kill()
     assert proc.returncode == -signal.SIGTERM
-    assert _wait_dead(pid)
+    assert wait_dead(pid)
 
 
 def test_sigkill_of_owner_ends_the_sandbox_too(repo):

@@ -11,25 +11,10 @@ import time
 import tracemalloc
 
 import pytest
+from process_helpers import alive, wait_dead
 
 from dgym_tui.core.terminals import TerminalError, cleanup
 from dgym_tui.core.terminals.local import LocalTerminal
-
-
-def _alive(pid: int) -> bool:
-    """True if ``pid`` runs and is not a zombie."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split(") ", 1)[1][0] != "Z"
-    except FileNotFoundError:
-        return False
-
-
-def _wait_dead(pid: int, seconds: float = 5.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while _alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    return not _alive(pid)
 
 
 @pytest.fixture
@@ -78,7 +63,7 @@ def test_timeout_kills_children_too(term, tmp_path):
     res = term.run(f"sleep 300 & echo $! > {pidfile}; sleep 301", timeout=0.5)
     assert res.timed_out and res.exit_code is None
     assert time.monotonic() - start < 5
-    assert _wait_dead(int(pidfile.read_text()))
+    assert wait_dead(int(pidfile.read_text()))
 
 
 def test_large_output_is_truncated_with_bounded_memory(term):
@@ -107,7 +92,7 @@ def test_spawn_pdb_round_trip_and_close(term):
     pid = child.pid
     child.close(force=True)
     assert not child.isalive()
-    assert _wait_dead(pid)
+    assert wait_dead(pid)
 
 
 def test_close_kills_spawned_and_unregisters(term):
@@ -116,7 +101,7 @@ def test_close_kills_spawned_and_unregisters(term):
     pid = child.pid
     assert child.isalive()
     term.close()
-    assert _wait_dead(pid)
+    assert wait_dead(pid)
     assert term not in cleanup.live()
 
 
@@ -139,7 +124,7 @@ def _sigterm_owner(script: str) -> tuple[int, int]:
     proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
     try:
         pid = int(proc.stdout.readline())
-        assert _alive(pid)
+        assert alive(pid)
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=20)
     finally:
@@ -150,7 +135,7 @@ def _sigterm_owner(script: str) -> tuple[int, int]:
 def test_sigterm_to_owner_kills_its_processes(tmp_path):
     code, pid = _sigterm_owner(_owner_script(tmp_path))
     assert code == -signal.SIGTERM
-    assert _wait_dead(pid)
+    assert wait_dead(pid)
 
 
 def test_without_registration_the_process_would_leak(tmp_path):
@@ -159,7 +144,7 @@ def test_without_registration_the_process_would_leak(tmp_path):
         tmp_path, "from dgym_tui.core.terminals import cleanup; cleanup.unregister(t)"))
     try:
         assert code == -signal.SIGTERM
-        assert not _wait_dead(pid, seconds=1.0)
+        assert not wait_dead(pid, seconds=1.0)
     finally:
         os.killpg(pid, signal.SIGKILL)
 
