@@ -4,7 +4,7 @@
 
     dgym run CONFIG.yaml [-p key.sub=value ...] [-n WORKERS] [--rerun] [--output DIR]
              [--executor local|ray [--address ADDR]]
-    dgym report RUN_DIR ... [--format table|markdown|csv|json] [--plot]
+    dgym report RUN_DIR ... [--format table|markdown|csv|json] [--plot [FILE.png]]
     dgym replay TRAJ.jsonl [--until N [--llm NAME [--agent SPEC] | --human] [-o NEW.jsonl]]
     dgym export TRAJ.jsonl|DIR ... --format debug-gym|sft [-o OUT]
     dgym export RUN_DIR ... --format preferences | --format sft --accepted-only [-o OUT]
@@ -104,7 +104,7 @@ def _cmd_study_check(args: argparse.Namespace) -> int:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from dgym_tui.report import build_report, load_episodes, plot, print_report, render
+    from dgym_tui.report import build_report, load_episodes, plot, plot_png, print_report, render
 
     report = build_report(load_episodes(args.run_dirs))
     if args.format == "table":
@@ -113,8 +113,10 @@ def _cmd_report(args: argparse.Namespace) -> int:
         print_report(report, Console())
     else:
         sys.stdout.write(render(report, args.format))
-    if args.plot:
+    if args.plot == "terminal":
         print(plot(report))
+    elif args.plot:
+        print(f"wrote {plot_png(report, args.plot)}")
     return 0
 
 
@@ -379,6 +381,14 @@ def _cmd_play(args: argparse.Namespace) -> int:
 
 
 # ---------------------------------------------------------------- parser
+def _png_path(value: str) -> str:
+    """argparse type of ``--plot``: ``"terminal"`` or a file name ending in .png."""
+    if value != "terminal" and not value.lower().endswith(".png"):
+        raise argparse.ArgumentTypeError(f"{value!r}: give a FILE.png (or nothing, for the "
+                                         "terminal)")
+    return value
+
+
 def _positive_int(text: str) -> int:
     """argparse type: an integer >= 1 (argparse reports the error in one line)."""
     try:
@@ -418,7 +428,9 @@ def build_parser() -> argparse.ArgumentParser:
                                       "of one or more run folders")
     p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="output folder of a dgym run")
     p.add_argument("--format", choices=("table", "markdown", "csv", "json"), default="table")
-    p.add_argument("--plot", action="store_true", help="also draw the success rates (plotext)")
+    p.add_argument("--plot", nargs="?", const="terminal", type=_png_path, metavar="FILE.png",
+                   help="also draw the success rates: in the terminal (plotext), or into "
+                        "FILE.png (pip install 'dgym-tui[plot]')")
     p.set_defaults(func=_cmd_report)
 
     p = sub.add_parser("study", help="human baseline studies: check a study file, summarize results")

@@ -258,3 +258,40 @@ def plot(report: Report, width: int | None = None, height: int | None = None) ->
     plt.ylim(0, 100)
     plt.title("success rate %")
     return plt.uncolorize(plt.build())  # the clear theme still writes reset codes
+
+
+def plot_png(report: Report, path: str | Path) -> Path:
+    """Write the success rates (%) as a PNG bar chart: one group of bars per
+    benchmark, one bar per system (matplotlib: ``pip install 'dgym-tui[plot]'``).
+
+    Returns:
+        ``path`` as a Path.
+
+    Raises:
+        ReportError: matplotlib is not installed, or the file cannot be written.
+    """
+    try:
+        from matplotlib.figure import Figure
+    except ImportError:
+        raise ReportError("--plot FILE.png needs matplotlib: pip install 'dgym-tui[plot]'") \
+            from None
+    path = Path(path)
+    figure = Figure(figsize=(max(4.0, 1.5 * len(report.benchmarks) * len(report.systems)), 4),
+                    layout="constrained")
+    axes = figure.add_subplot()
+    width = 0.8 / len(report.systems)
+    for i, system in enumerate(report.systems):
+        rates = [100 * report.success.get((system, b), Cell()).rate for b in report.benchmarks]
+        axes.bar([x + i * width for x in range(len(report.benchmarks))], rates, width,
+                 label=system)
+    axes.set_xticks([x + width * (len(report.systems) - 1) / 2
+                     for x in range(len(report.benchmarks))], report.benchmarks)
+    axes.set_ylim(0, 100)
+    axes.set_ylabel("resolved %")
+    axes.set_title("success rate %")
+    figure.legend(loc="outside lower center", ncols=min(3, len(report.systems)))
+    try:
+        figure.savefig(path, format="png")
+    except OSError as exc:
+        raise ReportError(f"{path}: cannot write the plot ({exc.strerror or exc})") from None
+    return path

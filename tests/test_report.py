@@ -64,6 +64,25 @@ def test_dgym_report_formats_and_plot(two_runs, capsys):
     assert "success rate %" in out  # the plotext chart's title
 
 
+def test_dgym_report_plot_writes_a_png(two_runs, tmp_path, capsys):
+    from PIL import Image  # matplotlib's own dependency
+
+    png = tmp_path / "rates.png"
+    assert main(["report", *map(str, two_runs), "--format", "csv", "--plot", str(png)]) == 0
+    assert f"wrote {png}" in capsys.readouterr().out
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    with Image.open(png) as image:
+        image = image.convert("RGB")
+        colours = {colour for _, colour in image.getcolors(maxcolors=1 << 20)}
+    assert image.size[0] >= 300 and image.size[1] >= 200
+    assert len(colours) > 10  # bars, axes and text drawn, not a blank page
+    # the two systems' bars (100% and 50%): matplotlib's first two colours are there
+    assert {(31, 119, 180), (255, 127, 14)} <= colours
+    with pytest.raises(SystemExit):
+        main(["report", str(two_runs[0]), "--plot", str(tmp_path / "rates.txt")])
+    assert "give a FILE.png" in capsys.readouterr().err
+
+
 def test_a_folder_without_results_is_one_line(tmp_path, capsys):
     with pytest.raises(ReportError, match="no task results"):
         load_episodes([tmp_path])
