@@ -7,6 +7,7 @@ Usage::
     dgym-tui ... --agent debug_agent --llm NAME an agent proposes, you approve
     dgym-tui --replay TRAJ.jsonl                browse a recorded trajectory (f forks)
     dgym-tui RUN_DIR [RUN_DIR ...]              browse and review the episodes of dgym runs
+    dgym-tui ... --serve [--host H --port P]    the same app in a web browser (textual-serve)
 
 Errors a user can cause (missing path, bad config, no Docker, unknown task)
 print one line ``dgym-tui: error: ...`` and exit with code 2. Textual is
@@ -60,6 +61,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="pseudonymous participant id for --study (asked for when missing)")
     p.add_argument("--no-apply-prompt", action="store_true",
                    help="do not offer to apply the patch when the episode ends")
+    p.add_argument("--serve", action="store_true", help="serve the app to web browsers "
+                   "(textual-serve; each tab gets its own app) instead of running it here")
+    p.add_argument("--host", default="127.0.0.1", help="--serve: address to listen on "
+                   "(default 127.0.0.1: this machine only)")
+    p.add_argument("--port", type=int, default=8000, help="--serve: TCP port (default 8000)")
     return p
 
 
@@ -193,7 +199,12 @@ def main(argv: list[str] | None = None) -> int:
         Exit code: 0 on a normal end, 2 on a usage problem (missing path,
         bad config, no Docker, episode that cannot start), 1 when the app crashed.
     """
-    args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
+    argv = sys.argv[1:] if argv is None else argv
+    args = build_parser().parse_args(argv)
+    if args.serve:
+        from dgym_tui.tui.serve import serve
+
+        return serve(argv, args.host, args.port)
     if args.study:
         return _main_study(args)
     from dgym_tui.runs import is_run_folder

@@ -1,0 +1,62 @@
+"""``dgym-tui --serve``: the same app in a web browser, through ``textual-serve``.
+
+``textual-serve`` (Textual's own web server) starts the app as a subprocess
+for each browser tab that connects (the command :func:`served_command`
+builds: the same ``dgym-tui`` arguments without the serving options) and
+relays its screen and keys over a websocket. Every tab gets its own app.
+The package is the optional extra ``serve`` (``pip install 'dgym-tui[serve]'``).
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+
+#: The ``dgym-tui`` options that configure the server, not the served app (option -> takes a value).
+SERVER_OPTIONS = {"--serve": False, "--host": True, "--port": True}
+
+
+def served_command(argv: list[str]) -> str:
+    """The shell command each browser tab runs: this Python, ``-m dgym_tui.tui.cli`` and ``argv``
+    without ``--serve``, ``--host H`` and ``--port P`` (also in ``--opt=value`` form)."""
+    kept: list[str] = []
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+            continue
+        name = arg.split("=", 1)[0]
+        if name in SERVER_OPTIONS:
+            skip = SERVER_OPTIONS[name] and "=" not in arg
+            continue
+        kept.append(arg)
+    return shlex.join([sys.executable, "-m", "dgym_tui.tui.cli", *kept])
+
+
+def is_served() -> bool:
+    """True inside an app process that ``textual-serve`` started (Textual's web driver)."""
+    return "web_driver" in os.environ.get("TEXTUAL_DRIVER", "")
+
+
+def serve(argv: list[str], host: str, port: int) -> int:
+    """Serve ``dgym-tui argv`` on ``http://host:port`` until interrupted (Ctrl+C or SIGTERM).
+
+    Args:
+        argv: the ``dgym-tui`` arguments (server options are dropped, see :func:`served_command`).
+        host: the address to listen on (``127.0.0.1``: this machine only; ``0.0.0.0``: every
+            interface; the page then connects back to ``host``, so give a name others can reach).
+        port: the TCP port.
+
+    Returns:
+        0 after the server stopped; 2 when ``textual-serve`` is not installed.
+    """
+    try:
+        from textual_serve.server import Server
+    except ImportError:
+        print("dgym-tui: error: --serve needs textual-serve: pip install 'dgym-tui[serve]'",
+              file=sys.stderr)
+        return 2
+    command = served_command(argv)
+    Server(command, host=host, port=port, title="dgym-tui").serve()
+    return 0
