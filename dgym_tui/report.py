@@ -61,8 +61,13 @@ def _header(folder: Path) -> dict[str, Any]:
     return header if isinstance(header, dict) else {}
 
 
-def _labels(header: dict[str, Any]) -> tuple[str, str, str]:
-    """(agent, model, benchmark) of an episode from its trajectory header."""
+def episode_labels(header: dict[str, Any]) -> tuple[str, str, str]:
+    """The (agent, model, benchmark) labels of an episode from its trajectory header.
+
+    ``agent`` is the agent spec's name for an LLM agent, else the policy
+    (``human``, ``scripted``); ``model`` is ``-`` without an LLM; a missing
+    value is ``?``.
+    """
     config = header.get("config") or {}
     task = header.get("task") or {}
     policy = str(config.get("policy") or "?")
@@ -95,7 +100,7 @@ def load_episodes(run_dirs: list[str | Path]) -> list[Episode]:
             status = read_status(folder)
             if status is None or status.state not in COUNTED_STATES:
                 continue
-            agent, model, benchmark = _labels(_header(folder))
+            agent, model, benchmark = episode_labels(_header(folder))
             episode = Episode(run=str(run_dir), agent=agent, model=model, benchmark=benchmark,
                               task=status.task, resolved=bool(status.resolved),
                               steps=status.steps,
@@ -177,7 +182,9 @@ def _tables(report: Report) -> list[tuple[str, list[str], list[list[str]]]]:
                                                     "tokens", "cost $"], stats)]
 
 
-def _markdown(title: str, header: list[str], rows: list[list[str]]) -> str:
+def markdown_table(title: str, header: list[str], rows: list[list[str]]) -> str:
+    """A ``### title`` heading and a markdown table (``|`` in cells escaped), no final newline."""
+
     def line(cells: list[str]) -> str:
         return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
 
@@ -211,7 +218,7 @@ def render(report: Report, fmt: str = "markdown") -> str:
         ReportError: unknown format.
     """
     if fmt == "markdown":
-        return "\n\n".join(_markdown(*table) for table in _tables(report)) + "\n"
+        return "\n\n".join(markdown_table(*table) for table in _tables(report)) + "\n"
     if fmt == "json":
         return json.dumps(to_json(report), indent=2, ensure_ascii=False) + "\n"
     if fmt == "csv":

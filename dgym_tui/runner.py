@@ -124,7 +124,15 @@ def read_status(folder: Path) -> TaskStatus | None:
         return None
 
 
-def _write_json(path: Path, data: Any) -> None:
+def write_json(path: Path, data: Any) -> None:
+    """Write ``data`` as indented JSON to ``path`` atomically (a ``.tmp`` file, then a rename).
+
+    Readers (the run browser, a resumed run) never see a half-written file.
+
+    Raises:
+        OSError: the folder is not writable.
+        TypeError: ``data`` is not JSON-serializable.
+    """
     tmp = path.with_suffix(path.suffix + ".tmp")
     tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
     tmp.replace(path)
@@ -247,7 +255,7 @@ def run_task(config: RunConfig, benchmark: Any, task_name: str, output_dir: Path
         if session.reason == INTERRUPTED:
             status.state = INTERRUPTED
         footer = session.footer or {}
-        _take_footer(status, footer)
+        take_footer(status, footer)
         (folder / PATCH_FILE).write_text(footer.get("patch") or "", encoding="utf-8")
     except KeyboardInterrupt:
         interrupted = True
@@ -277,7 +285,7 @@ def run_task(config: RunConfig, benchmark: Any, task_name: str, output_dir: Path
             except Exception as exc:  # noqa: BLE001  cleanup must not mask the result
                 log.warning("closing the environment of %s failed: %s", task_name, exc)
         status.wall_time = round(time.monotonic() - started, 3)
-        _write_json(folder / STATUS_FILE, status.to_dict())
+        write_json(folder / STATUS_FILE, status.to_dict())
     if interrupted:
         raise KeyboardInterrupt
     return status
@@ -289,11 +297,17 @@ def _end_interrupted(status: TaskStatus, session: Any) -> None:
     status.reason = INTERRUPTED
     if session is not None and session.initial is not None:
         session.finish(INTERRUPTED)  # idempotent: keeps a footer written before
-        _take_footer(status, session.footer or {}, default_reason=INTERRUPTED)
+        take_footer(status, session.footer or {}, default_reason=INTERRUPTED)
 
 
-def _take_footer(status: TaskStatus, footer: dict[str, Any], default_reason: str = "") -> None:
-    """Copy resolved, score, max_score, steps and reason of a trajectory footer into ``status``."""
+def take_footer(status: TaskStatus, footer: dict[str, Any], default_reason: str = "") -> None:
+    """Copy resolved, score, max_score, steps and reason of a trajectory footer into ``status``.
+
+    Args:
+        status: updated in place.
+        footer: the trajectory's footer record (missing keys count as 0 / false).
+        default_reason: the reason when the footer names none.
+    """
     status.resolved = bool(footer.get("resolved"))
     status.score = int(footer.get("score") or 0)
     status.max_score = int(footer.get("max_score") or 0)
@@ -377,7 +391,7 @@ class RunJob:
         folder = task_folder(self.output_dir, name)
         folder.mkdir(parents=True, exist_ok=True)
         status = TaskStatus(task=name, state="error", error=error.splitlines()[0][:500])
-        _write_json(folder / STATUS_FILE, status.to_dict())
+        write_json(folder / STATUS_FILE, status.to_dict())
         return status
 
 
@@ -449,10 +463,10 @@ def run_tasks(config: RunConfig, workers: int | None = None, force: bool = False
         with RunProgress(len(todo), console=err, enabled=progress) as bar:
             executor.run(job, todo, results, bar)
     except KeyboardInterrupt:
-        _write_summary(output_dir, names, results)
+        write_run_summary(output_dir, names, results)
         raise
 
-    summary = _write_summary(output_dir, names, results)
+    summary = write_run_summary(output_dir, names, results)
     out.print(summary_table(summary))
     for status in summary.statuses:
         if status.error:
@@ -460,11 +474,20 @@ def run_tasks(config: RunConfig, workers: int | None = None, force: bool = False
     return summary
 
 
-def _write_summary(output_dir: Path, names: list[str],
-                   results: dict[str, TaskStatus]) -> RunSummary:
-    """Write ``summary.json`` with the statuses of the tasks that have one; return them."""
+def write_run_summary(output_dir: Path, names: list[str],
+                      results: dict[str, TaskStatus]) -> RunSummary:
+    """Write the run's ``summary.json``: the statuses of ``names`` that have one, in that order.
+
+    Args:
+        output_dir: the run folder.
+        names: task names in run order.
+        results: task name -> status (tasks without one are left out).
+
+    Returns:
+        The :class:`RunSummary` written.
+    """
     summary = RunSummary(output_dir, [results[name] for name in names if name in results])
-    _write_json(output_dir / "summary.json", [s.to_dict() for s in summary.statuses])
+    write_json(output_dir / "summary.json", [s.to_dict() for s in summary.statuses])
     return summary
 
 

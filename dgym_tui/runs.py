@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from dgym_tui.records import Usage
-from dgym_tui.report import _labels
+from dgym_tui.report import episode_labels
 from dgym_tui.reviews import REVIEWS_FILE, read_reviews
 from dgym_tui.runner import PATCH_FILE, STATUS_FILE, TRAJECTORY_FILE
 from dgym_tui.trajectory import SUPPORTED_VERSIONS
@@ -212,7 +212,7 @@ def read_episode(run: Path, episode: str) -> EpisodeRow:
     if header is not None:
         config = header.get("config")
         if isinstance(config, dict) and isinstance(header.get("task"), dict):
-            row.agent, row.model, row.benchmark = _labels(header)
+            row.agent, row.model, row.benchmark = episode_labels(header)
             row.task = str(header["task"].get("name") or episode)
     if status is not None:
         try:

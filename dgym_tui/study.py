@@ -55,11 +55,11 @@ from dgym_tui.runner import (
     STATUS_FILE,
     TRAJECTORY_FILE,
     TaskStatus,
-    _take_footer,
-    _write_json,
-    _write_summary,
     read_status,
+    take_footer,
     task_folder,
+    write_json,
+    write_run_summary,
 )
 
 STUDY_FILE = "study.json"
@@ -314,7 +314,7 @@ def open_results(study: Study) -> Path:
         raise UsageError(f"results folder {folder.name} is not empty and has no {STUDY_FILE}: "
                          "not a study's results; give the study another 'results' folder")
     folder.mkdir(parents=True, exist_ok=True)
-    _write_json(marker, {**study.record(), "hash": study.hash})
+    write_json(marker, {**study.record(), "hash": study.hash})
     return folder
 
 
@@ -450,7 +450,7 @@ class StudyTask:
         finished = self.session.done and self.session.reason in FINISHED_REASONS
         status = TaskStatus(task=self.item.task, state="done" if finished else "interrupted")
         if self.session.footer is not None:
-            _take_footer(status, self.session.footer)
+            take_footer(status, self.session.footer)
             (self.folder / PATCH_FILE).write_text(self.session.footer.get("patch") or "",
                                                   encoding="utf-8")
         else:
@@ -460,7 +460,7 @@ class StudyTask:
             self.session.env.close()
         finally:
             scrub_machine_names(self.folder)
-            _write_json(self.folder / STATUS_FILE, status.to_dict())
+            write_json(self.folder / STATUS_FILE, status.to_dict())
             write_summary(self.study, self.participant)
         self.status = status
         return status
@@ -494,7 +494,7 @@ def write_summary(study: Study, participant: str) -> None:
     run = run_folder(study, participant)
     names = task_queue(study, participant)
     results = {name: s for name in names if (s := read_status(task_folder(run, name)))}
-    _write_summary(run, names, results)
+    write_run_summary(run, names, results)
 
 
 def open_task(study: Study, participant: str, item: QueueItem) -> StudyTask:

@@ -20,7 +20,7 @@ from typing import Any
 
 from dgym_tui.core.errors import first_line
 from dgym_tui.episode import UsageError
-from dgym_tui.report import _labels, _markdown
+from dgym_tui.report import episode_labels, markdown_table
 from dgym_tui.runner import STATUS_FILE, TRAJECTORY_FILE, read_status
 from dgym_tui.runs import find_runs
 from dgym_tui.study import outcome
@@ -75,7 +75,7 @@ def load_study_episodes(paths: list[str | Path]) -> list[StudyEpisode]:
                     log.warning("not counted: %s", first_line(exc))
                     continue
                 config = traj.header.get("config") or {}
-                agent, model, _ = _labels(traj.header)
+                agent, model, _ = episode_labels(traj.header)
                 condition = str(config.get("condition") or
                                 (agent if model == "-" else f"{agent} × {model}"))
                 pdb = sum(1 for step in traj.steps
@@ -113,7 +113,7 @@ def render_summary(rows: list[dict[str, Any]], fmt: str = "markdown") -> str:
         UsageError: unknown format.
     """
     if fmt == "markdown":
-        return _markdown("study summary", list(COLUMNS),
+        return markdown_table("study summary", list(COLUMNS),
                          [[str(row[c]) for c in COLUMNS] for row in rows]) + "\n"
     if fmt == "csv":
         buf = io.StringIO()
