@@ -25,8 +25,10 @@ run folder per participant, in the format ``dgym run`` writes
 trajectory header's ``config`` holds ``policy: human``, the ``participant``,
 the ``condition`` and the ``study``; the footer's ``reason`` is the outcome's
 cause (``submitted``, ``gave up``, ``timed out``). No user name, host name or
-absolute path of the study is written (the task record's ``path`` is the task
-reference; a benchmark task is loaded again on replay).
+absolute path is written: the task record's ``path`` is the task reference
+(a benchmark task is loaded again on replay), and a closing task's files are
+scrubbed of the working copy's path, the home folder, the Python install, the
+host and user names (:mod:`dgym_tui.scrub`).
 
 Resume: running the study again with the same participant id starts at the
 first unfinished task; a task that was started but not finished restarts from
@@ -61,6 +63,7 @@ from dgym_tui.runner import (
     write_json,
     write_run_summary,
 )
+from dgym_tui.scrub import scrub_folder
 
 STUDY_FILE = "study.json"
 KEYS = ("id", "benchmark", "tasks", "tools", "condition", "time_limit", "show_time", "order",
@@ -456,37 +459,16 @@ class StudyTask:
         else:
             status.reason = "interrupted"
         status.wall_time = round(self.clock.elapsed, 3)
+        env = self.session.env
+        shown = [env.workspace.root, env.terminal.workdir] if env.terminal else [env.workspace.root]
         try:
-            self.session.env.close()
+            env.close()
         finally:
-            scrub_machine_names(self.folder)
+            scrub_folder(self.folder, shown)
             write_json(self.folder / STATUS_FILE, status.to_dict())
             write_summary(self.study, self.participant)
         self.status = status
         return status
-
-
-def scrub_machine_names(folder: Path) -> None:
-    """Replace the home folder (``~``) and the host name (``HOST``) in the files of ``folder``.
-
-    Observations of pdb and tests can show paths of the Python install
-    (``/home/NAME/.pyenv/...``); the study's results must not name the person
-    or the machine. Runs when a task closes (a task cut off restarts anyway).
-    """
-    home = str(Path.home()).rstrip("/")
-    pairs = [(home + "/", "~/")] if home not in ("", "/") else []
-    host = socket.gethostname()
-    if len(host) >= 3:
-        pairs.append((host, "HOST"))
-    for path in folder.iterdir():
-        if not path.is_file():
-            continue
-        text = path.read_text(encoding="utf-8", errors="surrogateescape")
-        scrubbed = text
-        for old, new in pairs:
-            scrubbed = scrubbed.replace(old, new)
-        if scrubbed != text:
-            path.write_text(scrubbed, encoding="utf-8", errors="surrogateescape")
 
 
 def write_summary(study: Study, participant: str) -> None:

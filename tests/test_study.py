@@ -8,7 +8,11 @@ from __future__ import annotations
 
 import getpass
 import json
+import os
+import re
 import socket
+import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -131,7 +135,8 @@ def test_three_tasks_solved_gave_up_timed_out_then_resume(tmp_path):
 
     first = open_task(study, "P01", items[0])
     first.session.start()
-    first.session.act(ToolCall("pdb", {"command": "where"}))
+    for command in ["where", *PRINT_MACHINE]:
+        first.session.act(ToolCall("pdb", {"command": command}))
     _solve(first)
     assert first.session.done
     first.close()
@@ -171,11 +176,42 @@ def test_three_tasks_solved_gave_up_timed_out_then_resume(tmp_path):
     # the run browser's index reads the participant as a run folder
     rows = index_runs([study.results])
     assert sorted(r.task for r in rows) == sorted(TASKS)
-    # nothing identifying or machine-specific in the results
-    text = "".join(p.read_text() for p in study.results.rglob("*") if p.is_file())
-    secrets = [str(Path.home()) + "/", str(tmp_path), str(Path("data").resolve()),
-               socket.gethostname()]
-    if getpass.getuser() != "root":  # a word in the tool descriptions
-        secrets.append(getpass.getuser())
-    for secret in secrets:
-        assert secret not in text
+    # nothing identifying or machine-specific in the results (the first task printed them)
+    assert_no_machine_names(study.results, tmp_path)
+
+
+#: pdb commands that print the working copy, the Python install, the home and host.
+PRINT_MACHINE = ['p __import__("os").getcwd()', 'p __import__("sys").path',
+                 'p __import__("sys").executable', 'p __import__("os").environ.get("HOME")',
+                 'p __import__("tempfile").gettempdir()', 'p __import__("socket").gethostname()',
+                 'p __import__("getpass").getuser()']
+
+
+def assert_no_machine_names(results: Path, *paths: Path) -> None:
+    """No file under ``results`` names a temporary folder, the home folder, the
+    Python install, the current folder, ``paths``, the host or the user."""
+    texts = {p: p.read_text() for p in results.rglob("*") if p.is_file()}
+    assert any("<repo>" in t for t in texts.values())  # the working copy was shown, scrubbed
+    secrets = [tempfile.gettempdir(), str(Path.home()), sys.prefix, sys.base_prefix, os.getcwd(),
+               *map(str, paths)]
+    names = [socket.gethostname(), getpass.getuser()]
+    for path, text in texts.items():
+        for secret in secrets:
+            assert not re.search(r"(?<![\w.-])" + re.escape(secret) + r"(?![\w.-])", text), \
+                (path.name, secret)
+        for name in names:  # short names (a host "vm") are left: too common to replace
+            if len(name) >= 3 and name != "root":
+                assert not re.search(r"\b" + re.escape(name) + r"\b", text), (path.name, name)
+
+
+def test_scrub_names_host_and_user(monkeypatch):
+    from dgym_tui import scrub
+
+    monkeypatch.setattr(scrub.socket, "gethostname", lambda: "lab-pc7.example.org")
+    monkeypatch.setattr(scrub.getpass, "getuser", lambda: "alice")
+    work = Path(tempfile.gettempdir()) / "dgym-ws-99-abc"
+    text = (f"cwd {work} and {work}/x.py, {Path.home()}/.pyenv/bin, on lab-pc7 as alice; "
+            f"{sys.prefix}/bin/python; alicexyz stays; {Path.home()}")
+    scrubbed = scrub.scrub_text(text, scrub.machine_patterns())
+    assert scrubbed == ("cwd <repo> and <repo>/x.py, ~/.pyenv/bin, on <host> as <user>; "
+                        "<python>/bin/python; alicexyz stays; ~")
