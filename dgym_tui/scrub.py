@@ -10,7 +10,6 @@ replaces the rest, in every file of a folder, with placeholders:
 what                                      written as
 ========================================  ===============
 a working copy (``$TMPDIR/dgym-ws-*``)    ``<repo>``
-other given paths (e.g. a sandbox's)      ``<repo>``
 the Python install (``sys.prefix`` ...)   ``<python>``
 the folder dgym was started in            ``<cwd>``
 the home folder                           ``~``
@@ -31,7 +30,6 @@ import re
 import socket
 import sys
 import tempfile
-from collections.abc import Iterable
 from pathlib import Path
 
 from dgym_tui.core.workspace import WS_PREFIX
@@ -58,20 +56,15 @@ def _user() -> str:
         return ""
 
 
-def machine_patterns(paths: Iterable[str | Path] = ()) -> list[tuple[re.Pattern[str], str]]:
+def machine_patterns() -> list[tuple[re.Pattern[str], str]]:
     """The (pattern, placeholder) pairs :func:`scrub_text` applies, longest path first.
-
-    Args:
-        paths: further folders written as ``<repo>`` (e.g. the working copy
-            and the path a sandbox shows it at).
 
     Returns:
         Compiled patterns with their placeholders (see the module docstring).
     """
     tmp = os.path.realpath(tempfile.gettempdir())
     named: dict[str, str] = {}
-    for path, placeholder in [*((str(p), "<repo>") for p in paths),
-                              (sys.prefix, "<python>"), (sys.base_prefix, "<python>"),
+    for path, placeholder in [(sys.prefix, "<python>"), (sys.base_prefix, "<python>"),
                               (sys.exec_prefix, "<python>"), (os.getcwd(), "<cwd>"),
                               (str(Path.home()), "~"), (tempfile.gettempdir(), "<tmp>"),
                               (tmp, "<tmp>")]:
@@ -80,7 +73,8 @@ def machine_patterns(paths: Iterable[str | Path] = ()) -> list[tuple[re.Pattern[
             if variant.startswith("/") and variant not in named and variant not in _SYSTEM:
                 named[variant] = placeholder
     pairs = [(_path_pattern(p), named[p]) for p in sorted(named, key=len, reverse=True)]
-    # a working copy of another process (a task cut off earlier): any dgym-ws-* folder
+    # any working copy (every one is a dgym-ws-* folder in the temporary folder), also
+    # one of another process (a task cut off earlier)
     temps = "|".join(re.escape(t) for t in {tempfile.gettempdir(), tmp})
     workspace = rf"(?:{temps})/{re.escape(WS_PREFIX)}[\w-]+"
     pairs.insert(0, (workspace + _GOES_ON, "<repo>"))
@@ -99,12 +93,11 @@ def scrub_text(text: str, patterns: list[tuple[re.Pattern[str], str]]) -> str:
     return text
 
 
-def scrub_folder(folder: Path, paths: Iterable[str | Path] = ()) -> list[Path]:
+def scrub_folder(folder: Path) -> list[Path]:
     """Scrub every file directly in ``folder`` in place (see the module docstring).
 
     Args:
         folder: e.g. a task's result folder (trajectory, status, patch).
-        paths: further folders written as ``<repo>``.
 
     Returns:
         The files that changed.
@@ -112,7 +105,7 @@ def scrub_folder(folder: Path, paths: Iterable[str | Path] = ()) -> list[Path]:
     Raises:
         OSError: a file cannot be read or written.
     """
-    patterns = machine_patterns(paths)
+    patterns = machine_patterns()
     changed = []
     for path in sorted(folder.iterdir()):
         if not path.is_file():

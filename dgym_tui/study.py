@@ -459,12 +459,10 @@ class StudyTask:
         else:
             status.reason = "interrupted"
         status.wall_time = round(self.clock.elapsed, 3)
-        env = self.session.env
-        shown = [env.workspace.root, env.terminal.workdir] if env.terminal else [env.workspace.root]
         try:
-            env.close()
+            self.session.env.close()
         finally:
-            scrub_folder(self.folder, shown)
+            scrub_folder(self.folder)
             write_json(self.folder / STATUS_FILE, status.to_dict())
             write_summary(self.study, self.participant)
         self.status = status
