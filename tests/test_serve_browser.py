@@ -1,5 +1,8 @@
 """``dgym-tui RUN --serve`` in a real headless browser: Debian's chromium driven by playwright.
 
+The page shows the run browser's table; ``u`` filters it (the screen changes,
+a screenshot is saved and its path printed); ``enter`` opens the episode's steps.
+
 The server runs as a real ``dgym-tui`` process; the browser loads its page,
 whose script starts the app (a subprocess of the server) over a websocket.
 The terminal is drawn on a canvas, so the test reads what the app sent: the
@@ -31,7 +34,7 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-
 #: Control sequences of the terminal output (colours, cursor moves), removed before reading text.
 ESCAPES = re.compile(rb"\x1b(\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)|[@-Z\\-_])")
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = pytest.mark.timeout(240)
 
 
 def test_served_command_drops_the_server_options():
@@ -130,5 +133,8 @@ def test_browser_shows_the_run_browser_and_takes_keys(served_run, tmp_path):
             after = page.screenshot(path=str(shot))
             print(f"screenshot: {shot}")
             assert after != before
+            # enter opens the episode's steps inside the served app (the tab's session goes on)
+            page.keyboard.press("Enter")
+            wait_for("t0002 (debug_agent × stub, t0002) · 4 step(s) · not resolved")
         finally:
             browser.close()

@@ -1,15 +1,25 @@
-"""The run browser through Pilot: 0 / 3 / 1,000 episodes, sort, filter, review, live watch, open."""
+"""The run browser through Pilot: 0 / 3 / 1,000 episodes, sort, filter, review queue, live watch
+(a run started by the test), side by side, open."""
 
 from __future__ import annotations
 
+import io
 import json
+import threading
+from pathlib import Path
 
+from rich.console import Console
 from run_folders import write_episode, write_run
+from scripted import small_tools, tiny_config, tiny_policy
 from textual.widgets import DataTable, Static
 
 from dgym_tui.reviews import REVIEWS_FILE, append_review
+from dgym_tui.runner import run_tasks
 from dgym_tui.tui.cli import main
+from dgym_tui.tui.screens.episode import CompareScreen, EpisodePane, EpisodeScreen
+from dgym_tui.tui.screens.review import ReviewScreen
 from dgym_tui.tui.screens.runs import RunsApp, RunsScreen, browsed_replay
+from dgym_tui.tui.widgets.diff_view import DiffView
 
 SIZE = (160, 40)
 
@@ -143,3 +153,215 @@ def test_snapshot_three_episodes(snap_compare, tmp_path):
     run = write_run(tmp_path / "run", 3)
     append_review(run, "t0001", "accept", "clean")
     assert snap_compare(RunsApp([run]), terminal_size=SIZE)
+
+
+def test_snapshot_no_episodes(snap_compare, tmp_path, monkeypatch):
+    """An empty run folder: the empty table and 'no episodes yet in run (checked every 1 s)'."""
+    monkeypatch.chdir(tmp_path)  # a relative folder name: the same picture on every machine
+    Path("run").mkdir()
+    Path("run", "summary.json").write_text("[]")
+    assert snap_compare(RunsApp([Path("run")]), terminal_size=SIZE)
+
+
+def test_snapshot_thousand_episodes(snap_compare, tmp_path):
+    """1,000 episodes sorted by steps reversed: the summary line over all, the first screenful
+    (the 6-step episodes), the scrollbar at the top."""
+    run = write_run(tmp_path / "run", 1000)
+
+    async def sort_by_steps(pilot):
+        table = pilot.app.screen.query_one(DataTable)
+        table.move_cursor(column=6)
+        await pilot.press("s", "s")
+        table.move_cursor(row=0, animate=False)
+        await pilot.pause()
+
+    assert snap_compare(RunsApp([run]), terminal_size=SIZE, run_before=sort_by_steps)
+
+
+async def test_review_queue_shows_the_diff_and_the_trajectory_one_key_away(tmp_path):
+    run = write_run(tmp_path / "run", 3)
+    app = RunsApp([run])
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("r")
+        await pilot.pause()
+        review = app.screen
+        assert isinstance(review, ReviewScreen)
+        assert review.row.episode == "t0000" and "return a + b" in review.query_one(DiffView).patch
+        assert "review 1/3: t0000" in str(review.query_one("#review-title", Static).render())
+        await pilot.press("t")  # the trajectory, one key away
+        await pilot.pause()
+        assert isinstance(app.screen, EpisodeScreen)
+        assert app.screen.query_one(EpisodePane).table.row_count == 2
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen is review
+        await pilot.press("x")
+        await pilot.pause()
+        await pilot.press(*"adds twice", "enter")
+        await pilot.pause()
+        assert review.row.episode == "t0001"  # a verdict moves on to the next episode
+        await pilot.press("right_square_bracket")
+        assert review.row.episode == "t0002" and "return a * b" in review.query_one(DiffView).patch
+        await pilot.press("a")
+        await pilot.pause()
+        await pilot.press("enter")  # an empty note is fine
+        await pilot.pause()
+        assert review.row.episode == "t0002"  # the last one: the queue stays there
+        await pilot.press("left_square_bracket", "left_square_bracket")
+        assert review.row.episode == "t0000"
+        assert "verdict: reject (adds twice)" in str(
+            review.query_one("#review-title", Static).render())
+        await pilot.press("escape")
+        await pilot.pause()
+        table = app.screen.query_one(DataTable)
+        assert [table.get_row_at(i)[11] for i in range(3)] == ["reject", "", "accept"]
+    records = [json.loads(x) for x in (run / REVIEWS_FILE).read_text().splitlines()]
+    assert [(r["episode"], r["verdict"], r["note"]) for r in records] == [
+        ("t0000", "reject", "adds twice"), ("t0002", "accept", "")]
+
+
+async def test_two_episodes_of_a_task_side_by_side(tmp_path):
+    run = tmp_path / "run"
+    write_episode(run, "add", episode="add-a", agent="careful", steps=4)
+    write_episode(run, "add", episode="add-b", agent="hasty", steps=2, resolved=False)
+    write_episode(run, "mul", episode="mul-a", steps=3)
+    app = RunsApp([run])
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        app.screen.query_one(DataTable).move_cursor(row=2)  # mul: no other episode
+        await pilot.press("c")
+        assert isinstance(app.screen, RunsScreen)
+        app.screen.query_one(DataTable).move_cursor(row=0)
+        await pilot.press("c")
+        await pilot.pause()
+        compare = app.screen
+        assert isinstance(compare, CompareScreen)
+        left, right = (p.table for p in compare.query(EpisodePane))
+        assert (left.row_count, right.row_count) == (4, 2)
+        titles = [str(p.query_one(".pane-title", Static).render()) for p in compare.query(EpisodePane)]
+        assert "careful" in titles[0] and "hasty" in titles[1] and "not resolved" in titles[1]
+        assert (left.cursor_row, right.cursor_row) == (0, 0)  # finished: from the first step
+        left.focus()
+        await pilot.press("down")
+        await pilot.pause()
+        assert (left.cursor_row, right.cursor_row) == (1, 1)  # step 2 beside step 2
+        await pilot.press("down", "down")
+        await pilot.pause()
+        assert (left.cursor_row, right.cursor_row) == (3, 1)  # the right one has no step 4
+        right.focus()
+        await pilot.press("up")
+        await pilot.pause()
+        assert (left.cursor_row, right.cursor_row) == (0, 0)
+        await pilot.press("escape")
+        assert isinstance(app.screen, RunsScreen)
+
+
+async def test_served_enter_opens_the_steps_in_the_app(tmp_path):
+    run = write_run(tmp_path / "run", 1)
+    app = RunsApp([run], open_in_app=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, EpisodeScreen)
+        pane = app.screen.query_one(EpisodePane)
+        assert pane.table.row_count == 2
+        assert "resolved, submitted" in str(pane.query_one(".pane-title", Static).render())
+        await pilot.press("escape")
+        assert isinstance(app.screen, RunsScreen) and app.return_value is None
+
+
+class GatedPolicy:
+    """tiny_policy's actions, each proposed only after the test releases it."""
+
+    name = "gated"
+
+    def __init__(self, task, gate: threading.Semaphore) -> None:
+        self.inner, self.gate = tiny_policy(task), gate
+
+    def reset(self, info) -> None:
+        self.inner.reset(info)
+
+    def propose(self, turns):
+        assert self.gate.acquire(timeout=60), "the test never released the step"
+        return self.inner.propose(turns)
+
+
+async def test_live_episode_follows_a_run_started_by_the_test(tmp_path, tiny, monkeypatch):
+    """A real `dgym run` (the tiny benchmark, one task) writes while the browser follows it."""
+    small_tools(monkeypatch)
+    config = tiny_config(tmp_path, tiny, "tasks=[add]")
+    gate = threading.Semaphore(0)
+    done = threading.Event()
+
+    def run() -> None:
+        try:
+            run_tasks(config, policy_factory=lambda task: GatedPolicy(task, gate),
+                      console=Console(file=io.StringIO()), progress=False)
+        finally:
+            done.set()
+
+    out = tmp_path / "out"
+    out.mkdir()
+    runner = threading.Thread(target=run, daemon=True)
+    runner.start()
+    app = RunsApp([out])
+
+    async def until(check, what: str) -> None:
+        for _ in range(300):
+            if check():
+                return
+            await pilot.pause(0.1)
+        raise AssertionError(f"never: {what}")
+
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            table = app.screen.query_one(DataTable)
+            await until(lambda: table.row_count == 1, "the episode row")
+            await until(lambda: (out / "add" / "trajectory.jsonl").exists(), "the trajectory")
+            await pilot.press("w")
+            await pilot.pause()
+            pane = app.screen.query_one(EpisodePane)
+            title = pane.query_one(".pane-title", Static)
+            await until(lambda: "running: following" in str(title.render()), "running title")
+            assert pane.table.row_count == 0
+            for shown in (1, 2, 3):
+                gate.release()  # the agent takes one more step
+                await until(lambda shown=shown: pane.table.row_count == shown, f"step {shown}")
+                assert pane.table.cursor_row == shown - 1  # the cursor follows the last step
+            assert [pane.table.get_row_at(i)[2][:4] for i in range(3)] == ["view", "rewr", "subm"]
+            await until(lambda: "resolved, submitted" in str(title.render()), "the footer")
+            assert not pane.follower.problem
+    finally:
+        for _ in range(3):
+            gate.release()
+        runner.join(60)
+    assert done.is_set()
+
+
+def test_snapshot_review_screen(snap_compare, tmp_path):
+    """The review queue on the unresolved t0002: title with position, state and verdict, its diff."""
+    run = write_run(tmp_path / "run", 3)
+
+    async def review_third(pilot):
+        pilot.app.screen.query_one(DataTable).move_cursor(row=2)
+        await pilot.press("r")
+        await pilot.pause()
+
+    assert snap_compare(RunsApp([run]), terminal_size=SIZE, run_before=review_third)
+
+
+def test_snapshot_side_by_side(snap_compare, tmp_path):
+    """Two agents on the task add: 4 steps beside 2, step 2 selected on both sides."""
+    run = tmp_path / "run"
+    write_episode(run, "add", episode="add-a", agent="careful", steps=4)
+    write_episode(run, "add", episode="add-b", agent="hasty", steps=2, resolved=False)
+
+    async def compare(pilot):
+        await pilot.press("c")
+        await pilot.pause()
+        await pilot.press("down")
+        await pilot.pause()
+
+    assert snap_compare(RunsApp([run]), terminal_size=SIZE, run_before=compare)

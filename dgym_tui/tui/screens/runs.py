@@ -1,11 +1,16 @@
 """The run browser: ``dgym-tui RUN_DIR...`` shows every episode of run folders as a table.
 
 Keys: ``enter`` opens the episode in the replay viewer (the app returns its
-trajectory; :func:`dgym_tui.tui.cli.main` opens it and comes back here on
-``esc``/``q``), ``s`` sorts by the cursor's column (again: reversed), ``u``
-shows unresolved episodes only, ``/`` filters by text (task, agent, model, end
-reason, review), ``a`` / ``x`` / ``n`` review the episode (accept / reject /
-needs-work, with a note) into the run's ``reviews.jsonl``, ``q`` quits.
+trajectory; :func:`browse_runs` opens it and comes back here on ``esc``/``q``;
+served in a browser, where the app cannot hand over to another, it opens the
+step list of ``w`` instead), ``w`` watches the episode's steps (following a
+running one), ``c`` compares it side by side with another episode of the same
+task, ``s`` sorts by the cursor's column (again: reversed), ``u`` shows
+unresolved episodes only, ``/`` filters by text (task, agent, model, end
+reason, review), ``r`` reviews the shown episodes' patches from the cursor on
+(:mod:`dgym_tui.tui.screens.review`), ``a`` / ``x`` / ``n`` review the episode
+(accept / reject / needs-work, with a note) into the run's ``reviews.jsonl``,
+``q`` quits.
 The folders are re-indexed once a second (:class:`dgym_tui.runs.RunIndex`
 re-reads only changed episodes), so a run still being written fills in.
 """
@@ -18,42 +23,20 @@ from typing import ClassVar
 
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Vertical
-from textual.screen import ModalScreen, Screen
+from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static
 
-from dgym_tui.reviews import append_review
 from dgym_tui.runs import COLUMNS, EpisodeRow, RunIndex, summarize
+from dgym_tui.tui.screens.episode import CompareScreen, EpisodeScreen
+from dgym_tui.tui.screens.review import (
+    VERDICT_BINDINGS,
+    ReviewScreen,
+    ask_verdict,
+    episode_label,
+)
 
 #: Seconds between re-indexes of the folders (a run being written fills in).
 REFRESH_SECONDS = 1.0
-
-
-class NoteScreen(ModalScreen[str | None]):
-    """Ask for a review note; dismisses with the note ("" allowed) or None (cancelled)."""
-
-    DEFAULT_CSS = """
-    NoteScreen { align: center middle; }
-    NoteScreen > Vertical { width: 80; height: auto; border: thick $accent; background: $surface;
-                            padding: 1 2; }
-    """
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
-
-    def __init__(self, title: str) -> None:
-        super().__init__()
-        self.title_text = title
-
-    def compose(self) -> ComposeResult:
-        with Vertical():
-            yield Static(self.title_text)
-            yield Input(placeholder="note (enter to save, esc to cancel)", id="review-note")
-
-    def on_input_submitted(self, event: Input.Submitted) -> None:
-        event.stop()
-        self.dismiss(event.value.strip())
-
-    def action_cancel(self) -> None:
-        self.dismiss(None)
 
 
 class RunsScreen(Screen[None]):
@@ -61,6 +44,7 @@ class RunsScreen(Screen[None]):
 
     Args:
         paths: run folders, or folders holding run folders.
+        open_in_app: ``enter`` shows the step list here instead of returning the episode.
     """
 
     DEFAULT_CSS = """
@@ -71,18 +55,20 @@ class RunsScreen(Screen[None]):
     """
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "open", "Open"),
+        Binding("w", "watch", "Steps"),
+        Binding("c", "compare", "Compare"),
+        Binding("r", "review_queue", "Review"),
         Binding("s", "sort", "Sort"),
         Binding("u", "unresolved", "Unresolved"),
         Binding("slash", "filter", "Filter"),
-        Binding("a", "review('accept')", "Accept"),
-        Binding("x", "review('reject')", "Reject"),
-        Binding("n", "review('needs-work')", "Needs work"),
+        *VERDICT_BINDINGS,
         Binding("q", "app.quit", "Quit"),
     ]
 
-    def __init__(self, paths: list[Path]) -> None:
+    def __init__(self, paths: list[Path], open_in_app: bool = False) -> None:
         super().__init__()
         self.index = RunIndex(list(paths))
+        self.open_in_app = open_in_app
         self.sort_column: str | None = None
         self.sort_reverse = False
         self.unresolved_only = False
@@ -186,7 +172,34 @@ class RunsScreen(Screen[None]):
         if not row.trajectory.is_file():
             self.notify(f"{row.episode}: no trajectory to open", severity="warning")
             return
+        if self.open_in_app:
+            self.action_watch()
+            return
         self.app.exit(row)
+
+    def action_watch(self) -> None:
+        row = self.current_row()
+        if row is not None:
+            self.app.push_screen(EpisodeScreen(row.trajectory, episode_label(row)))
+
+    def action_compare(self) -> None:
+        """Side by side with the next shown episode of the same task (after the cursor, cycling)."""
+        row = self.current_row()
+        if row is None:
+            return
+        start = self.shown.index(row)
+        others = [r for r in self.shown[start + 1:] + self.shown[:start] if r.task == row.task]
+        if not others:
+            self.notify(f"no other episode of {row.task} to compare with", severity="warning")
+            return
+        self.app.push_screen(CompareScreen((row.trajectory, episode_label(row)),
+                                           (others[0].trajectory, episode_label(others[0]))))
+
+    def action_review_queue(self) -> None:
+        row = self.current_row()
+        if row is not None:
+            self.app.push_screen(ReviewScreen(self.shown, self.shown.index(row)),
+                                 lambda _: self.reindex())
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         event.stop()
@@ -223,23 +236,10 @@ class RunsScreen(Screen[None]):
         self.query_one(DataTable).focus()
         self.show_rows()
 
-    def action_review(self, verdict: str) -> None:
+    def action_verdict(self, verdict: str) -> None:
         row = self.current_row()
-        if row is None:
-            return
-
-        def save(note: str | None) -> None:
-            if note is None:
-                return
-            try:
-                append_review(row.run, row.episode, verdict, note)
-            except (OSError, ValueError) as exc:
-                self.notify(f"review not saved: {exc}", severity="error")
-                return
-            self.reindex()
-
-        self.app.push_screen(NoteScreen(f"{verdict}: {row.task} ({row.agent} × {row.model}, "
-                                        f"{row.episode})"), save)
+        if row is not None:
+            ask_verdict(self, row, verdict, self.reindex)
 
 
 class RunsApp(App[EpisodeRow | None]):
@@ -248,14 +248,17 @@ class RunsApp(App[EpisodeRow | None]):
     Args:
         paths: run folders, or folders holding run folders.
         cursor: the episode to put the cursor on at start (back from the replay viewer).
+        theme_name: the start theme (None: Textual's default).
+        open_in_app: ``enter`` shows the episode's steps in this app (served in a browser).
     """
 
     TITLE = "dgym-tui runs"
 
     def __init__(self, paths: list[Path], cursor: tuple[Path, str] | None = None,
-                 theme_name: str | None = None) -> None:
+                 theme_name: str | None = None, open_in_app: bool = False) -> None:
         super().__init__()
         self.paths = list(paths)
+        self.open_in_app = open_in_app
         self.cursor = cursor
         self.theme_name = theme_name
 
@@ -266,7 +269,7 @@ class RunsApp(App[EpisodeRow | None]):
             for theme in load_themes():
                 self.register_theme(theme)
             self.theme = self.theme_name
-        screen = RunsScreen(self.paths)
+        screen = RunsScreen(self.paths, self.open_in_app)
         self.push_screen(screen)
         if self.cursor is not None:
             self.call_after_refresh(self._restore, screen)
@@ -305,7 +308,12 @@ def browse_runs(paths: list[Path], theme_name: str = "dgym-dark") -> int:
         The exit code (0 on a normal quit).
     """
     from dgym_tui.trajectory import TrajectoryError
+    from dgym_tui.tui.serve import is_served
 
+    if is_served():  # one app per browser tab: its end closes the tab's session
+        app = RunsApp(paths, theme_name=theme_name, open_in_app=True)
+        app.run()
+        return int(app.return_code or 0)
     cursor = None
     while True:
         browser = RunsApp(paths, cursor, theme_name)

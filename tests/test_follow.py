@@ -1,0 +1,48 @@
+"""TrajectoryFollower on real files: appended steps, a cut-off last line, corrupt lines, a rewrite."""
+
+from __future__ import annotations
+
+import json
+
+from dgym_tui.follow import TrajectoryFollower
+from dgym_tui.trajectory import TrajectoryWriter
+
+
+def _step(n: int) -> dict:
+    return {"step": n, "actor": "agent", "action": {"name": "view", "arguments": {}},
+            "observation": f"obs {n}"}
+
+
+def test_follows_appended_steps_and_waits_for_a_cut_off_line(tmp_path):
+    path = tmp_path / "trajectory.jsonl"
+    follower = TrajectoryFollower(path)
+    assert follower.poll() == [] and follower.header is None  # not written yet
+    writer = TrajectoryWriter(path, fsync=False)
+    writer.write_header({"task": {"name": "t"}, "config": {}})
+    writer.write_step(_step(1))
+    writer.close()
+    assert [s["step"] for s in follower.poll()] == [1] and follower.header["type"] == "header"
+    assert follower.poll() == []  # nothing new
+    line = json.dumps({"type": "step", **_step(2)}) + "\n"
+    with open(path, "a") as f:  # a step flushed in two writes
+        f.write(line[:10])
+    assert follower.poll() == [] and not follower.problem
+    with open(path, "a") as f:
+        f.write(line[10:])
+    assert [s["step"] for s in follower.poll()] == [2]
+    with open(path, "a") as f:
+        f.write(json.dumps({"type": "footer", "resolved": True, "reason": "submitted"}) + "\n")
+    assert follower.poll() == [] and follower.footer["resolved"] is True
+    assert [s["step"] for s in follower.steps] == [1, 2]
+
+
+def test_corrupt_line_is_skipped_and_named_and_a_rewrite_starts_over(tmp_path):
+    path = tmp_path / "trajectory.jsonl"
+    header = json.dumps({"type": "header", "schema_version": 2})
+    steps = [json.dumps({"type": "step", **_step(n)}) for n in (1, 2)]
+    path.write_text("\n".join([header, steps[0], "{not json", steps[1]]) + "\n")
+    follower = TrajectoryFollower(path)
+    assert [s["step"] for s in follower.poll()] == [1, 2]
+    assert follower.problem == "corrupt line 3 skipped"
+    path.write_text(header + "\n")  # the file was written anew (shorter)
+    assert follower.poll() == [] and follower.steps == [] and not follower.problem
