@@ -3,7 +3,7 @@
 ``dgym`` subcommands::
 
     dgym run CONFIG.yaml [-p key.sub=value ...] [-n WORKERS] [--rerun] [--output DIR]
-             [--executor local|ray [--address ADDR]]
+             [--executor local|ray [--address ADDR] [--shared-output]]
     dgym report RUN_DIR ... [--format table|markdown|csv|json] [--plot [FILE.png]]
     dgym replay TRAJ.jsonl [--until N [--llm NAME [--agent SPEC] | --human] [-o NEW.jsonl]]
     dgym export TRAJ.jsonl|DIR ... --format debug-gym|sft [-o OUT]
@@ -80,7 +80,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if args.executor == "ray":
         from dgym_tui.executors import make_executor
 
-        executor = make_executor(args.executor, address=args.address)
+        executor = make_executor(args.executor, address=args.address,
+                                 shared_output=args.shared_output)
     summary = run_tasks(config, workers=args.workers, force=args.rerun,
                         output_dir=Path(args.output) if args.output else None,
                         progress=not args.no_progress, executor=executor)
@@ -422,6 +423,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="where episodes run: threads here (local) or Ray tasks on a cluster "
                         "(pip install 'dgym-tui[ray]')")
     p.add_argument("--address", help="Ray cluster address (auto, HOST:PORT); default: a local Ray")
+    p.add_argument("--shared-output", action="store_true",
+                   help="(Ray) the output folder is on a file system every node mounts at the "
+                        "same path: episodes write there directly instead of streaming back")
     p.set_defaults(func=_cmd_run)
 
     p = sub.add_parser("report", help="success rates, per-task matrix, steps, tokens and cost "

@@ -124,7 +124,8 @@ def _stop_until_returned(interrupt: StopSignal, busy: Callable[[], bool], lock: 
         time.sleep(sweep)
 
 
-def make_executor(name: str, workers: int = 1, address: str | None = None) -> Any:
+def make_executor(name: str, workers: int = 1, address: str | None = None,
+                  shared_output: bool = False) -> Any:
     """Build an executor by name.
 
     Args:
@@ -132,6 +133,8 @@ def make_executor(name: str, workers: int = 1, address: str | None = None) -> An
         workers: threads of the local executor.
         address: Ray cluster address (``"auto"``, ``"HOST:PORT"``, ``"ray://..."``);
             None starts a local Ray instance.
+        shared_output: (Ray) the output folder is at the same path on every
+            node; episodes write there directly instead of streaming to the driver.
 
     Raises:
         ConfigError: unknown executor, or Ray not installed (one line).
@@ -144,5 +147,5 @@ def make_executor(name: str, workers: int = 1, address: str | None = None) -> An
         except ImportError as exc:
             raise ConfigError(f"--executor ray needs Ray: pip install 'dgym-tui[ray]' ({exc})") \
                 from None
-        return RayExecutor(address=address)
+        return RayExecutor(address=address, shared_output=shared_output)
     raise ConfigError(f"unknown executor {name!r}; use {' or '.join(EXECUTORS)}")

@@ -9,6 +9,12 @@
   ``SHIP_EVERY`` seconds (and every file at the end) to a small actor on the
   driver's node, which writes them into the run's output folder. A live
   watch of the folder sees the steps as they happen, as with local runs.
+- Shared output path (``RayExecutor(shared_output=True)``, ``dgym run
+  --shared-output``): the output folder is at the same path on every node
+  (NFS, a cluster file system); episodes write their folders there directly
+  and only ping the actor (to be counted as started and to hear a stop).
+- Every trajectory header's ``task`` records the Ray ``node`` (node id, hex)
+  the episode ran on.
 - Node failure: an episode whose node or worker dies is run once more on
   another node, from an emptied folder, its trajectory header marked
   ``"retried": true``; what the lost attempt shipped is dropped (a late line
@@ -50,8 +56,9 @@ STREAMED = "trajectory.jsonl"
 class _Sink:
     """Writes what the episodes ship into the run's output folder (runs on the driver's node)."""
 
-    def __init__(self, output_dir: str) -> None:
+    def __init__(self, output_dir: str, shared: bool) -> None:
         self.root = Path(output_dir)
+        self.shared = shared  # episodes write into root themselves: touch no file
         self.attempt: dict[str, int] = {}  # task -> attempt whose lines are accepted
         self.folder: dict[str, str] = {}  # task -> its folder name
         self.fresh: list[str] = []  # tasks whose episode started since the last take_started
@@ -60,8 +67,9 @@ class _Sink:
     def begin(self, task: str, attempt: int) -> None:
         """Accept only ``attempt`` of ``task`` from now on; drop what an earlier attempt wrote."""
         self.attempt[task] = attempt
-        if task in self.folder:
+        if task in self.folder and not self.shared:  # shared: the new attempt empties it
             shutil.rmtree(self.root / self.folder.pop(task), ignore_errors=True)
+        self.folder.pop(task, None)
 
     def ship(self, task: str, attempt: int, folder: str, appends: dict[str, bytes],
              files: dict[str, bytes]) -> bool:
@@ -71,8 +79,9 @@ class _Sink:
             return True  # a lost attempt that still runs somewhere: stop it
         target = self.root / folder
         if task not in self.folder:  # first shipment of this attempt: start from scratch
-            shutil.rmtree(target, ignore_errors=True)
-            target.mkdir(parents=True, exist_ok=True)
+            if not self.shared:
+                shutil.rmtree(target, ignore_errors=True)
+                target.mkdir(parents=True, exist_ok=True)
             self.folder[task] = folder
             self.fresh.append(task)
         for name, data in appends.items():
@@ -95,11 +104,14 @@ class _Sink:
 
 
 class _Shipper(threading.Thread):
-    """Ships an episode's folder (under ``root``) to the sink while the episode runs."""
+    """Ships an episode's folder (under ``root``) to the sink while the episode runs;
+    with ``shared`` (the episode writes into the run's folder itself) it only pings."""
 
-    def __init__(self, sink: Any, task: str, attempt: int, root: Path, stop: StopSignal) -> None:
+    def __init__(self, sink: Any, task: str, attempt: int, root: Path, stop: StopSignal,
+                 shared: bool = False) -> None:
         super().__init__(name=f"dgym-ship-{task}", daemon=True)
         self.sink, self.task, self.attempt, self.root, self.stop = sink, task, attempt, root, stop
+        self.shared = shared
         self.offset = 0
         self.finished = threading.Event()
 
@@ -114,6 +126,9 @@ class _Shipper(threading.Thread):
         self._ship(final=True)
 
     def _ship(self, final: bool) -> None:
+        if self.shared:
+            self._send("", {}, {})  # a ping: the sink of a shared run touches no folder
+            return
         folders = [p for p in self.root.iterdir() if p.is_dir()]
         if not folders:
             return
@@ -133,7 +148,10 @@ class _Shipper(threading.Thread):
         if final:
             files = {p.name: p.read_bytes() for p in folder.iterdir()
                      if p.is_file() and p.name != STREAMED}
-        if ray.get(self.sink.ship.remote(self.task, self.attempt, folder.name, appends, files)):
+        self._send(folder.name, appends, files)
+
+    def _send(self, folder: str, appends: dict[str, bytes], files: dict[str, bytes]) -> None:
+        if ray.get(self.sink.ship.remote(self.task, self.attempt, folder, appends, files)):
             self.stop.trigger()
 
 
@@ -141,8 +159,9 @@ class _Shipper(threading.Thread):
 _loaded: dict[str, Any] = {}
 
 
-def _episode(job: Any, task: str, attempt: int, sink: Any) -> Any:
-    """Ray task body: run one episode into a temporary folder, shipping it to ``sink``.
+def _episode(job: Any, task: str, attempt: int, sink: Any, shared: bool) -> Any:
+    """Ray task body: run one episode into a temporary folder, shipping it to ``sink``
+    (with ``shared``: into the run's output folder itself).
 
     Returns:
         The episode's ``TaskStatus``.
@@ -151,12 +170,14 @@ def _episode(job: Any, task: str, attempt: int, sink: Any) -> Any:
     if key in _loaded:
         job = dataclasses.replace(job, benchmark=_loaded[key])
     stop = StopSignal()
-    root = Path(tempfile.mkdtemp(prefix="dgym-ray-"))
-    shipper = _Shipper(sink, task, attempt, root, stop)
+    root = Path(job.output_dir) if shared else Path(tempfile.mkdtemp(prefix="dgym-ray-"))
+    shipper = _Shipper(sink, task, attempt, root, stop, shared)
     shipper.start()
+    info: dict[str, Any] = {"node": ray.get_runtime_context().get_node_id()}
+    if attempt > 1:
+        info["retried"] = True
     try:
-        status = job.run_episode(task, stop, output_dir=root,
-                                 task_info={"retried": True} if attempt > 1 else None)
+        status = job.run_episode(task, stop, output_dir=root, task_info=info)
         if job.benchmark is not None:
             _loaded[key] = job.benchmark
         return status
@@ -164,7 +185,8 @@ def _episode(job: Any, task: str, attempt: int, sink: Any) -> Any:
         return dataclasses.replace(job, output_dir=root).stopped_status(task)
     finally:
         shipper.close()
-        shutil.rmtree(root, ignore_errors=True)
+        if not shared:
+            shutil.rmtree(root, ignore_errors=True)
 
 
 _remote_episode = ray.remote(max_retries=0)(_episode)
@@ -176,12 +198,15 @@ class RayExecutor:
     Args:
         address: cluster address (``"auto"``, ``"HOST:PORT"``, ``"ray://..."``);
             None connects to ``RAY_ADDRESS`` if set, else starts a local Ray.
+        shared_output: the run's output folder is at the same path on every
+            node: episodes write there directly instead of streaming to the driver.
     """
 
     name = "ray"
 
-    def __init__(self, address: str | None = None) -> None:
+    def __init__(self, address: str | None = None, shared_output: bool = False) -> None:
         self.address = address
+        self.shared_output = shared_output
 
     def _connect(self) -> None:
         if not ray.is_initialized():
@@ -209,7 +234,7 @@ class RayExecutor:
         self._connect()
         here = ray.get_runtime_context().get_node_id()
         sink = _Sink.options(scheduling_strategy=NodeAffinitySchedulingStrategy(
-            here, soft=False)).remote(str(job.output_dir))
+            here, soft=False)).remote(str(job.output_dir), self.shared_output)
         shipped_job = ray.put(dataclasses.replace(job, benchmark=None))
         pending: dict[Any, tuple[str, int]] = {}
         started: set[str] = set()
@@ -218,11 +243,13 @@ class RayExecutor:
             ray.get(sink.begin.remote(task, attempt))
             resources = {"docker": 1} if self._needs_docker(job, task) else {}
             ref = _remote_episode.options(num_cpus=1, resources=resources).remote(
-                shipped_job, task, attempt, sink)
+                shipped_job, task, attempt, sink, self.shared_output)
             pending[ref] = (task, attempt)
 
         def collect(timeout: float) -> None:
-            ready, _ = ray.wait(list(pending), num_returns=len(pending), timeout=timeout)
+            # returns as soon as one episode ends (the progress bar and the
+            # resubmission of a lost episode see it at once), else after ``timeout``
+            ready, _ = ray.wait(list(pending), num_returns=1, timeout=timeout)
             for task in ray.get(sink.take_started.remote()):
                 started.add(task)
                 if listener is not None:
