@@ -125,3 +125,30 @@ async def test_edit_refused_on_a_read_only_file(tmp_path):
         await pilot.press("q")
         await pilot.pause()
     assert [r for r in records(out) if r["type"] == "step"] == []
+
+
+async def test_editor_numbers_lines_as_the_file_and_auto_indents(tmp_path):
+    """The editor's gutter counts from the selection's first line (36, 37 for lines 36-37
+    of the file, not 1, 2); enter starts the new line at the indentation of the line above,
+    one level deeper after a ``:``."""
+    app, out = _mini_app(tmp_path)
+    session = app.session
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        await _open(app, pilot, "paging.py", 36)
+        await pilot.press("V", "j", "E")
+        await pilot.pause()
+        area = app.screen.query_one(CodeArea)
+        assert area.line_number_start == 36
+        gutters = [area.render_line(y).text.split("▊")[0].strip() for y in range(2)]
+        assert gutters[0].startswith("36") and gutters[1].startswith("37"), gutters
+        area.move_cursor((0, len(area.document[0])))  # end of `self.items = items`
+        await pilot.press("enter", *"a = 1")
+        assert area.document[1] == "        a = 1"  # the 8 spaces of line 36
+        await pilot.press("enter", *"if a:", "enter", "b")
+        assert area.document[2:4] == ["        if a:", "            b"]
+        await pilot.press("escape")
+        await settle(app, pilot)
+        assert session.turns == []
+        await pilot.press("q")
+        await pilot.pause()

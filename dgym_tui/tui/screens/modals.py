@@ -99,7 +99,8 @@ class CodeEditScreen(ModalScreen[str | None]):
     """Edit lines ``start``..``end`` of a file; dismisses with the new code or None.
 
     Ctrl+S returns the edited text (the caller turns it into one ``rewrite``
-    tool call); Escape cancels. Tab indents inside the editor.
+    tool call); Escape cancels. Tab indents inside the editor; the gutter shows
+    the file's own line numbers (from ``start``) and enter auto-indents.
 
     Args:
         path: relative path of the file (title and lexer).
@@ -129,7 +130,8 @@ class CodeEditScreen(ModalScreen[str | None]):
         with Vertical():
             yield Static(Text(f"Edit {self.path}, {lines} — ctrl+s rewrites, escape cancels"),
                          classes="modal-title")
-            yield CodeArea(self.text, path=self.path, id="code-edit")
+            yield CodeArea(self.text, path=self.path, id="code-edit",
+                           line_number_start=self.start)
             with Horizontal():
                 yield Button("Cancel", id="cancel")
                 yield Button("Rewrite", id="save", variant="primary")

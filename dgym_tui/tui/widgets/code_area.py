@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pygments.lexer import Lexer
 from pygments.token import Token, _TokenType
+from textual import events
 from textual.widgets import TextArea
 
 from dgym_tui.tui.widgets.source_view import lexer_for
@@ -47,10 +48,14 @@ def highlight_name(ttype: _TokenType) -> str | None:
 class CodeArea(TextArea):
     """A code-editing TextArea highlighted with the pygments lexer for ``path``.
 
+    Enter auto-indents: the new line starts with the indentation of the line
+    above (one more level after a line ending in ``:``).
+
     Args:
         text: initial content.
         path: file name used to choose the lexer (``.py`` -> Python).
-        **kwargs: passed to :class:`textual.widgets.TextArea`.
+        **kwargs: passed to :class:`textual.widgets.TextArea` (e.g.
+            ``line_number_start`` to number the lines as in the file).
     """
 
     def __init__(self, text: str = "", *, path: str = "", **kwargs: object) -> None:
@@ -79,3 +84,25 @@ class CodeArea(TextArea):
                 if name is not None and size:
                     highlights[row].append((col, col + size, name))
                 col += size
+
+    def new_line_indent(self) -> str:
+        """The whitespace a new line typed at the cursor starts with: the current line's
+        indentation, plus one level (``indent_width`` spaces, or a tab) when the text
+        before the cursor ends with ``:``."""
+        row, column = self.cursor_location
+        before = self.document[row][:column]
+        indent = before[:len(before) - len(before.lstrip(" \t"))]
+        if before.rstrip().endswith(":"):
+            indent += "\t" if self.indent_type == "tabs" else " " * self.indent_width
+        return indent
+
+    async def _on_key(self, event: events.Key) -> None:
+        """Enter inserts a newline plus :meth:`new_line_indent`; other keys as TextArea."""
+        if event.key == "enter" and not self.read_only:
+            event.stop()
+            event.prevent_default()
+            self._restart_blink()
+            start, end = self.selection
+            self._replace_via_keyboard("\n" + self.new_line_indent(), start, end)
+            return
+        await super()._on_key(event)
