@@ -5,9 +5,10 @@ Variables, stack and breakpoints come from pdb through structured inspection
 
 from __future__ import annotations
 
+import json
 import threading
 
-from tui_helpers import ENTRYPOINT, SIZE, records, settle
+from tui_helpers import CALC, ENTRYPOINT, FIX, SIZE, records, settle, stub_agent
 
 from dgym_tui.core.env import RepoEnv
 from dgym_tui.core.workspace import Workspace
@@ -152,5 +153,76 @@ class TestNavigation:
             mine = log.lines[before:]
             assert "".join(strip.text for strip in mine).replace(" ", "") == long.replace(" ", "")
             assert max(strip.cell_length for strip in mine) <= log.scrollable_content_region.width
+            await pilot.press("q")
+            await pilot.pause()
+
+
+def _rows(view) -> list[str]:
+    """The source view's rows as text (the calc file fits on screen)."""
+    return [view.render_line(y).text.rstrip() for y in range(view.size.height)]
+
+
+class TestProposalPreview:
+    async def test_rewrite_diff_and_breakpoint_mark_until_decided(self, calc_repo, tmp_path,
+                                                                  llm_server):
+        """Approve mode: a proposed `rewrite` shows in the source pane as a diff (the old
+        line `-`, the new ones `+` under it, later lines keep their numbers) and goes away
+        on approve; a proposed `b calc.py:4` shows `○` at line 4 and goes on reject; a
+        proposed `b 2` (the frame's file) goes on edit, and the edited breakpoint is real."""
+        usage = {"prompt_tokens": 100, "completion_tokens": 10}
+        new_code = "    if not xs:\n        return 0\n" + FIX.strip("\n") + "\n"
+        llm_server.script([
+            {"content": "Fix it.", "usage": usage, "tool_calls": [{"name": "rewrite",
+             "arguments": {"path": "calc.py", "start": 5, "end": 5, "new_code": new_code}}]},
+            {"content": "Break.", "usage": usage,
+             "tool_calls": [{"name": "pdb", "arguments": {"command": "b calc.py:4"}}]},
+            {"content": "Break.", "usage": usage,
+             "tool_calls": [{"name": "pdb", "arguments": {"command": "b 2"}}]},
+            {"content": "Run.", "usage": usage, "tool_calls": [{"name": "eval", "arguments": {}}]},
+        ])
+        session = Session(RepoEnv(calc_repo, entrypoint=ENTRYPOINT), stub_agent(llm_server),
+                          mode="approve", trajectory_path=tmp_path / "t.jsonl")
+        app = DgymApp(session=session)
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(app, pilot)
+            view = app.source_view
+            assert view.path == "calc.py" and view.preview is not None
+            rows = _rows(view)
+            assert rows[4].startswith("-") and "len(xs[1:])" in rows[4]
+            assert [r[0] for r in rows[5:8]] == ["+", "+", "+"]
+            assert "if not xs:" in rows[5] and "len(xs)" in rows[7]
+            assert not any(ch.isdigit() for ch in rows[5].split("│")[0])  # not in the file yet
+            assert "5 │" in rows[4] and rows[8] == ""
+            assert session.env.workspace.read_text("calc.py") == CALC  # only a preview
+            await pilot.press("a")
+            await settle(app, pilot)
+            assert session.turns[-1].action.name == "rewrite"
+            assert view.lines[4] == "    if not xs:" and "len(xs)" in view.lines[6]
+            # the next proposal (b calc.py:4) is previewed in the gutter
+            assert view.preview is not None and view.preview.line == 4
+            rows = _rows(view)
+            assert rows[3].startswith("○") and not any(r.startswith(("-", "+")) for r in rows)
+            assert view.breakpoints == {}
+            await pilot.press("R")
+            await pilot.pause()
+            assert view.preview is not None  # still shown while the note is written
+            app.screen.query_one("Input").value = "not there"
+            await pilot.press("enter")
+            await settle(app, pilot)
+            assert session.turns[-1].decision == "rejected"
+            assert view.breakpoints == {} and not _rows(view)[3].startswith("○")
+            # `b 2`: pdb is not stopped, so a bare line means no file; no preview then
+            assert view.preview is None
+            await pilot.press("e")
+            await pilot.pause()
+            app.screen.query_one("TextArea").text = json.dumps(
+                {"name": "pdb", "arguments": {"command": "b calc.py:3"}})
+            await pilot.press("ctrl+s")
+            await settle(app, pilot)
+            assert session.turns[-1].decision == "edited"
+            assert view.breakpoints == {3: None} and _rows(view)[2].startswith("●")
+            assert view.preview is None and app.query_one("#approve").proposal.action.name == "eval"
+            await pilot.press("t")
+            await pilot.pause()
             await pilot.press("q")
             await pilot.pause()

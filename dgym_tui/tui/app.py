@@ -52,6 +52,7 @@ from dgym_tui.tui.messages import (
     TurnRecorded,
     WorkspaceState,
 )
+from dgym_tui.tui.proposal_preview import preview_of
 from dgym_tui.tui.screens.modals import (
     CodeEditScreen,
     ConfirmScreen,
@@ -407,6 +408,7 @@ class DgymApp(QuietKeys, App[int]):
             self.notify("the episode is over", severity="warning")
             return False
         self._set_busy(label)
+        self.source_view.set_preview(None)  # a decision (or a step) ends the preview
         self._run_session_call(fn, failed or self._step_failed)
         return True
 
@@ -611,6 +613,11 @@ class DgymApp(QuietKeys, App[int]):
     def _show_proposal(self, proposal: Any) -> None:
         self.query_one(ApprovePanel).show(proposal, len(self.session.turns) + 1)
         self.refresh_bindings()
+        frame = self._last_result.frame if self._last_result is not None else None
+        preview = preview_of(proposal.action, frame[0] if frame else None)
+        self.source_view.set_preview(preview)
+        if preview is not None and preview.path != self._current_path:
+            self._open(preview.path, preview.line)
 
     # -- views -----------------------------------------------------------------
     def _after_step(self, result: StepResult, action: ToolCall | None,
@@ -994,6 +1001,7 @@ class DgymApp(QuietKeys, App[int]):
         self._clear_agent_error()
         self.session.take_over()
         self.query_one(ApprovePanel).hide()
+        self.source_view.set_preview(None)
         self.query_one("#console-input").focus()
 
     def action_go(self) -> None:

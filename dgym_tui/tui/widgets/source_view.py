@@ -25,6 +25,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from dgym_tui.tui.keys import QuietKeys, with_quiet_twins
+from dgym_tui.tui.proposal_preview import BreakpointPreview, Preview, RewritePreview
 
 #: Files larger than this (characters) are shown without highlighting.
 MAX_HIGHLIGHT_CHARS = 2_000_000
@@ -93,6 +94,11 @@ class SourceView(QuietKeys, ScrollView, can_focus=True):
 
     While an agent drives (the app's ``keys_quiet``), the pdb, breakpoint and
     edit keys still work but leave the footer to the decision keys.
+
+    A proposal waiting for approval is previewed (:meth:`set_preview`): a
+    ``rewrite`` as a diff in place (old lines marked ``-``, the new ones ``+``
+    below them, without line numbers), a breakpoint as ``○`` in the gutter.
+    Line numbers, the cursor and search keep meaning the file's own lines.
     """
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {
@@ -103,6 +109,9 @@ class SourceView(QuietKeys, ScrollView, can_focus=True):
         "source-view--frame-arrow",
         "source-view--cursor",
         "source-view--selection",
+        "source-view--removed",
+        "source-view--added",
+        "source-view--proposed-breakpoint",
     }
 
     DEFAULT_CSS = """
@@ -114,6 +123,9 @@ class SourceView(QuietKeys, ScrollView, can_focus=True):
     SourceView > .source-view--frame-arrow { color: $warning; text-style: bold; }
     SourceView > .source-view--cursor { background: $accent 20%; }
     SourceView > .source-view--selection { background: $accent; color: $text; }
+    SourceView > .source-view--removed { background: $error 30%; }
+    SourceView > .source-view--added { background: $success 30%; }
+    SourceView > .source-view--proposed-breakpoint { color: $error; text-style: bold; }
     """
 
     QUIET: ClassVar[frozenset[str]] = frozenset({"pdb", "toggle_breakpoint", "edit_code"})
@@ -194,6 +206,8 @@ class SourceView(QuietKeys, ScrollView, can_focus=True):
         self.interactive = True
         self._anchor: int | None = None  # line where ``V`` started a selection
         self.pattern = ""  # the last search (``/``); ``;`` / ``,`` repeat it
+        self._preview: Preview | None = None
+        self._added: list[list[Segment]] = []  # highlighted new lines of a rewrite preview
 
     # -- content -----------------------------------------------------------------
     def load(self, path: str | None, text: str, line: int | None = None) -> None:
@@ -223,8 +237,8 @@ class SourceView(QuietKeys, ScrollView, can_focus=True):
         self._lexer = lexer_for(path or "", len(text))
         self._chunks.clear()
         self._cache.clear()
-        width = max((len(s) for s in self.lines), default=0) + self.gutter_width + 1
-        self.virtual_size = Size(width, max(len(self.lines), 1))
+        self._added = self._lex_added()
+        self._resize()
         if line is None:
             line = self.cursor_line if same else 1
         self.go_to(line)
@@ -244,6 +258,70 @@ class SourceView(QuietKeys, ScrollView, can_focus=True):
         if follow and frame is not None and changed_frame:
             self.go_to(frame)
         self.refresh()
+
+    def set_preview(self, preview: Preview | None) -> None:
+        """Preview a proposed rewrite or breakpoint (None: end the preview).
+
+        The preview is kept when another file is loaded and shows whenever the
+        loaded file is ``preview.path``; the cursor goes to its line then.
+        """
+        self._preview = preview
+        self._added = self._lex_added()
+        self._resize()
+        if preview is not None and preview.path == self.path:
+            self.go_to(preview.line)
+        self.refresh()
+
+    @property
+    def preview(self) -> Preview | None:
+        """The proposal previewed (whichever file it is for), or None."""
+        return self._preview
+
+    def _rewrite(self) -> RewritePreview | None:
+        """The rewrite preview when it is for the loaded file, else None."""
+        p = self._preview
+        return p if isinstance(p, RewritePreview) and p.path == self.path and self.lines \
+            else None
+
+    def _lex_added(self) -> list[list[Segment]]:
+        rewrite = self._rewrite()
+        if rewrite is None:
+            return []
+        lexed = lex_lines(self._lexer, "\n".join(line.expandtabs(4)
+                                                 for line in rewrite.new_lines))
+        return [[Segment(text, self._style_for(ttype)) for ttype, text in tokens]
+                for tokens in lexed[:len(rewrite.new_lines)]]
+
+    def _resize(self) -> None:
+        rows = len(self.lines) + len(self._added)
+        longest = max((len(s) for s in self.lines), default=0)
+        if self._added:
+            longest = max(longest, *(sum(len(seg.text) for seg in line) for line in self._added))
+        self.virtual_size = Size(longest + self.gutter_width + 1, max(rows, 1))
+
+    def _row(self, row: int) -> tuple[str, int]:
+        """What screen-independent row ``row`` (0-based) shows: ``("line", n)``, a line the
+        rewrite preview removes ``("removed", n)`` or its new line ``("added", i)``."""
+        rewrite = self._rewrite()
+        if rewrite is None:
+            return "line", row + 1
+        last = rewrite.last(len(self.lines))
+        if row < rewrite.start - 1:
+            return "line", row + 1
+        if row < last:
+            return "removed", row + 1
+        added = len(self._added)
+        if row < max(last, rewrite.start - 1) + added:
+            return "added", row - max(last, rewrite.start - 1)
+        return "line", row + 1 - added
+
+    def _row_of(self, line: int) -> int:
+        """The 0-based row showing file line ``line`` (lines after a previewed rewrite
+        move down by its new lines)."""
+        rewrite = self._rewrite()
+        if rewrite is not None and line > rewrite.last(len(self.lines)):
+            return line - 1 + len(self._added)
+        return line - 1
 
     @property
     def text(self) -> str | None:
@@ -306,8 +384,9 @@ class SourceView(QuietKeys, ScrollView, can_focus=True):
             return
         height = self.scrollable_content_region.height or self.size.height or 20
         top = int(self.scroll_offset.y)
-        if not (top <= line - 1 < top + height):
-            self.scroll_to(y=max(0, line - 1 - height // 2), animate=False, immediate=True)
+        row = self._row_of(line)
+        if not (top <= row < top + height):
+            self.scroll_to(y=max(0, row - height // 2), animate=False, immediate=True)
 
     # -- rendering ---------------------------------------------------------------
     def _style_for(self, ttype: object) -> Style:
@@ -356,15 +435,24 @@ class SourceView(QuietKeys, ScrollView, can_focus=True):
             if y == 0:
                 return Strip([Segment(self.placeholder, base)]).adjust_cell_length(width, base)
             return Strip.blank(width, base)
-        if index >= len(self.lines):
+        if index >= len(self.lines) + len(self._added):
             return Strip.blank(width, base)
-        lineno = index + 1
+        kind, lineno = self._row(index)
+        if kind == "added":
+            return self._added_line(lineno, scroll_x, width).apply_style(base)
         marks = self._marks
         gutter_style = self.get_component_rich_style("source-view--gutter")
-        if lineno in marks.breakpoints:
+        proposed = self._preview
+        if kind == "removed":
+            mark = Segment("-", self.get_component_rich_style("source-view--removed"))
+        elif lineno in marks.breakpoints:
             cond = marks.breakpoints[lineno]
             mark = Segment("◆" if cond else "●", self.get_component_rich_style(
                 "source-view--condition" if cond else "source-view--breakpoint"))
+        elif (isinstance(proposed, BreakpointPreview) and proposed.path == self.path
+              and proposed.line == lineno):
+            mark = Segment("○", self.get_component_rich_style(
+                "source-view--proposed-breakpoint"))
         else:
             mark = Segment(" ", gutter_style)
         arrow = (Segment("▶", self.get_component_rich_style("source-view--frame-arrow"))
@@ -379,14 +467,26 @@ class SourceView(QuietKeys, ScrollView, can_focus=True):
                           Segment(" │", gutter_style)]
         gutter = Strip([mark, arrow, *number])
         code_width = max(width - gutter.cell_length, 0)
-        code = Strip(self._code_segments(index)).crop_extend(scroll_x, scroll_x + code_width,
-                                                             None)
+        code = Strip(self._code_segments(lineno - 1)).crop_extend(
+            scroll_x, scroll_x + code_width, None)
         strip = Strip.join([gutter, code])
-        if marks.frame == lineno:
+        if kind == "removed":
+            strip = strip.apply_style(self.get_component_rich_style("source-view--removed"))
+        elif marks.frame == lineno:
             strip = strip.apply_style(self.get_component_rich_style("source-view--frame"))
         elif lineno == self.cursor_line and self.has_focus:
             strip = strip.apply_style(self.get_component_rich_style("source-view--cursor"))
         return strip.apply_style(base)
+
+    def _added_line(self, index: int, scroll_x: int, width: int) -> Strip:
+        """Row for new line ``index`` (0-based) of the previewed rewrite: ``+``, no number."""
+        style = self.get_component_rich_style("source-view--added")
+        gutter = Strip([Segment("+", style),
+                        Segment(" " * (self.gutter_width - 3) + " │",
+                                self.get_component_rich_style("source-view--gutter"))])
+        code = Strip(self._added[index]).crop_extend(
+            scroll_x, scroll_x + max(width - gutter.cell_length, 0), None)
+        return Strip.join([gutter, code]).apply_style(style)
 
     # -- input -------------------------------------------------------------------
     @property
@@ -415,9 +515,12 @@ class SourceView(QuietKeys, ScrollView, can_focus=True):
         offset = event.get_content_offset(self)
         if offset is None or not self.lines:
             return
-        line = int(self.scroll_offset.y) + offset.y + 1
-        if line > len(self.lines):
+        row = int(self.scroll_offset.y) + offset.y
+        if row >= len(self.lines) + len(self._added):
             return
+        kind, line = self._row(row)
+        if kind == "added":
+            return  # a proposed line: not in the file yet
         self.go_to(line)
         if offset.x < self.gutter_width - 1 and self.interactive:
             self._toggle(line)
