@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-from tui_helpers import SIZE, records, settle
+from tui_helpers import CALC, ENTRYPOINT, FIX, SIZE, records, settle
 
+from dgym_tui.core.env import RepoEnv
+from dgym_tui.core.types import ToolCall
+from dgym_tui.session import Session
+from dgym_tui.tui.app import DgymApp
 from dgym_tui.tui.cli import build_app, build_parser
-from dgym_tui.tui.screens.modals import CodeEditScreen
+from dgym_tui.tui.screens.modals import CodeEditScreen, QuitScreen
 from dgym_tui.tui.widgets.code_area import CodeArea
 
 BUGGY = "        return max(1, len(self.items) // self.per_page)"
@@ -152,3 +156,72 @@ async def test_editor_numbers_lines_as_the_file_and_auto_indents(tmp_path):
         assert session.turns == []
         await pilot.press("q")
         await pilot.pause()
+
+
+async def _closed(app, pilot) -> None:
+    """Wait (at most 60 s) until the app closed its session on the way out."""
+    for _ in range(600):
+        if app._closed:
+            return
+        await pilot.pause(0.1)
+    raise AssertionError("the app did not quit")
+
+
+class TestQuitWithUnappliedFix:
+    """q with a resolved fix that `w` did not write to the original asks first."""
+
+    async def _resolved(self, repo, tmp_path):
+        env = RepoEnv(repo, entrypoint=ENTRYPOINT, tools=("view", "eval", "rewrite", "submit"))
+        app = DgymApp(session=Session(env, trajectory_path=tmp_path / "t.jsonl"))
+        return app
+
+    async def _fix(self, app, pilot):
+        await settle(app, pilot)
+        app.act(ToolCall("rewrite", {"path": "calc.py", "start": 5, "end": 5, "new_code": FIX}))
+        await settle(app, pilot)
+        app.act(ToolCall("eval", {}))
+        await settle(app, pilot)
+        assert app.session.last.resolved
+
+    async def test_cancel_then_apply_and_quit(self, calc_repo, tmp_path):
+        """escape stays; w applies the fix to the original, then the app quits."""
+        app = await self._resolved(calc_repo, tmp_path)
+        async with app.run_test(size=SIZE) as pilot:
+            await self._fix(app, pilot)
+            await pilot.press("q")
+            await pilot.pause()
+            assert isinstance(app.screen, QuitScreen)
+            await pilot.press("escape")
+            await pilot.pause()
+            assert not isinstance(app.screen, QuitScreen) and not app._closed
+            await pilot.press("q")
+            await pilot.pause()
+            await pilot.press("w")
+            await _closed(app, pilot)
+        assert (calc_repo / "calc.py").read_text() == CALC.replace(
+            "    return total / len(xs[1:])", FIX)
+        assert records(tmp_path / "t.jsonl")[-1]["type"] == "footer"
+
+    async def test_quit_anyway_keeps_the_original(self, calc_repo, tmp_path):
+        """q in the question quits without touching the original (the fix stays in the
+        trajectory); an apply refused for an outside edit keeps the app open."""
+        app = await self._resolved(calc_repo, tmp_path)
+        async with app.run_test(size=SIZE) as pilot:
+            await self._fix(app, pilot)
+            mine = CALC.replace("len(xs[1:])", "max(1, len(xs))")
+            (calc_repo / "calc.py").write_text(mine)  # an editor, outside the session
+            await pilot.press("q")
+            await pilot.pause()
+            await pilot.press("w")  # refused: the same line changed outside
+            await settle(app, pilot)
+            assert not app._closed and not isinstance(app.screen, QuitScreen)
+            assert (calc_repo / "calc.py").read_text() == mine
+            await pilot.press("q")
+            await pilot.pause()
+            assert isinstance(app.screen, QuitScreen)
+            await pilot.press("q")
+            await _closed(app, pilot)
+        assert (calc_repo / "calc.py").read_text() == mine
+        footer = records(tmp_path / "t.jsonl")[-1]
+        assert footer["type"] == "footer" and footer["resolved"] is True
+        assert FIX.strip() in footer["patch"]

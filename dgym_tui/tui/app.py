@@ -59,6 +59,7 @@ from dgym_tui.tui.screens.modals import (
     EditActionScreen,
     HelpScreen,
     PromptScreen,
+    QuitScreen,
     RejectScreen,
     describe,
 )
@@ -249,7 +250,9 @@ class DgymApp(QuietKeys, App[int]):
         self._current_path: str | None = None
         self._last_result: StepResult | None = None
         self._asked_apply = False
-        self._apply_done = False
+        self._applied_patch: str | None = None  # the patch `w` last wrote to the original
+        self._quit_after_apply = False
+        self._quit_confirmed = False  # "quit anyway" was answered
         self._gc_frozen = False
         self._agent_error: str | None = None  # the last failed proposal's error
         self._agent_failures = 0  # failed proposals in a row (backoff)
@@ -865,11 +868,34 @@ class DgymApp(QuietKeys, App[int]):
         """
         if self._closed:
             return
+        if (self._unapplied_fix() and not self._quit_confirmed
+                and not isinstance(self.screen, QuitScreen)):  # ctrl+c there: quit anyway
+            self.push_screen(QuitScreen(str(self.env.path), self._last_result.changed_files),
+                             self._quit_answer)
+            return
         self._set_busy("closing")
         import asyncio
 
         await asyncio.to_thread(self.close_session, "quit")
         self.exit(self.return_code or 0)
+
+    def _unapplied_fix(self) -> bool:
+        """True when the last eval passed and its patch was not written to the original
+        with ``w`` (only where ``w`` applies and the apply prompt is on)."""
+        result = self._last_result
+        patch = self._workspace.patch or ""
+        return bool(self.session is not None and self.started and self.can_apply
+                    and self.ask_apply and result is not None and result.resolved
+                    and patch.strip() and patch != self._applied_patch)
+
+    def _quit_answer(self, answer: str | None) -> None:
+        """The quit question's answer: apply then quit, quit anyway, or stay (None)."""
+        if answer == "quit":
+            self._quit_confirmed = True
+            self.call_later(self.action_quit_app)
+        elif answer == "apply":
+            self._quit_after_apply = True
+            self._apply_patch(str(self.env.path))
 
     def close_session(self, reason: str = "quit", timeout: float = 10.0) -> None:
         """Write the trajectory footer and close the environment / replay. Idempotent.
@@ -1147,12 +1173,15 @@ class DgymApp(QuietKeys, App[int]):
     @on(PatchApplied)
     def _patch_applied(self, message: PatchApplied) -> None:
         if message.error is not None:
+            self._quit_after_apply = False  # refused: stay, so the fix is not lost
             self.notify(f"patch NOT applied: {describe(message.error)}", severity="error",
                         title="apply", timeout=15)
             self.pdb_console.write(f"patch not applied to {message.source}: {message.error}",
                                    style="bold red")
             return
-        self._apply_done = True
+        self._applied_patch = self._workspace.patch
+        if self._quit_after_apply:
+            self.call_later(self.action_quit_app)
         self.notify(f"applied {len(message.changed)} file(s) to {message.source}")
         self.pdb_console.write(f"patch applied to {message.source}: "
                                f"{', '.join(message.changed)}")

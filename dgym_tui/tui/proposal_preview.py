@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dgym_tui.core.tools.pdb import ALIASES
 from dgym_tui.core.types import ToolCall
-from dgym_tui.core.workspace import split_lines
+
+#: pdb's breakpoint commands (the front end may not import the pdb tool itself).
+_BREAK_VERBS = frozenset({"b", "break", "tbreak"})
 
 
 @dataclass(frozen=True)
@@ -83,13 +84,16 @@ def _rewrite(args: dict) -> RewritePreview | None:
         last = None if start is None else int(end) if end is not None else first
     except (TypeError, ValueError):
         return None
-    lines = tuple(line.rstrip("\r\n") for line in split_lines(code))
-    return RewritePreview(path.removeprefix("./"), first, last, lines)
+    lines = code.split("\n")  # as the rewrite tool counts: at "\n" only
+    if lines[-1] == "":
+        lines.pop()
+    lines = [line.rstrip("\r") for line in lines]
+    return RewritePreview(path.removeprefix("./"), first, last, tuple(lines))
 
 
 def _breakpoint(command: str, frame_path: str | None) -> BreakpointPreview | None:
     verb, _, arg = command.strip().partition(" ")
-    if ALIASES.get(verb) not in ("break", "tbreak"):
+    if verb not in _BREAK_VERBS:
         return None
     loc, comma, condition = arg.partition(",")
     name, colon, number = loc.strip().rpartition(":")

@@ -1,4 +1,5 @@
-"""Modal dialogs: edit an action, edit source lines, reject with a note, confirm, key help."""
+"""Modal dialogs: edit an action, edit source lines, reject with a note, confirm, quit with
+an unapplied fix, key help."""
 
 from __future__ import annotations
 
@@ -217,6 +218,45 @@ class ConfirmScreen(ModalScreen[bool]):
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         self.dismiss(event.button.id == "yes")
+
+
+class QuitScreen(ModalScreen[str | None]):
+    """Quit with a resolved fix not yet applied to the original repository?
+
+    Dismisses with ``"apply"`` (w: apply, then quit), ``"quit"`` (q: quit anyway;
+    the fix stays in the trajectory) or None (escape / c: stay).
+
+    Args:
+        source: the original repository's path (shown in the question).
+        files: the changed files' relative paths.
+    """
+
+    DEFAULT_CSS = _MODAL_CSS.format(name="QuitScreen")
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("w", "answer('apply')", "Apply, then quit"),
+        Binding("q", "answer('quit')", "Quit anyway"),
+        Binding("escape,c", "answer(None)", "Cancel")]
+
+    def __init__(self, source: str, files: list[str]) -> None:
+        super().__init__()
+        self.source = source
+        self.files = files
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Static(Text("The tests pass, but the fix is not applied to "
+                              f"{self.source}. Quit?"), classes="modal-title")
+            yield Static(Text("changed: " + ", ".join(self.files)))
+            with Horizontal():
+                yield Button("Cancel (c)", id="cancel")
+                yield Button("Quit anyway (q)", id="quit", variant="warning")
+                yield Button("Apply, then quit (w)", id="apply", variant="primary")
+
+    def action_answer(self, value: str | None) -> None:
+        self.dismiss(value)
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(None if event.button.id == "cancel" else event.button.id)
 
 
 class HelpScreen(ModalScreen[None]):
