@@ -354,6 +354,7 @@ def test_new_format_record_resolves_with_its_eval_script(fixture_images, tmp_pat
     old = FIXTURES["dgym__sympy-1"]
     script = "\n".join([
         "#!/bin/bash", "set -uxo pipefail", "cd /testbed", "export DGYM_NEW_FORMAT=1",
+        "id -u > /etc/dgym-setup-uid",  # setup the harness runs as root
         f"git checkout {old['base_commit']} sympy/core/tests/test_numbers.py",
         "git apply -v - <<'EOF_114329324912'", old["test_patch"].rstrip("\n"), "EOF_114329324912",
         ": '>>>>> Start Test Output'",
@@ -374,6 +375,10 @@ def test_new_format_record_resolves_with_its_eval_script(fixture_images, tmp_pat
     try:
         first = env.reset()
         assert (first.score, first.max_score, first.resolved) == (2, 4, False), first.observation
+        assert "Setup command failed" not in first.observation
+        # the setup line ran as root; the agent's commands run as the sandbox user
+        uid = env.terminal.run("cat /etc/dgym-setup-uid; id -u; touch /etc/x").output.split()
+        assert uid[:2] == ["0", str(env.terminal.run_as[0])] and "denied" in " ".join(uid)
         policy = SolutionPolicy.for_task(task)
         policy.reset(None)
         while not (result := env.step(policy.propose([]).action)).done:
@@ -381,3 +386,18 @@ def test_new_format_record_resolves_with_its_eval_script(fixture_images, tmp_pat
         assert (result.score, result.resolved) == (4, True), result.observation
     finally:
         env.close()
+
+
+@pytest.mark.docker
+def test_a_failing_root_setup_line_is_a_note_in_the_first_observation(make_repo):
+    """Each root setup line runs; a failing one is named in reset's observation."""
+    from dgym_tui import RepoEnv
+
+    repo = make_repo({"test_a.py": "def test_a():\n    assert True\n"})
+    options = {"root_setup": ["exit 3", "id -u > /etc/dgym-setup-uid"]}
+    with RepoEnv(repo, entrypoint="python -m pytest -q", terminal="docker",
+                 terminal_options=options) as env:
+        first = env.reset()
+        assert "Setup command failed (exit code 3, as root): exit 3" in first.observation
+        assert env.terminal.run("cat /etc/dgym-setup-uid").output.strip() == "0"
+        assert first.score == 1, first.observation

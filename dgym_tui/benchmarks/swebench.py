@@ -39,6 +39,10 @@ Per instance:
   the container, and the entrypoint runs the tests on a scratch copy of the
   working copy with those files laid over it, pytest with ``--tb=no`` so the
   output shows test ids, never the hidden tests' source.
+- **Per-repository setup** the harness runs in its eval script (Django's
+  ``locale-gen``; a new-format record's lines before the tests) runs as root
+  in the container when it starts (``DockerTerminal(root_setup=...)``), as in
+  the harness; every other command runs as the unprivileged sandbox user.
 - **swebench-debug** applies ``test_patch`` to the working copy before the
   episode, so the failing tests exist and pdb can run them.
 
@@ -519,10 +523,12 @@ class SWEBenchBenchmark(Benchmark):
         task = Task(name=task_name, benchmark=self.name, path=base, entrypoint=command,
                     description=instance.get("problem_statement", ""), image=image,
                     terminal="docker", readonly=list(test_files), meta=meta,
-                    setup_commands=list(spec.setup), grader=grader,
+                    grader=grader,
                     # Harness images install the repository (editable) at repo_dir:
                     # mount the working copy there so imports see the agent's edits.
-                    terminal_options={"workdir": self._materialize.repo_dir})
+                    # The harness runs its setup lines (Django's locale-gen) as root.
+                    terminal_options={"workdir": self._materialize.repo_dir,
+                                      "root_setup": list(spec.setup)})
         return self._finish(task, instance, spec, python, bool(info.get("conda")))
 
     def _finish(self, task: Task, instance: dict[str, Any], spec: HarnessSpec, python: str,

@@ -189,7 +189,7 @@ class RepoEnv:
         self.done = False
         self.terminal = self._make_terminal()
         self.terminal.start(str(self.workspace.root))
-        notes = []
+        notes = list(self.terminal.notes)
         for command in self.setup_commands:
             res = self.terminal.run(command, timeout=self.eval_timeout,
                                     max_output=self.max_output)

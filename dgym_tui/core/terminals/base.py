@@ -55,6 +55,9 @@ class Terminal(abc.ABC):
     #: commands may write (the eval's test report goes there); "" when the
     #: terminal has none (the eval then reads no structured report).
     scratch: str = ""
+    #: Messages from start() for the episode's first observation (e.g. a setup
+    #: line that failed); empty when all went well.
+    notes: tuple[str, ...] = ()
 
     def scratch_path(self) -> str:
         """The ``scratch`` folder's path as commands see it (the host path by default)."""

@@ -63,6 +63,9 @@ PTY_SIZE = (50, 200)
 #: The image used when none is given: the one scripts/setup_docker.sh builds.
 DEFAULT_IMAGE = "dgym-tui/sandbox:test"
 
+#: Seconds one ``root_setup`` line may run.
+ROOT_SETUP_TIMEOUT = 600
+
 #: uid:gid the commands run as when this process is root (the working copy is
 #: handed to it before the container starts, and stays the host's root's to delete).
 SANDBOX_USER = (1000, 1000)
@@ -175,6 +178,13 @@ class DockerTerminal(Terminal):
         user: ``"auto"`` (an unprivileged uid, see the module docstring) or
             ``"root"`` for images whose tests need root (a few capabilities are
             then added back: ``ROOT_CAPS``).
+        root_setup: shell lines run as uid 0, in ``workdir``, once the container
+            has started, before any other command (the setup an official
+            harness runs as root, e.g. SWE-bench Django's ``locale-gen``). The
+            container's capabilities stay as they are (none for the default
+            user): root's own files in the image can change, nothing else. A
+            line that fails (exit code not 0, or over ``ROOT_SETUP_TIMEOUT``
+            seconds) is reported in ``notes``; the next lines still run.
 
     Attributes:
         workdir: the mount point of the working copy inside the container.
@@ -183,7 +193,8 @@ class DockerTerminal(Terminal):
 
     def __init__(self, image: str = DEFAULT_IMAGE, readonly=(), network: bool = False,
                  mem_limit: str = "2g", pids_limit: int = 512, cpus: float = 2.0,
-                 workdir: str = "/workspace", ignored=(), user: str = "auto") -> None:
+                 workdir: str = "/workspace", ignored=(), user: str = "auto",
+                 root_setup=()) -> None:
         if not posixpath.isabs(workdir):
             raise TerminalError(f"workdir must be an absolute path inside the container, "
                                 f"got {workdir!r}")
@@ -193,6 +204,7 @@ class DockerTerminal(Terminal):
         self.readonly = [str(p) for p in readonly]
         self.ignored = [str(p) for p in ignored]
         self.user = user
+        self.root_setup = [str(line) for line in root_setup]
         self.network = network
         self.mem_limit = mem_limit
         self.pids_limit = pids_limit
@@ -298,6 +310,7 @@ class DockerTerminal(Terminal):
                     raise
                 options["init"] = False  # this daemon has no init binary
                 self._create_and_start(options)
+            self.notes = tuple(self._run_root_setup())
         except APIError as exc:
             self.close()
             raise TerminalError(f"cannot start a container from {self.image}: "
@@ -305,6 +318,16 @@ class DockerTerminal(Terminal):
         except BaseException:
             self.close()
             raise
+
+    def _run_root_setup(self):
+        """Run ``root_setup`` as uid 0; yield a note per line that failed."""
+        for line in self.root_setup:
+            code, output = self.container.exec_run(
+                ["timeout", str(ROOT_SETUP_TIMEOUT), "sh", "-c", line], user="0",
+                workdir=self.workdir, environment=BASE_ENV)
+            if code != 0:
+                text = output.decode("utf-8", "replace")[-2000:]
+                yield f"Setup command failed (exit code {code}, as root): {line}\n{text}"
 
     def _create_and_start(self, options: dict) -> None:
         """Create and start the container (``self.container``); remove it if it does not start."""
