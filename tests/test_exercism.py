@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import shutil
+import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -149,6 +152,10 @@ def _exercise(root, slug, files, config=None):
 def track(tmp_path):
     """A small track in the real layout: docs in three parts, approaches and articles with
     complete solutions, a test helper, a refactoring exercise, a dashed slug."""
+    return _real_layout_track(tmp_path)
+
+
+def _real_layout_track(tmp_path):
     _exercise(tmp_path, "acronym", {
         "acronym.py": "def abbreviate(words):\n    pass\n",
         "acronym_test.py": "from acronym import abbreviate\n\n\ndef test_png():\n"
@@ -257,3 +264,34 @@ def test_solution_resolves_and_no_solution_file_is_visible(slug, track, make_env
         if result.done:
             break
     assert result.resolved, result.eval_output
+
+
+@pytest.fixture(params=["bwrap", pytest.param("docker", marks=pytest.mark.docker)])
+def sandbox_kind(request) -> str:
+    request.getfixturevalue(f"{request.param}_ready")
+    return request.param
+
+
+@pytest.fixture
+def host_track():
+    """The track outside /tmp (which bwrap replaces by an empty tmpfs anyway): where the
+    rest of the host shows read-only, as a cloned track would."""
+    base = Path(tempfile.mkdtemp(prefix="dgym-track-", dir="/var/tmp"))
+    yield _real_layout_track(base)
+    shutil.rmtree(base, ignore_errors=True)
+
+
+def test_pdb_cannot_read_the_tracks_solutions_in_a_sandbox(host_track, sandbox_kind, make_env,
+                                                          fast_pytest):
+    """pdb `!` runs Python in the sandbox: the original exercise's solution folders stay unread."""
+    task = ExercismBenchmark(path=host_track).load("acronym")
+    source = Path(task.meta["source"])
+    kwargs = task.env_kwargs(tools=("pdb", "eval"), terminal=sandbox_kind,
+                             entrypoint=f"{fast_pytest} acronym_test.py")
+    env = make_env(kwargs.pop("path"), **kwargs)
+    env.reset()
+    for rel in (".meta/example.py", ".approaches/regex-sub/snippet.txt",
+                ".articles/performance/content.md", ".meta/config.json"):
+        probe = env.step(ToolCall("pdb", {"command": f"!print(open({str(source / rel)!r}).read())"}))
+        assert "Error" in probe.observation and "SECRET" not in probe.observation, probe.observation
+        assert "''.join" not in probe.observation and "solution" not in probe.observation

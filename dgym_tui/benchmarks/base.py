@@ -68,6 +68,9 @@ class Task:
         setup_commands: shell commands run in the terminal before the first eval.
         terminal_options: extra Docker terminal options (e.g. ``{"workdir":
             "/testbed"}``), passed as ``RepoEnv(terminal_options=...)``.
+        hidden: host paths sandboxed commands must not read, passed as
+            ``RepoEnv(hidden=...)`` (e.g. the folder a task was staged from,
+            which holds its solutions).
         meta: grading / analysis data never shown to the agent (bug, gold patch,
             instance ids, ...). JSON-ready values.
         grader: scores each eval instead of pytest's summary line (passed to
@@ -90,6 +93,7 @@ class Task:
     terminal: str | None = None
     setup_commands: list[str] = field(default_factory=list)
     terminal_options: dict[str, Any] = field(default_factory=dict)
+    hidden: list[str] = field(default_factory=list)
     meta: dict[str, Any] = field(default_factory=dict)
     grader: Callable[..., Any] | None = field(default=None, repr=False, compare=False)
     benchmark_options: dict[str, Any] = field(default_factory=dict)
@@ -124,6 +128,8 @@ class Task:
             kwargs["image"] = self.image
         if self.terminal_options:
             kwargs["terminal_options"] = dict(self.terminal_options)
+        if self.hidden:
+            kwargs["hidden"] = list(self.hidden)
         if self.grader is not None:
             kwargs["grader"] = self.grader
         kwargs.update(overrides)

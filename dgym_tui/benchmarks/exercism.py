@@ -28,7 +28,9 @@ sub-folders are exercises. The default is our own exercises in
 Because the working copy is bind-mounted whole into a sandbox (where pdb or
 test code could open any file), ``.meta``, ``.approaches`` and ``.articles``
 are not merely hidden: each loaded task points at a staged copy of the
-exercise without them (:func:`~dgym_tui.benchmarks.base.stage_copy`).
+exercise without them (:func:`~dgym_tui.benchmarks.base.stage_copy`), and
+the track's exercises folder is masked in the bwrap sandbox (``Task.hidden``),
+which shows the rest of the host read-only.
 """
 
 from __future__ import annotations
@@ -227,6 +229,8 @@ class ExercismBenchmark(Benchmark):
             description=description,
             ignore=[f"{d}/" for d in PRIVATE_DIRS],
             readonly=[*protected_files(folder), ".docs/"],
+            # bwrap shows the host read-only: the track (solutions included) stays masked
+            hidden=[str(self.root)],
             meta=meta,
         )
 

@@ -91,6 +91,10 @@ class RepoEnv:
             the entrypoint's ``RunResult``, ``terminal`` the episode's terminal
             (to read a full log the output cap cut). None, or a grader
             returning None, falls back to pytest's summary line.
+        hidden: host paths (files or folders) that sandboxed commands must not
+            read besides the ignored files: the bwrap terminal masks them (the
+            Docker terminal never mounts them; the local terminal cannot hide
+            anything). E.g. the folder a task was staged from.
 
     Attributes:
         workspace: the episode's :class:`Workspace` (None before reset).
@@ -117,7 +121,8 @@ class RepoEnv:
                  max_output: int = DEFAULT_MAX_OUTPUT,
                  setup_commands: Sequence[str] = (),
                  terminal_options: dict[str, Any] | None = None,
-                 grader: Callable[[RunResult, Terminal], EvalSummary | None] | None = None) -> None:
+                 grader: Callable[[RunResult, Terminal], EvalSummary | None] | None = None,
+                 hidden: Iterable[str | os.PathLike] = ()) -> None:
         self.path = os.fspath(path)
         if not os.path.isdir(self.path):
             what = "is a file, not a folder" if os.path.isfile(self.path) else "does not exist"
@@ -143,6 +148,7 @@ class RepoEnv:
         self.setup_commands = list(setup_commands)
         self.terminal_options = dict(terminal_options or {})
         self.grader = grader
+        self.hidden = [os.fspath(p) for p in hidden]
 
         registry = all_tools()
         unknown = [name for name in tools if name not in registry]
@@ -416,7 +422,7 @@ class RepoEnv:
             from dgym_tui.core.terminals.bwrap import BwrapTerminal
 
             # The original repository's ignored files too: the system is visible read-only.
-            hidden = [str(self.workspace.source / rel) for rel in ignored]
+            hidden = [str(self.workspace.source / rel) for rel in ignored] + self.hidden
             network = bool(self.terminal_options.get("network", False))
             return BwrapTerminal(readonly=readonly, ignored=ignored, hidden=hidden,
                                  network=network)
