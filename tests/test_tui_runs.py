@@ -29,6 +29,16 @@ def _screen(app) -> RunsScreen:
     return app.screen
 
 
+def _at(table: DataTable, number: int) -> list[str]:
+    """The cells of row ``number`` as text."""
+    return [str(cell) for cell in table.get_row_at(number)]
+
+
+def _by(table: DataTable, key: str) -> list[str]:
+    """The cells of the row with ``key`` as text."""
+    return [str(cell) for cell in table.get_row(key)]
+
+
 def _summary(app) -> str:
     return str(app.screen.query_one("#runs-summary", Static).render())
 
@@ -52,13 +62,13 @@ async def test_empty_folder_then_an_episode_appears(tmp_path):
                 break
         assert table.row_count == 1 and "1 running" in _summary(app)
         key = f"{run}/late"
-        assert table.get_row(key)[6] == "2"  # steps so far
+        assert _by(table, key)[6] == "2"  # steps so far
         write_episode(run, "late", steps=3)
         for _ in range(40):
             await pilot.pause(0.1)
-            if key in table.rows and table.get_row(key)[4] == "yes":
+            if key in table.rows and _by(table, key)[4] == "yes":
                 break
-        assert table.get_row(key)[4:7] == ["yes", "1/1", "3"]
+        assert _by(table, key)[4:7] == ["yes", "1/1", "3"]
 
 
 async def test_three_episodes_sort_filter_review(tmp_path):
@@ -68,16 +78,16 @@ async def test_three_episodes_sort_filter_review(tmp_path):
         await pilot.pause()
         screen = _screen(app)
         table = screen.query_one(DataTable)
-        assert [table.get_row_at(i)[0] for i in range(3)] == ["t0000", "t0001", "t0002"]
+        assert [_at(table, i)[0] for i in range(3)] == ["t0000", "t0001", "t0002"]
         assert "3 episode(s) · resolved 2 (67% of ended) · mean steps 3.0 · cost $0.0090" in \
             _summary(app)
         # sort by steps (column 6), then reversed
         table.move_cursor(column=6)
         await pilot.press("s")
         await pilot.press("s")
-        assert [table.get_row_at(i)[6] for i in range(3)] == ["4", "3", "2"]
+        assert [_at(table, i)[6] for i in range(3)] == ["4", "3", "2"]
         await pilot.press("u")
-        assert table.row_count == 1 and table.get_row_at(0)[0] == "t0002"
+        assert table.row_count == 1 and _at(table, 0)[0] == "t0002"
         await pilot.press("u", "slash")
         await pilot.press(*"t0001", "enter")
         assert table.row_count == 1 and "filter 't0001'" in _summary(app)
@@ -86,7 +96,7 @@ async def test_three_episodes_sort_filter_review(tmp_path):
         await pilot.pause()
         await pilot.press(*"wrong fix", "enter")
         await pilot.pause()
-        assert table.get_row_at(0)[11] == "reject"
+        assert _at(table, 0)[11] == "reject"
         (record,) = [json.loads(x) for x in (run / REVIEWS_FILE).read_text().splitlines()]
         assert (record["episode"], record["verdict"], record["note"]) == ("t0001", "reject",
                                                                            "wrong fix")
@@ -101,19 +111,35 @@ async def test_three_episodes_sort_filter_review(tmp_path):
     assert app.return_value is not None and app.return_value.episode == "t0001"
 
 
+async def _filled(pilot, table: DataTable, rows: int) -> None:
+    """Wait until the table holds ``rows`` rows (a big table fills in batches after the first paint)."""
+    for _ in range(100):
+        if table.row_count == rows:
+            return
+        await pilot.pause(0.05)
+    raise AssertionError(f"{table.row_count} rows, not {rows}")
+
+
 async def test_thousand_episodes(tmp_path):
     run = write_run(tmp_path / "run", 1000)
-    app = RunsApp([run])
+    app = RunsApp([run], cursor=(run, "t0900"))  # back from the replay viewer at t0900
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         table = app.screen.query_one(DataTable)
-        assert table.row_count == 1000
+        assert app.screen.current_row().episode == "t0900"
         assert "1000 episode(s) · resolved 667" in _summary(app)
+        await _filled(pilot, table, 1000)
         table.move_cursor(row=999)
         await pilot.pause()
         assert app.screen.current_row().episode == "t0999"
         await pilot.press("u")
-        assert table.row_count == 333
+        await _filled(pilot, table, 333)
+        assert all(_at(table, i)[4] == "no" for i in range(333))
+        # one episode changes (a new verdict): that row is updated, nothing filled anew
+        generation = app.screen._generation
+        append_review(run, "t0002", "reject")
+        app.screen.reindex()
+        assert _at(table, 0)[11] == "reject" and app.screen._generation == generation
 
 
 async def test_opened_episode_replays_and_escape_goes_back(tmp_path):
@@ -215,7 +241,7 @@ async def test_review_queue_shows_the_diff_and_the_trajectory_one_key_away(tmp_p
         await pilot.press("escape")
         await pilot.pause()
         table = app.screen.query_one(DataTable)
-        assert [table.get_row_at(i)[11] for i in range(3)] == ["reject", "", "accept"]
+        assert [_at(table, i)[11] for i in range(3)] == ["reject", "", "accept"]
     records = [json.loads(x) for x in (run / REVIEWS_FILE).read_text().splitlines()]
     assert [(r["episode"], r["verdict"], r["note"]) for r in records] == [
         ("t0000", "reject", "adds twice"), ("t0002", "accept", "")]
@@ -330,7 +356,7 @@ async def test_live_episode_follows_a_run_started_by_the_test(tmp_path, tiny, mo
                 gate.release()  # the agent takes one more step
                 await until(lambda shown=shown: pane.table.row_count == shown, f"step {shown}")
                 assert pane.table.cursor_row == shown - 1  # the cursor follows the last step
-            assert [pane.table.get_row_at(i)[2][:4] for i in range(3)] == ["view", "rewr", "subm"]
+            assert [_at(pane.table, i)[2][:4] for i in range(3)] == ["view", "rewr", "subm"]
             await until(lambda: "resolved, submitted" in str(title.render()), "the footer")
             assert not pane.follower.problem
     finally:

@@ -16,6 +16,7 @@ import json
 from pathlib import Path
 from typing import Any, ClassVar
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -67,7 +68,7 @@ class EpisodePane(Vertical):
         self.live: bool | None = None  # still being written when first read (None: not read yet)
 
     def compose(self) -> ComposeResult:
-        yield Static(self.label, classes="pane-title")
+        yield Static(self.label, classes="pane-title", markup=False)
         table: DataTable[str] = DataTable(cursor_type="row", zebra_stripes=True)
         for heading in ("step", "actor", "action", "observation"):
             table.add_column(heading, key=heading)
@@ -96,9 +97,10 @@ class EpisodePane(Vertical):
             new = self.follower.steps
         for record in new:
             observation = record.get("observation")
-            table.add_row(str(record.get("step", "?")), str(record.get("actor", "")),
-                          _cut(action_text(record.get("action"))),
-                          _cut(observation if isinstance(observation, str) else ""))
+            table.add_row(*map(Text, (  # Text: no markup in recorded text
+                str(record.get("step", "?")), str(record.get("actor", "")),
+                _cut(action_text(record.get("action"))),
+                _cut(observation if isinstance(observation, str) else ""))))
         if new and at_end and self.live:
             table.move_cursor(row=table.row_count - 1, animate=False)
         self._show_title()

@@ -41,7 +41,7 @@ class NoteScreen(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Static(self.title_text)
+            yield Static(self.title_text, markup=False)
             yield Input(placeholder="note (enter to save, esc to cancel)", id="review-note")
 
     def on_input_submitted(self, event: Input.Submitted) -> None:

@@ -21,6 +21,7 @@ import threading
 from pathlib import Path
 from typing import ClassVar
 
+from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
@@ -37,6 +38,8 @@ from dgym_tui.tui.screens.review import (
 
 #: Seconds between re-indexes of the folders (a run being written fills in).
 REFRESH_SECONDS = 1.0
+#: Rows put in the table before the first paint (more than a screen holds), then per refresh.
+FIRST_ROWS, MORE_ROWS = 100, 200
 
 
 class RunsScreen(Screen[None]):
@@ -45,6 +48,7 @@ class RunsScreen(Screen[None]):
     Args:
         paths: run folders, or folders holding run folders.
         open_in_app: ``enter`` shows the step list here instead of returning the episode.
+        cursor: ``(run, episode)`` to put the cursor on at start.
     """
 
     DEFAULT_CSS = """
@@ -65,8 +69,10 @@ class RunsScreen(Screen[None]):
         Binding("q", "app.quit", "Quit"),
     ]
 
-    def __init__(self, paths: list[Path], open_in_app: bool = False) -> None:
+    def __init__(self, paths: list[Path], open_in_app: bool = False,
+                 cursor: tuple[Path, str] | None = None) -> None:
         super().__init__()
+        self.start_cursor = cursor
         self.index = RunIndex(list(paths))
         self.open_in_app = open_in_app
         self.sort_column: str | None = None
@@ -74,10 +80,12 @@ class RunsScreen(Screen[None]):
         self.unresolved_only = False
         self.text_filter = ""
         self.shown: list[EpisodeRow] = []
+        self._drawn: dict[str, tuple[str, ...]] = {}  # row key -> the cells in the table
+        self._generation = 0  # how often the table was filled anew (stops stale batches)
         self._lock = threading.Lock()  # one refresh of the index at a time
 
     def compose(self) -> ComposeResult:
-        yield Static("", id="runs-summary")
+        yield Static("", id="runs-summary", markup=False)
         yield Input(placeholder="filter: text in task, agent, model, end reason or review "
                     "(enter to apply, empty to clear)", id="runs-filter")
         table: DataTable[str] = DataTable(id="runs-table", cursor_type="row", zebra_stripes=True)
@@ -125,16 +133,61 @@ class RunsScreen(Screen[None]):
         return rows
 
     def show_rows(self) -> None:
-        """Fill the table from the index (filter and sort applied); keep the cursor's episode."""
+        """Fill the table from the index (filter and sort applied); keep the cursor's episode.
+
+        When the shown episodes are the same ones in the same order (maybe with new ones
+        at the end), only changed cells are updated and new rows appended. Otherwise the
+        table is filled anew: the first :data:`FIRST_ROWS` rows (and the cursor's) at once,
+        the rest :data:`MORE_ROWS` at a time after each screen refresh, so a big folder
+        paints at once and the app answers keys while the rest comes in.
+        """
         table = self.query_one(DataTable)
         current, column = self.current_row(), table.cursor_column
+        before = [self._key(r) for r in self.shown]
         self.shown = self._visible()
-        table.clear()
-        for row in self.shown:
-            table.add_row(*(row.cell(attr) for attr, _ in COLUMNS), key=f"{row.run}/{row.episode}")
-        number = self.shown.index(current) if current in self.shown else 0
-        table.move_cursor(row=number, column=column, animate=False)
+        keys = [self._key(r) for r in self.shown]
         self._show_summary()
+        if before and keys[:len(before)] == before and table.row_count == len(before):
+            for number, row in enumerate(self.shown[:len(before)]):
+                cells = self._cells(row)
+                if cells != self._drawn.get(keys[number]):
+                    for (attr, _), old, text in zip(COLUMNS, self._drawn[keys[number]], cells,
+                                                    strict=True):
+                        if old != text:
+                            table.update_cell(keys[number], attr, Text(text))
+                    self._drawn[keys[number]] = cells
+            self._add_rows(len(before), len(keys), self._generation)
+            return
+        table.clear()
+        self._drawn.clear()
+        self._generation += 1
+        if self.start_cursor is not None:  # back from the replay viewer: the episode it showed
+            current = next((r for r in self.shown if (r.run, r.episode) == self.start_cursor),
+                           current)
+            self.start_cursor = None
+        number = self.shown.index(current) if current in self.shown else 0
+        self._add_rows(0, max(FIRST_ROWS, number + 1), self._generation)
+        table.move_cursor(row=number, column=column, animate=False)
+
+    @staticmethod
+    def _key(row: EpisodeRow) -> str:
+        return f"{row.run}/{row.episode}"
+
+    @staticmethod
+    def _cells(row: EpisodeRow) -> tuple[str, ...]:
+        return tuple(row.cell(attr) for attr, _ in COLUMNS)
+
+    def _add_rows(self, start: int, end: int, generation: int) -> None:
+        """Add shown rows ``start:end``; schedule the next batch after a refresh."""
+        if generation != self._generation:  # the table was filled anew meanwhile
+            return
+        table = self.query_one(DataTable)
+        for row in self.shown[start:end]:
+            cells = self._cells(row)
+            self._drawn[self._key(row)] = cells
+            table.add_row(*map(Text, cells), key=self._key(row))
+        if end < len(self.shown):
+            self.call_after_refresh(self._add_rows, end, end + MORE_ROWS, generation)
 
     def _show_summary(self) -> None:
         totals = summarize(self.shown)
@@ -269,16 +322,7 @@ class RunsApp(App[EpisodeRow | None]):
             for theme in load_themes():
                 self.register_theme(theme)
             self.theme = self.theme_name
-        screen = RunsScreen(self.paths, self.open_in_app)
-        self.push_screen(screen)
-        if self.cursor is not None:
-            self.call_after_refresh(self._restore, screen)
-
-    def _restore(self, screen: RunsScreen) -> None:
-        for number, row in enumerate(screen.shown):
-            if (row.run, row.episode) == self.cursor:
-                screen.query_one(DataTable).move_cursor(row=number, animate=False)
-                break
+        self.push_screen(RunsScreen(self.paths, self.open_in_app, self.cursor))
 
 
 def browsed_replay(row: EpisodeRow, theme_name: str = "dgym-dark") -> App:
