@@ -80,3 +80,31 @@ def write_run(run: Path, count: int, **kwargs) -> Path:
         statuses.append(json.loads((run / name / STATUS_FILE).read_text()))
     (run / "summary.json").write_text(json.dumps(statuses), encoding="utf-8")
     return run
+
+
+def write_bad_episodes(run: Path) -> Path:
+    """Add the bad input of a run folder to ``run``: ``live`` (running, its last line cut
+    off), ``corrupt`` (line 3 is not JSON), ``newer`` / ``older`` (schema version 99 / 0,
+    good status), ``junk`` (unreadable status, no trajectory), ``empty`` (empty trajectory); return ``run``."""
+    # a run still writing: no status, the last line cut off mid-write
+    live = write_episode(run, "live", finished=False, steps=2)
+    with open(live / "trajectory.jsonl", "a") as f:
+        f.write('{"type": "step", "step": 3, "act')
+    # a corrupt file among good ones
+    bad = write_episode(run, "corrupt", status=False)
+    lines = (bad / "trajectory.jsonl").read_text().splitlines(keepends=True)
+    lines[2] = "{not json\n"
+    (bad / "trajectory.jsonl").write_text("".join(lines))
+    # a newer and an older schema version than this dgym-tui reads, with a good status
+    for name, version in (("newer", 99), ("older", 0)):
+        folder = write_episode(run, name)
+        text = (folder / "trajectory.jsonl").read_text().replace(
+            '"schema_version": 2', f'"schema_version": {version}', 1)
+        (folder / "trajectory.jsonl").write_text(text)
+    # garbage status, no trajectory
+    (run / "junk").mkdir()
+    (run / "junk" / "status.json").write_text("[1, 2")
+    # empty trajectory
+    (run / "empty").mkdir()
+    (run / "empty" / "trajectory.jsonl").write_text("")
+    return run

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from run_folders import write_episode, write_run
+from run_folders import write_bad_episodes, write_episode, write_run
 
 from dgym_tui.reviews import REVIEWS_FILE, append_review, read_reviews
 from dgym_tui.runs import RunIndex, find_runs, index_runs, is_run_folder, summarize
@@ -38,39 +38,19 @@ def test_folder_of_runs_and_empty_folders(tmp_path):
 
 
 def test_bad_input_is_marked_never_raised(tmp_path):
-    run = write_run(tmp_path / "run", 2)
-    # a run still writing: no status, the last line cut off mid-write
-    live = write_episode(run, "live", finished=False, steps=2)
-    with open(live / "trajectory.jsonl", "a") as f:
-        f.write('{"type": "step", "step": 3, "act')
-    # a corrupt file among good ones
-    bad = write_episode(run, "corrupt", status=False)
-    lines = (bad / "trajectory.jsonl").read_text().splitlines(keepends=True)
-    lines[2] = "{not json\n"
-    (bad / "trajectory.jsonl").write_text("".join(lines))
-    # a newer schema version, with a good status
-    newer = write_episode(run, "newer")
-    text = (newer / "trajectory.jsonl").read_text().replace('"schema_version": 2',
-                                                            '"schema_version": 99', 1)
-    (newer / "trajectory.jsonl").write_text(text)
-    # garbage status, no trajectory
-    (run / "junk").mkdir()
-    (run / "junk" / "status.json").write_text("[1, 2")
-    # empty trajectory
-    (run / "empty").mkdir()
-    (run / "empty" / "trajectory.jsonl").write_text("")
-
+    run = write_bad_episodes(write_run(tmp_path / "run", 2))
     rows = {r.episode: r for r in index_runs([run])}
-    assert len(rows) == 7
+    assert len(rows) == 8
     assert (rows["live"].state, rows["live"].steps, rows["live"].tokens, rows["live"].problem) == (
         "running", 2, 220, "")
     assert rows["corrupt"].problem == "corrupt line 3"
     assert rows["newer"].problem.startswith("schema version 99")
     assert (rows["newer"].resolved, rows["newer"].steps) == (True, 3)  # from status.json
+    assert rows["older"].problem == "schema version 0 (this dgym-tui reads 1-2)"
     assert rows["junk"].state == "unreadable" and "status.json unreadable" in rows["junk"].problem
     assert rows["empty"].problem == "empty trajectory"
     assert "corrupt line 3" in rows["corrupt"].cell("reason")
-    assert summarize(list(rows.values()))["problems"] == 4
+    assert summarize(list(rows.values()))["problems"] == 5
 
 
 def test_reviews_append_and_latest_wins(tmp_path):

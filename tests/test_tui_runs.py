@@ -9,7 +9,7 @@ import threading
 from pathlib import Path
 
 from rich.console import Console
-from run_folders import write_episode, write_run
+from run_folders import write_bad_episodes, write_episode, write_run
 from scripted import small_tools, tiny_config, tiny_policy
 from textual.widgets import DataTable, Static
 
@@ -391,3 +391,26 @@ def test_snapshot_side_by_side(snap_compare, tmp_path):
         await pilot.pause()
 
     assert snap_compare(RunsApp([run]), terminal_size=SIZE, run_before=compare)
+
+
+async def test_bad_input_rows_show_their_reason(tmp_path):
+    """A run folder with every kind of bad input: every episode is a row, the broken ones say why;
+    the corrupt one opens with its readable steps and names the skipped line."""
+    run = write_bad_episodes(write_run(tmp_path / "run", 2))
+    app = RunsApp([run])
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        table = app.screen.query_one(DataTable)
+        reasons = {_at(table, i)[0]: _at(table, i)[10] for i in range(table.row_count)}
+        assert len(reasons) == 8 and "5 with problems" in _summary(app)
+        assert reasons["corrupt"].endswith("(corrupt line 3)")
+        assert "(schema version 99 (this dgym-tui reads 1-2))" in reasons["newer"]
+        assert "(schema version 0 (this dgym-tui reads 1-2))" in reasons["older"]
+        assert "status.json unreadable" in reasons["junk"] and "empty trajectory" in reasons["empty"]
+        assert reasons["live"] == "running"
+        table.move_cursor(row=[_at(table, i)[0] for i in range(8)].index("corrupt"))
+        await pilot.press("w")
+        await pilot.pause()
+        pane = app.screen.query_one(EpisodePane)
+        assert pane.table.row_count == 2  # steps 1 and 3 of 3; line 3 held step 2
+        assert "corrupt line 3 skipped" in str(pane.query_one(".pane-title", Static).render())
