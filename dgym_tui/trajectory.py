@@ -20,14 +20,13 @@ is tolerated (``Trajectory.truncated`` is set).
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-from jsonschema import Draft202012Validator
 
 from dgym_tui.core.types import StepResult
 from dgym_tui.records import Turn
@@ -85,7 +84,15 @@ _SCHEMAS: dict[str, dict[str, Any]] = {
         },
     },
 }
-_VALIDATORS = {kind: Draft202012Validator(schema) for kind, schema in _SCHEMAS.items()}
+
+
+@functools.cache
+def _validators() -> dict[str, Any]:
+    """``{entry type: jsonschema validator}``, built on the first read (jsonschema is
+    imported only then: writing a trajectory, as the app does at start, needs none)."""
+    from jsonschema import Draft202012Validator
+
+    return {kind: Draft202012Validator(schema) for kind, schema in _SCHEMAS.items()}
 
 
 def _json_default(value: Any) -> Any:
@@ -216,7 +223,7 @@ def _check(record: Any, lineno: int, path: Path) -> str:
     if not isinstance(record, dict):
         raise TrajectoryError(f"{path}:{lineno}: entry is not a JSON object")
     kind = record.get("type")
-    validator = _VALIDATORS.get(kind)
+    validator = _validators().get(kind)
     if validator is None:
         raise TrajectoryError(f"{path}:{lineno}: unknown entry type {kind!r} "
                               "(expected header, step or footer)")

@@ -406,7 +406,8 @@ def get_benchmark(name: str, /, **options: Any) -> Benchmark:
             loader does not take, or a required option not given; the message
             names it and lists the options.
     """
-    targets = {**_entry_point_targets(), **REGISTRY}
+    # A built-in name wins over an entry point: no scan of the installed packages for it.
+    targets = REGISTRY if name in REGISTRY else {**_entry_point_targets(), **REGISTRY}
     if name not in targets:
         raise ValueError(_unknown_message("benchmark", name, sorted(targets)))
     factory = _resolve(name, targets[name])

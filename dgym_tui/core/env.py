@@ -17,6 +17,7 @@ Example::
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -25,14 +26,12 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Self
 
-import jsonschema
-
 from dgym_tui.core import test_report
 from dgym_tui.core.breakpoints import BreakpointStore
 from dgym_tui.core.pytest_summary import describe_score, is_resolved, summarize
 from dgym_tui.core.terminals import cleanup
 from dgym_tui.core.terminals.base import DEFAULT_MAX_OUTPUT, RunResult, Terminal
-from dgym_tui.core.tools import all_tools
+from dgym_tui.core.tools import tools_for
 from dgym_tui.core.tools.base import Tool, ToolError, ToolOutput
 from dgym_tui.core.types import EvalSummary, StepResult, ToolCall
 from dgym_tui.core.workspace import Workspace, WorkspaceError
@@ -150,14 +149,12 @@ class RepoEnv:
         self.grader = grader
         self.hidden = [os.fspath(p) for p in hidden]
 
-        registry = all_tools()
+        registry = tools_for(tools)
         unknown = [name for name in tools if name not in registry]
         if unknown:
             raise ValueError(f"unknown tool(s) {', '.join(unknown)}; known tools: "
                              f"{', '.join(sorted(registry))}")
         self.tools: dict[str, Tool] = {name: registry[name](self) for name in tools}
-        self._validators = {name: jsonschema.Draft202012Validator(tool.parameters)
-                            for name, tool in self.tools.items()}
 
         self.workspace: Workspace | None = None
         self.terminal: Terminal | None = None
@@ -275,6 +272,15 @@ class RepoEnv:
         self.last = self._result(output.observation, action, started, error=error,
                                  done=output.done, data=output.data)
         return self.last
+
+    @functools.cached_property
+    def _validators(self) -> dict[str, Any]:
+        """``{tool name: jsonschema validator of its parameters}``, built on the first
+        step (jsonschema is imported only then, not while a front end starts)."""
+        import jsonschema
+
+        return {name: jsonschema.Draft202012Validator(tool.parameters)
+                for name, tool in self.tools.items()}
 
     def _check(self, action: ToolCall) -> tuple[dict[str, Any], str | None]:
         """Return ``(arguments, None)`` or ``({}, message)`` when the call is invalid."""

@@ -37,8 +37,7 @@ import sys
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
-
-import pathspec
+from typing import TYPE_CHECKING
 
 from dgym_tui.core.gitpatch import MODE_EXEC, MODE_LINK, Blob, blob_id, file_patch, git_mode, merge3
 from dgym_tui.core.safefs import (
@@ -54,6 +53,9 @@ from dgym_tui.core.safefs import (
 from dgym_tui.core.terminals.procs import pid_alive
 from dgym_tui.core.treeindex import Stamp, TreeIndex, stamp
 from dgym_tui.core.types import ApplyConflictError, WorkspaceError  # defined with the shared types
+
+if TYPE_CHECKING:
+    import pathspec
 
 IGNORE_FILE = ".debugignore"
 READONLY_FILE = ".debugreadonly"
@@ -181,6 +183,8 @@ class Workspace:
         if not _swept:  # once per process: working copies of killed owners
             _swept = True
             remove_stale_workspaces()
+        import pathspec  # here, not at import: a front end starts without it
+
         self._ignore = pathspec.GitIgnoreSpec.from_lines(
             [*ALWAYS_IGNORED, *_read_patterns(self.source / IGNORE_FILE), *ignore])
         self._readonly = pathspec.GitIgnoreSpec.from_lines(

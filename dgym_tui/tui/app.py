@@ -29,7 +29,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Footer, Input, TabbedContent, TabPane, TextArea
+from textual.widgets import Input, TabbedContent, TabPane, TextArea
 
 from dgym_tui.core.errors import first_line
 from dgym_tui.core.types import StepResult, ToolCall
@@ -70,6 +70,7 @@ from dgym_tui.tui.widgets.console import PdbConsole
 from dgym_tui.tui.widgets.debug_panel import DebugPanel
 from dgym_tui.tui.widgets.diff_view import DiffView
 from dgym_tui.tui.widgets.file_tree import FileTree
+from dgym_tui.tui.widgets.footer import KeyFooter
 from dgym_tui.tui.widgets.source_view import SourceView
 from dgym_tui.tui.widgets.stack import StackPane
 from dgym_tui.tui.widgets.status_bar import StatusBar
@@ -236,7 +237,6 @@ class DgymApp(QuietKeys, App[int]):
         self.fork_factory = fork
         self.ask_apply = ask_apply
         self.can_apply = can_apply
-        self._theme_name = theme_name
         self.step_index = 0  # replay position
         self.busy = False
         self.started = False
@@ -271,6 +271,10 @@ class DgymApp(QuietKeys, App[int]):
             self._gc_frozen = True
         for theme in load_themes():
             self.register_theme(theme)
+        if theme_name in self.available_themes:
+            # Set before the first paint: on_mount would re-parse all CSS and restyle
+            # every widget a second time.
+            self.theme = theme_name
 
     # -- layout --------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -290,7 +294,7 @@ class DgymApp(QuietKeys, App[int]):
                 with TabPane("Diff", id="tab-diff"):
                     yield DiffView(id="diff")
         yield StatusBar(id="status")
-        yield Footer()
+        yield KeyFooter()
 
     @property
     def source_view(self) -> SourceView:
@@ -317,8 +321,6 @@ class DgymApp(QuietKeys, App[int]):
         return self.session.env if self.session is not None else None
 
     def on_mount(self) -> None:
-        if self._theme_name in self.available_themes:
-            self.theme = self._theme_name
         self.source_view.focus()
         if self.replay is not None:
             self._mount_replay()

@@ -7,6 +7,7 @@ entry-point group, loaded on the first look-up.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from importlib.metadata import entry_points
 
 from . import eval, grep, listdir, pdb, rewrite, submit, view  # noqa: F401, T100
@@ -35,6 +36,17 @@ def get_tool(name: str) -> type[Tool]:
         return REGISTRY[name]
     except KeyError:
         raise KeyError(f"unknown tool {name!r}; known tools: {', '.join(sorted(REGISTRY))}") from None
+
+
+def tools_for(names: Iterable[str]) -> dict[str, type[Tool]]:
+    """Return a copy of the registry, complete as far as ``names`` need it.
+
+    The plugins' entry points (a read of every installed package's metadata) are
+    loaded only when one of ``names`` is not a built-in tool.
+    """
+    if any(name not in REGISTRY for name in names):
+        _load_plugins()
+    return dict(REGISTRY)
 
 
 def all_tools() -> dict[str, type[Tool]]:

@@ -16,8 +16,6 @@ import re
 import time
 from typing import Any, ClassVar
 
-import re2
-
 from dgym_tui.core.tools.base import Tool, ToolError, ToolOutput, register
 from dgym_tui.core.workspace import BINARY_SNIFF_BYTES, WorkspaceError, is_binary
 
@@ -47,6 +45,8 @@ def compile_pattern(pattern: str, ignore_case: bool = False):
     except re.error as exc:
         raise ToolError(f"invalid regular expression {pattern!r}: {exc}; escape special "
                         "characters such as ( [ . * with a backslash") from None
+    import re2  # here, not at import: a large C library, not needed until the first grep
+
     options = re2.Options()
     options.never_nl = True
     options.log_errors = False

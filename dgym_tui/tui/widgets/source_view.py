@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from pygments.lexer import Lexer
-from pygments.lexers import TextLexer, get_lexer_for_filename
+from pygments.lexers import PythonLexer, TextLexer, get_lexer_for_filename
 from pygments.util import ClassNotFound
 from rich.segment import Segment
 from rich.style import Style
@@ -41,6 +41,8 @@ LEX_CHUNK = 250
 def lexer_for(path: str, size: int = 0) -> Lexer:
     """Return the pygments lexer for ``path`` (plain text when unknown or ``size`` too big)."""
     if size <= MAX_HIGHLIGHT_CHARS:
+        if path.endswith((".py", ".pyi")):  # most files: no first-time scan of every
+            return PythonLexer(stripnl=False, ensurenl=False)  # installed package's plugins
         try:
             return get_lexer_for_filename(path, stripnl=False, ensurenl=False)
         except ClassNotFound:

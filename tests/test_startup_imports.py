@@ -1,0 +1,78 @@
+"""``dgym-tui PATH`` paints its first screen before it needs the libraries of the first
+step: jsonschema (argument checks, trajectory reading), RE2 (grep) and pathspec (the
+working copy's ignore rules) are imported by the reset or the first step, not at start
+(bench/bench_tui.py measures the first paint; this keeps what it gained)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFERRED = ("jsonschema", "re2", "pathspec")
+
+SCRIPT = """
+import asyncio, importlib.metadata, json, sys
+scans = []
+_entry_points = importlib.metadata.entry_points
+importlib.metadata.entry_points = lambda **kw: scans.append(kw) or _entry_points(**kw)
+from dgym_tui.tui.cli import build_app, build_parser
+
+async def main():
+    app = build_app(build_parser().parse_args(
+        [sys.argv[1], "--terminal", "local", "--trajectory", sys.argv[2]]))
+    type(app)._start_session = lambda self: None  # the reset's imports are not the point
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        print(json.dumps({"modules": sorted(sys.modules), "scans": scans}))
+    app.close_session()
+
+asyncio.run(main())
+"""
+
+
+def test_first_paint_leaves_step_libraries_unloaded(tmp_path):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "calc.py").write_text("def add(a, b):\n    return a + b\n")
+    (repo / "test_calc.py").write_text("from calc import add\n\n\ndef test_add():\n"
+                                       "    assert add(1, 2) == 3\n")
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.run([sys.executable, "-c", SCRIPT, str(repo), str(tmp_path / "t.jsonl")],
+                          capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    seen = json.loads(proc.stdout.strip().splitlines()[-1])
+    modules = set(seen["modules"])
+    assert "dgym_tui.core.env" in modules and "textual.app" in modules  # the app was built
+    loaded = [name for name in DEFERRED if name in modules]
+    assert not loaded, f"imported before the first paint: {loaded}"
+    # built-in tools and benchmark: no read of every installed package's metadata
+    assert seen["scans"] == []
+
+
+def test_a_tool_that_is_not_built_in_is_found_among_the_plugins(tmp_path, monkeypatch):
+    import importlib.metadata
+
+    from dgym_tui.core import tools
+    from dgym_tui.core.env import DEFAULT_TOOLS, RepoEnv
+
+    (tmp_path / "echo_plugin.py").write_text(
+        "from dgym_tui.core.tools.base import Tool, ToolOutput\n\n"
+        "class Echo(Tool):\n"
+        "    name = 'echo_plugin'\n"
+        "    instructions = 'Echo a text.'\n"
+        "    parameters = {'type': 'object', 'properties': {'text': {'type': 'string'}}}\n\n"
+        "    def run(self, text='', **_):\n"
+        "        return ToolOutput(text)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    point = importlib.metadata.EntryPoint("echo_plugin", "echo_plugin:Echo", "dgym_tui.tools")
+    monkeypatch.setattr(tools, "entry_points", lambda group: [point])
+    monkeypatch.setattr(tools, "_PLUGINS_LOADED", False)
+    monkeypatch.setattr(tools.base, "REGISTRY", dict(tools.base.REGISTRY))
+    monkeypatch.setattr(tools, "REGISTRY", tools.base.REGISTRY)
+    (tmp_path / "repo").mkdir()
+    env = RepoEnv(tmp_path / "repo", tools=[*DEFAULT_TOOLS, "echo_plugin"], terminal="local")
+    assert type(env.tools["echo_plugin"]).__name__ == "Echo"
