@@ -8,16 +8,25 @@
    ``pexpect.spawn`` of the same command to its first prompt (its close not
    timed). Target <= 1.15x.
 
-Both are measured interleaved A B A B on the local and the bwrap terminal,
-with the load average noted. Prints min, median, p90 and mean in ms; on a busy
-machine the ratio of the minimums is the least noisy.
+3. rewrite: one ``RepoEnv.step`` of the rewrite tool (one line of a 40-line
+   file; checks, write, change index, diff, step result) in a repository of
+   100, 1,000 and 10,000 files, against reading that file, replacing the line,
+   writing it back and ``difflib.unified_diff`` of it: the cost must follow the
+   file rewritten, not the repository (the ratio must not grow with the files).
+
+Each is measured interleaved A B A B (eval and restart on the local and the
+bwrap terminal, rewrite on local), with the load average noted. Prints min,
+median, p90 and mean in ms; on a busy machine the ratio of the minimums is the
+least noisy.
 
     python bench/bench_sandbox.py [--rounds 20] [--tests 50] [--terminals local,bwrap]
+                                  [--files 100,1000,10000]
 """
 
 from __future__ import annotations
 
 import argparse
+import difflib
 import os
 import statistics
 import subprocess
@@ -30,6 +39,7 @@ import pexpect
 
 from dgym_tui.core.env import RepoEnv
 from dgym_tui.core.pdb_session import PdbSession
+from dgym_tui.core.types import ToolCall
 
 PYTEST = "PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 python -m pytest -q -p no:cacheprovider"
 
@@ -109,18 +119,75 @@ def run(kind: str, rounds: int, tests: int) -> list[tuple[str, str, list[float],
             (kind, "pdb restart vs bare spawn", a_pdb, b_pdb)]
 
 
+TARGET = "".join(f"def f_{i}(x):\n    return x + {i}\n" for i in range(20))  # 40 lines
+
+
+def make_big_repo(root: Path, files: int) -> None:
+    """``files`` small modules in folders of 100, plus ``target.py`` (40 lines)."""
+    for i in range(files - 1):
+        folder = root / f"pkg_{i // 100}"
+        folder.mkdir(exist_ok=True)
+        (folder / f"mod_{i}.py").write_text(f"VALUE = {i}\n\n\ndef get():\n    return VALUE\n")
+    (root / "target.py").write_text(TARGET)
+
+
+def bare_rewrite(path: Path, line: str) -> float:
+    """Read, replace line 2, write, unified diff: the floor of a one-line rewrite."""
+    started = time.perf_counter()
+    old = path.read_text()
+    lines = old.splitlines(keepends=True)
+    lines[1] = line
+    new = "".join(lines)
+    path.write_text(new)
+    diff = "".join(difflib.unified_diff(old.splitlines(keepends=True), lines,
+                                        "a/target.py", "b/target.py"))
+    elapsed = time.perf_counter() - started
+    assert diff and new != old
+    return elapsed
+
+
+def our_rewrite(env: RepoEnv, line: str) -> float:
+    call = ToolCall("rewrite", {"path": "target.py", "start": 2, "end": 2, "new_code": line})
+    started = time.perf_counter()
+    result = env.step(call)
+    elapsed = time.perf_counter() - started
+    assert not result.error and "Replaced line 2" in result.observation, result.observation
+    return elapsed
+
+
+def run_rewrite(files: int, rounds: int) -> tuple[str, str, list[float], list[float]]:
+    with tempfile.TemporaryDirectory() as tmp, tempfile.TemporaryDirectory() as plain:
+        make_big_repo(Path(tmp), files)
+        (Path(plain) / "target.py").write_text(TARGET)
+        env = RepoEnv(tmp, entrypoint="true", terminal="local")
+        try:
+            env.reset()
+            floor, ours = [], []
+            for i in range(rounds):
+                line = f"    return x + {i} + 1\n"
+                floor.append(bare_rewrite(Path(plain) / "target.py", line))
+                ours.append(our_rewrite(env, line))
+        finally:
+            env.close()
+    return "local", f"rewrite, {files:,} files", floor, ours
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--tests", type=int, default=50)
     parser.add_argument("--terminals", default="local,bwrap")
+    parser.add_argument("--files", default="100,1000,10000",
+                        help="repository sizes for the rewrite measurement")
     args = parser.parse_args()
     os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"]
     print(f"load average before: {os.getloadavg()[0]:.2f} ({os.cpu_count()} CPUs); "
           f"{args.rounds} rounds, interleaved")
     rows = []
-    for kind in args.terminals.split(","):
+    for kind in filter(None, args.terminals.split(",")):
         rows += run(kind, args.rounds, args.tests)
+    for files in filter(None, args.files.split(",")):
+        rows.append(run_rewrite(int(files), args.rounds))
     print(f"{'terminal':8} {'what':26} {'floor min/med/p90/mean ms':>32} "
           f"{'ours min/med/p90/mean ms':>32} {'ratio min':>9} {'ratio mean':>10}")
     for kind, what, floor, ours in rows:
