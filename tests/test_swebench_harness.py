@@ -90,6 +90,8 @@ def test_details_of_real_records_are_the_harness_commands(real_bench):
         "export LC_ALL=en_US.UTF-8 && ./tests/runtests.py --verbosity 2 --settings=test_sqlite "
         "--parallel 1 auth_tests.test_validators")
     assert (django["fail_to_pass"], django["pass_to_pass"]) == (1, 2)
+    assert django["root_setup"] == "sed -i '/en_US.UTF-8/s/^# //g' /etc/locale.gen && locale-gen"
+    assert "root_setup" not in details["sympy__sympy-20590"]
     assert details["sympy__sympy-20590"]["test_command"] == (
         ACTIVATE + "PYTHONWARNINGS='ignore::UserWarning,ignore::SyntaxWarning' bin/test -C "
         "--verbose sympy/core/tests/test_basic.py")

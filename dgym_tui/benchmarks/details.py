@@ -17,8 +17,8 @@ from dgym_tui.benchmarks.base import Benchmark
 
 #: Labels of the detail fields, in print order; other fields follow under their own names.
 LABELS = {"image": "image", "test_command": "test", "fail_to_pass": "FAIL_TO_PASS",
-          "pass_to_pass": "PASS_TO_PASS", "refactoring": "refactoring",
-          "left_out": "left out of runs"}
+          "pass_to_pass": "PASS_TO_PASS", "root_setup": "setup (as root)",
+          "refactoring": "refactoring", "left_out": "left out of runs"}
 
 
 def task_details(bench: Benchmark) -> Iterator[dict[str, Any]]:

@@ -473,7 +473,9 @@ class SWEBenchBenchmark(Benchmark):
 
         Returns:
             ``{"name", "image", "test_command", "repo", "version", "fail_to_pass",
-            "pass_to_pass"}`` (the last two are counts).
+            "pass_to_pass"}`` (the last two are counts), and ``"root_setup"``
+            (the harness's setup lines, run as root when the container starts)
+            when the repository has any.
         """
         instance = self.instances[task_name] if task_name in self.instances else None
         if instance is None:
@@ -486,7 +488,8 @@ class SWEBenchBenchmark(Benchmark):
                                                  conda=info.get("conda", True)),
                 "repo": instance.get("repo"), "version": instance.get("version"),
                 "fail_to_pass": len(instance["FAIL_TO_PASS"]),
-                "pass_to_pass": len(instance["PASS_TO_PASS"])}
+                "pass_to_pass": len(instance["PASS_TO_PASS"]),
+                **({"root_setup": " && ".join(spec.setup)} if spec.setup else {})}
 
     def prepull(self, progress: bool = True) -> list[str]:
         """Pull the images of every task that are not present yet.
