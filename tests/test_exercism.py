@@ -295,3 +295,17 @@ def test_pdb_cannot_read_the_tracks_solutions_in_a_sandbox(host_track, sandbox_k
         probe = env.step(ToolCall("pdb", {"command": f"!print(open({str(source / rel)!r}).read())"}))
         assert "Error" in probe.observation and "SECRET" not in probe.observation, probe.observation
         assert "''.join" not in probe.observation and "solution" not in probe.observation
+
+
+def test_pdb_cannot_write_the_test_files_in_a_sandbox(host_track, sandbox_kind, make_env,
+                                                      fast_pytest):
+    """Every test file and helper (paasio's test_utils.py too) is read-only to code pdb runs."""
+    task = ExercismBenchmark(path=host_track).load("paasio")
+    kwargs = task.env_kwargs(tools=("pdb", "eval"), terminal=sandbox_kind,
+                             entrypoint=f"{fast_pytest} paasio_test.py")
+    env = make_env(kwargs.pop("path"), **kwargs)
+    env.reset()
+    for name in ("paasio_test.py", "test_utils.py"):
+        probe = env.step(ToolCall("pdb", {"command": f"!open({name!r}, 'w').write('DATA = []')"}))
+        assert "Read-only file system" in probe.observation, probe.observation
+    assert (Path(env.workspace.root) / "test_utils.py").read_text() == "DATA = [1, 2, 3]\n"
