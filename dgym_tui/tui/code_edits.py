@@ -1,0 +1,158 @@
+"""Editing code in the source view (one ``rewrite`` per edit) and applying the patch to the original."""
+
+from __future__ import annotations
+
+from textual import on, work
+from textual.message_pump import MessagePump
+from textual.widgets import TabbedContent
+
+from dgym_tui.core.types import ToolCall
+from dgym_tui.tui.messages import PatchApplied
+from dgym_tui.tui.screens.modals import (
+    CodeEditScreen,
+    ConfirmScreen,
+    describe,
+)
+from dgym_tui.tui.widgets.diff_view import DiffView
+
+
+class CodeEdits(MessagePump):
+    """Mixin of :class:`~dgym_tui.tui.app.DgymApp`: the code editor (``E``), the diff tab (``p``)
+    and applying the working copy's patch to the original repository (``w``).
+    """
+
+    def action_edit_code(self) -> None:
+        """Edit the source view's selected lines (the cursor line without a selection)."""
+        view = self.source_view
+        if view.path is None:
+            self.notify("open a file first (file tree)", severity="warning")
+            return
+        first, last = view.selection
+        self.edit_code(view.path, first, last)
+
+    def _edit_refusal(self, path: str) -> str | None:
+        """Why lines of ``path`` cannot be edited now (one line), or None."""
+        if self.replay is not None or self.session is None:
+            return "replay: fork (f) to edit code"
+        if not self.started:
+            return "the episode has not started yet"
+        if self.session.done:
+            return "the episode is over"
+        if self.busy:
+            return "busy: wait for the current step to finish"
+        if "rewrite" not in (getattr(self.env, "tools", None) or {}):
+            return "the rewrite tool is not enabled in this episode"
+        if path not in self._workspace.files:
+            return f"{path} is hidden by .debugignore: it cannot be edited"
+        if path in self._workspace.readonly:
+            return f"{path} is read-only (.debugreadonly): it cannot be edited"
+        return None
+
+    def edit_code(self, path: str, start: int, end: int) -> None:
+        """Open the code editor on lines ``start``..``end`` (1-based, inclusive) of ``path``.
+
+        Ctrl+S in the editor runs ONE ``rewrite`` tool call through the session,
+        recorded as a manual action; a read-only / ignored file, replay or a
+        busy / finished episode is refused with a notification saying why.
+        """
+        why = self._edit_refusal(path)
+        if why is not None:
+            self.notify(why, severity="warning")
+            return
+        text = self.source_view.text if self.source_view.path == path else None
+        if text is None:
+            self.notify(f"open {path} first (file tree)", severity="warning")
+            return
+        old = "".join(text.splitlines(keepends=True)[start - 1:end])
+
+        def done(new_code: str | None) -> None:
+            self.source_view.clear_selection()
+            if new_code is None:
+                return
+            if new_code == old or new_code == old.rstrip("\n"):
+                self.notify("unchanged: nothing rewritten")
+                return
+            self.act(ToolCall(name="rewrite", arguments={
+                "path": path, "start": start, "end": end, "new_code": new_code}))
+
+        self.push_screen(CodeEditScreen(path, start, end, old), done)
+
+    def action_show_diff(self) -> None:
+        """Show the diff tab (kept current by every step that changes a file)."""
+        self.query_one(TabbedContent).active = "tab-diff"
+
+    def _offer_apply(self) -> None:
+        if (self.ask_apply and self.can_apply and not self._asked_apply
+                and self.env is not None):
+            self._asked_apply = True
+            self.action_apply_patch()
+
+    def action_apply_patch(self) -> None:
+        env = self.env
+        if env is None or not self.can_apply or not self.started:
+            return
+        patch = self._workspace.patch or ""
+        if not patch.strip():
+            self.notify("no changes to apply")
+            return
+        source = str(env.path)
+
+        def done(yes: bool | None) -> None:
+            if yes:
+                self._apply_patch(source)
+
+        self.query_one(DiffView).set_patch(patch)
+        self.push_screen(ConfirmScreen(f"Apply the patch to the original repository {source}?",
+                                       patch), done)
+
+    @work(thread=True, group="session", exit_on_error=False)
+    def _apply_patch(self, source: str) -> None:
+        """Write the working copy's changes into the original (a three-way merge with edits
+        made there meanwhile, or a refusal that names the files), under the session's lock."""
+        session = self.session
+        self._calling(True)
+        try:
+            with session.lock:
+                if session.env.workspace is None:
+                    return
+                changed = session.env.workspace.apply_to_source()
+        except Exception as exc:  # noqa: BLE001  refused (conflicting edits) or I/O
+            self.post_message(PatchApplied(source, [], str(exc) or type(exc).__name__))
+            return
+        finally:
+            self._calling(False)
+        self.post_message(PatchApplied(source, changed))
+
+    def _unapplied_fix(self) -> bool:
+        """True when the last eval passed and its patch was not written to the original
+        with ``w`` (only where ``w`` applies and the apply prompt is on)."""
+        result = self._last_result
+        patch = self._workspace.patch or ""
+        return bool(self.session is not None and self.started and self.can_apply
+                    and self.ask_apply and result is not None and result.resolved
+                    and patch.strip() and patch != self._applied_patch)
+
+    def _quit_answer(self, answer: str | None) -> None:
+        """The quit question's answer: apply then quit, quit anyway, or stay (None)."""
+        if answer == "quit":
+            self._quit_confirmed = True
+            self.call_later(self.action_quit_app)
+        elif answer == "apply":
+            self._quit_after_apply = True
+            self._apply_patch(str(self.env.path))
+
+    @on(PatchApplied)
+    def _patch_applied(self, message: PatchApplied) -> None:
+        if message.error is not None:
+            self._quit_after_apply = False  # refused: stay, so the fix is not lost
+            self.notify(f"patch NOT applied: {describe(message.error)}", severity="error",
+                        title="apply", timeout=15)
+            self.pdb_console.write(f"patch not applied to {message.source}: {message.error}",
+                                   style="bold red")
+            return
+        self._applied_patch = self._workspace.patch
+        if self._quit_after_apply:
+            self.call_later(self.action_quit_app)
+        self.notify(f"applied {len(message.changed)} file(s) to {message.source}")
+        self.pdb_console.write(f"patch applied to {message.source}: "
+                               f"{', '.join(message.changed)}")

@@ -1,0 +1,163 @@
+"""Replay mode: browse a recorded trajectory step by step, and fork it into a live session."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual import on, work
+from textual.message import Message
+from textual.message_pump import MessagePump
+
+from dgym_tui.core.errors import first_line
+from dgym_tui.tui.bridge import SessionBridge
+from dgym_tui.tui.locate import first_source_file, locate_failure
+from dgym_tui.tui.messages import SourceText, WorkspaceState
+from dgym_tui.tui.widgets.diff_view import DiffView
+from dgym_tui.tui.widgets.transcript import format_action
+
+
+class Forked(Message):
+    """Replay's fork is live: ``session`` (started) and its state read in the worker."""
+
+    def __init__(self, session: Any, state: WorkspaceState, source: SourceText | None,
+                 inspection: Any) -> None:
+        self.session = session
+        self.state = state
+        self.source = source
+        self.inspection = inspection
+        super().__init__()
+
+
+class ReplayMode(MessagePump):
+    """Mixin of :class:`~dgym_tui.tui.app.DgymApp`: shows the state after each recorded step
+    (``h`` / ``l`` / ``0`` / ``$``) and forks a live session at the shown step (``f``).
+    """
+
+    def _mount_replay(self) -> None:
+        model = self.replay
+        self.source_view.interactive = False
+        self.source_view.refresh_bindings()
+        self.sub_title = f"replay · {model.task_name}"
+        self.status.update_status(task=model.task_name, budget=len(model), mode="replay")
+        self._refresh_tree(model.initial)
+        self.show_step(0)
+
+    def show_step(self, step: int) -> None:
+        """Replay: show the state after ``step`` (0 = reset; clamped to the trajectory)."""
+        model = self.replay
+        step = max(0, min(step, len(model)))
+        self.step_index = step
+        result = model.result_at(step)
+        self._last_result = result
+        self.transcript.set_turns(model.turns_until(step))
+        if result.frame is not None:
+            path, line = result.frame
+        else:
+            files = model.files()
+            where = locate_failure(model.initial.eval_output, files,
+                                   model.initial.eval)
+            path, line = where if where else (first_source_file(files), 1)
+        if path is None:
+            self.source_view.load(None, "")
+        else:
+            self._open(path, line)
+        self._refresh_marks(result)
+        self._refresh_tree(result)
+        self.debug_panel.show(None, result, replay=True)
+        self._update_status(result)
+        extra = f"replay step {step}/{len(model)}"
+        if step == len(model) and model.trajectory.footer:
+            extra += f" · {model.trajectory.footer.get('reason') or 'finished'}"
+        self.status.update_status(step=step, extra=extra)
+        self.pdb_console.log_widget.clear()
+        turn = model.turns[step - 1] if step else None
+        if turn is None:
+            self.pdb_console.write(model.initial.observation)
+        else:
+            if turn.action is not None:
+                self.pdb_console.write(f"› {format_action(turn.action)}  ({turn.decision})",
+                                   style="bold")
+            if turn.note:
+                self.pdb_console.write(f"note: {turn.note}", style="italic")
+            if turn.error:
+                self.pdb_console.write(f"invalid proposal: {turn.error}", style="red")
+            self.pdb_console.write(turn.observation)
+
+    def action_replay_step(self, delta: int) -> None:
+        if self.replay is not None:
+            self.show_step(self.step_index + delta)
+
+    def action_replay_goto(self, step: int) -> None:
+        if self.replay is not None:
+            self.show_step(len(self.replay) if step < 0 else step)
+
+    def action_fork(self) -> None:
+        if self.replay is None:
+            return
+        if self.fork_factory is None:
+            self.notify("fork is not available for this trajectory", severity="warning")
+            return
+        if self.busy:
+            return
+        self._set_busy(f"forking at step {self.step_index}")
+        self._fork(self.step_index)
+
+    @work(thread=True, group="session", exit_on_error=False)
+    def _fork(self, step: int) -> None:
+        """Build the fork (re-executes ``step`` recorded actions) like any session call:
+        quitting meanwhile waits for it, then closes what it built."""
+        self._calling(True)
+        try:
+            session = self.fork_factory(step)
+            if self._closed:  # quit while forking: nobody will show it
+                session.finish("quit")
+                session.env.close()
+                return
+            bridge = SessionBridge(session, self.post_message, lambda: None)
+            state, source, inspection = bridge.snapshot()
+        except Exception as exc:  # noqa: BLE001  shown to the user
+            text = first_line(exc)
+            self._to_ui(self._fork_failed, text)
+            return
+        finally:
+            self._calling(False)
+        self.post_message(Forked(session, state, source, inspection))
+
+    def _fork_failed(self, text: str) -> None:
+        self._set_busy(None)
+        self.notify(f"fork failed: {text}", severity="error")
+
+    @on(Forked)
+    def _go_live(self, message: Forked) -> None:
+        """Switch from replay to a live (already started) session."""
+        session = message.session
+        replay, self.replay = self.replay, None
+        replay.close()
+        self._unfreeze_gc()
+        self.source_view.interactive = True
+        self.source_view.refresh_bindings()
+        self.session = session
+        self.started = True
+        self._set_busy(None)
+        self.sub_title = f"fork · {session.task_name}"
+        bridge = self._subscribe(session)
+        bridge.generation = session.env.generation
+        self._workspace = message.state
+        self.transcript.set_turns(list(session.turns))
+        last = session.last or session.initial
+        self._last_result = last
+        self._refresh_tree(last)
+        self.query_one(DiffView).set_patch(message.state.patch or "")
+        if message.source is not None:
+            line = last.frame[1] if last.frame and last.frame[0] == message.source.path else 1
+            self._open(message.source.path, line, message.source)
+        self._refresh_marks(last)
+        self._inspection = message.inspection
+        self._show_debug(message.inspection, last)
+        self.status.update_status(task=session.task_name, budget=session.max_steps,
+                                  mode=session.mode, agent=session.policy is not None,
+                                  extra=f"forked at step {len(session.turns)}")
+        self._update_status(last)
+        self.pdb_console.write(f"forked: {len(session.turns)} recorded steps re-executed; live now",
+                               style="bold")
+        self.refresh_bindings()
