@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -133,6 +134,14 @@ def build_app(args: argparse.Namespace) -> Any:
     Raises:
         UsageError: any user-fixable problem.
     """
+    probe = None
+    if args.path and not (args.terminal or args.task or args.replay):
+        # A folder's default terminal depends on whether bwrap works: its probe (a
+        # process, ~0.1 s) runs while the app's modules are imported.
+        from dgym_tui.core.terminals.bwrap import bwrap_problem
+
+        probe = threading.Thread(target=bwrap_problem, name="dgym-bwrap-probe", daemon=True)
+        probe.start()
     from dgym_tui.tui.app import DgymApp
 
     check_theme(args.theme)
@@ -174,6 +183,8 @@ def build_app(args: argparse.Namespace) -> Any:
     if task.benchmark == "local" and task.terminal is None and not args.terminal:
         from dgym_tui.core.terminals.bwrap import default_terminal
 
+        if probe is not None:
+            probe.join()  # then default_terminal reads the probe's cached answer
         overrides["terminal"], notice = default_terminal()  # a sandbox where it works
         if notice:
             print(f"{PROG}: {notice}", file=sys.stderr)
