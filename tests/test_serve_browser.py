@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 from run_folders import write_run
 
-from dgym_tui.tui.serve import served_command
+from dgym_tui.tui.serve import page_url, served_command
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -42,6 +42,8 @@ def test_served_command_drops_the_server_options():
                               "--theme", "dgym-light", "runs/b"])
     assert command.endswith(" -m dgym_tui.tui.cli runs/a --theme dgym-light runs/b")
     assert command.startswith(sys.executable)
+    assert page_url("127.0.0.1", 8000) == "http://127.0.0.1:8000"
+    assert page_url("0.0.0.0", 80) == f"http://{socket.getfqdn()}:80"  # a name others reach
 
 
 def _free_port() -> int:

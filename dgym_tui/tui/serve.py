@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import socket
 import sys
 
 #: The ``dgym-tui`` options that configure the server, not the served app (option -> takes a value).
@@ -34,6 +35,12 @@ def served_command(argv: list[str]) -> str:
     return shlex.join([sys.executable, "-m", "dgym_tui.tui.cli", *kept])
 
 
+def page_url(host: str, port: int) -> str:
+    """The URL the served page and its websocket use: ``http://host:port``, with this
+    machine's name (``socket.getfqdn()``) for a wildcard ``host`` (``0.0.0.0``, ``::``)."""
+    return f"http://{socket.getfqdn() if host in ('0.0.0.0', '::', '') else host}:{port}"
+
+
 def is_served() -> bool:
     """True inside an app process that ``textual-serve`` started (Textual's web driver)."""
     return "web_driver" in os.environ.get("TEXTUAL_DRIVER", "")
@@ -44,8 +51,9 @@ def serve(argv: list[str], host: str, port: int) -> int:
 
     Args:
         argv: the ``dgym-tui`` arguments (server options are dropped, see :func:`served_command`).
-        host: the address to listen on (``127.0.0.1``: this machine only; ``0.0.0.0``: every
-            interface; the page then connects back to ``host``, so give a name others can reach).
+        host: the address to listen on (``127.0.0.1``: this machine only; ``0.0.0.0`` or
+            ``::``: every interface). The page's script connects back to ``host``; for a
+            wildcard address it uses this machine's name (``socket.getfqdn()``) instead.
         port: the TCP port.
 
     Returns:
@@ -57,6 +65,6 @@ def serve(argv: list[str], host: str, port: int) -> int:
         print("dgym-tui: error: --serve needs textual-serve: pip install 'dgym-tui[serve]'",
               file=sys.stderr)
         return 2
-    command = served_command(argv)
-    Server(command, host=host, port=port, title="dgym-tui").serve()
+    Server(served_command(argv), host=host, port=port, title="dgym-tui",
+           public_url=page_url(host, port)).serve()
     return 0

@@ -5,9 +5,9 @@ first line of the observation) and the whole selected step below; it reads the
 file with :class:`dgym_tui.follow.TrajectoryFollower` every
 :data:`FOLLOW_SECONDS`, so an episode that ``dgym run`` is still writing gains
 its new steps as they are flushed (the cursor stays on the last step while it
-was there; a finished episode opens at its first step). :class:`EpisodeScreen`
-holds one pane, :class:`CompareScreen` two, whose cursors move together: step N
-beside step N.
+was there; a finished episode opens at its first step; the looks stop at the
+footer). :class:`EpisodeScreen` holds one pane, :class:`CompareScreen` two, whose
+cursors move together: step N beside step N.
 """
 
 from __future__ import annotations
@@ -82,8 +82,8 @@ class EpisodePane(Vertical):
         return self.query_one(DataTable)
 
     def on_mount(self) -> None:
+        self._timer = self.set_interval(FOLLOW_SECONDS, self.follow)
         self.follow()
-        self.set_interval(FOLLOW_SECONDS, self.follow)
 
     def follow(self) -> None:
         """Add the steps flushed since the last look; keep the cursor on the last if it was."""
@@ -104,6 +104,8 @@ class EpisodePane(Vertical):
         if new and at_end and self.live:
             table.move_cursor(row=table.row_count - 1, animate=False)
         self._show_title()
+        if self.follower.footer is not None:
+            self._timer.stop()  # the episode ended: nothing more will come
         if new or table.row_count == 0:
             self.show_step(table.cursor_row)
 
