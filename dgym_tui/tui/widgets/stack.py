@@ -33,7 +33,9 @@ class StackPane(OptionList):
             super().__init__()
 
     def __init__(self, *, id: str | None = None) -> None:
-        super().__init__(id=id)
+        # compact: no focus border, so the rows do not move when a click focuses the pane
+        # (else that click selected the frame above the one clicked)
+        super().__init__(id=id, compact=True)
         self.inspection: Any = None
 
     def show_inspection(self, inspection: Any) -> None:
