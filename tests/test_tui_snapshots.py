@@ -15,6 +15,7 @@ from dgym_tui.core.env import RepoEnv
 from dgym_tui.core.types import ToolCall
 from dgym_tui.session import Session
 from dgym_tui.trajectory import read_trajectory
+from dgym_tui.tui.actions import pdb_call
 from dgym_tui.tui.app import DgymApp
 from dgym_tui.tui.replay_model import ReplayModel
 
@@ -95,3 +96,89 @@ def test_snapshot_replay_view(snap_compare, snap_repo, tmp_path, open_repo):
         assert snap_compare(app, terminal_size=SIZE, press=["l", "l"])
     finally:
         app.close_session()
+
+
+# A call chain deeper than the stack pane is tall: the pane shows only the repository's
+# frames (the interpreter's own frames, whose paths differ between machines, are below).
+DEEP = CALC + """\
+
+
+def nested(xs, depth):
+    if depth == 0:
+        return average(xs)
+    return nested(xs, depth - 1)
+
+
+if __name__ == "__main__":
+    print(nested([4, 8], 10))
+"""
+
+
+async def _stopped(pilot):
+    """b calc.py:4, c: pdb stops in average() under ten nested() frames."""
+    app = pilot.app
+    await settle(app, pilot)
+    for command in ("b calc.py:4", "c"):
+        app.act(pdb_call(command))
+        await settle(app, pilot)
+    app.source_view.focus()
+    await pilot.pause()
+
+
+@pytest.fixture
+def deep_app(make_repo, tmp_path):
+    repo = make_repo({"calc.py": DEEP}, name="deep")
+    env = RepoEnv(repo, entrypoint="python calc.py", task="Find the wrong division.")
+    app = DgymApp(session=Session(env, trajectory_path=tmp_path / "t.jsonl", task_name="deep"))
+    yield app
+    app.close_session()
+
+
+class TestDebugPanesSnapshots:
+    def test_stopped_160x48(self, snap_compare, deep_app):
+        """Stopped at calc.py:4: ● and ▶ in the gutter; the Debug tab shows the locals
+        (xs, total, x), the stack (average innermost, then the nested() calls) and the
+        breakpoint with its hit count."""
+        assert snap_compare(deep_app, terminal_size=SIZE, run_before=_stopped)
+
+    def test_stopped_80x24(self, snap_compare, deep_app):
+        """The same stop at 80x24 with the side column shown (]): the panes stay readable
+        next to a narrower source view."""
+
+        async def run_before(pilot):
+            await _stopped(pilot)
+            await pilot.press("right_square_bracket")
+            await pilot.pause()
+
+        assert snap_compare(deep_app, terminal_size=(80, 24), run_before=run_before)
+
+
+def _preview_app(snap_repo, tmp_path, llm_server):
+    """Approve mode; the agent proposes to rewrite calc.py line 5 into two lines."""
+    llm_server.script([{"content": "Divide by the real length, guarding the empty list.",
+                        "usage": {"prompt_tokens": 1200, "completion_tokens": 35},
+                        "tool_calls": [{"name": "rewrite", "id": "call_1", "arguments": {
+                            "path": "calc.py", "start": 5, "end": 5,
+                            "new_code": "    if not xs:\n        return 0\n" + FIX + "\n"}}]}])
+    session = Session(_env(snap_repo), stub_agent(llm_server), mode="approve",
+                      trajectory_path=tmp_path / "t.jsonl", task_name="calc")
+    return DgymApp(session=session)
+
+
+class TestProposalPreviewSnapshots:
+    def test_rewrite_preview_160x48(self, snap_compare, snap_repo, tmp_path, llm_server):
+        """The proposed rewrite in the source pane: line 5 marked -, the three new lines +
+        below it without numbers; the approve panel under it."""
+        app = _preview_app(snap_repo, tmp_path, llm_server)
+        try:
+            assert snap_compare(app, terminal_size=SIZE, run_before=_settled)
+        finally:
+            app.close_session()
+
+    def test_rewrite_preview_80x24(self, snap_compare, snap_repo, tmp_path, llm_server):
+        """The same preview at 80x24."""
+        app = _preview_app(snap_repo, tmp_path, llm_server)
+        try:
+            assert snap_compare(app, terminal_size=(80, 24), run_before=_settled)
+        finally:
+            app.close_session()

@@ -272,7 +272,23 @@ class SourceView(QuietKeys, ScrollView, can_focus=True):
         self._resize()
         if preview is not None and preview.path == self.path:
             self.go_to(preview.line)
+            rewrite = self._rewrite()
+            if rewrite is not None:  # the whole diff on screen when it fits
+                self.call_after_refresh(self._show_rewrite, rewrite)
         self.refresh()
+
+    def _show_rewrite(self, rewrite: RewritePreview) -> None:
+        """Scroll so the previewed rewrite's rows are visible (with the line above when
+        there is room; from its first row when it is taller than the view)."""
+        if rewrite is not self._preview:
+            return
+        last = max(rewrite.last(len(self.lines)), rewrite.start - 1) + len(self._added)
+        top, height = int(self.scroll_offset.y), self.scrollable_content_region.height
+        first = max(rewrite.start - 2, 0)
+        if last - first > height:  # no room for the context line
+            first = rewrite.start - 1
+        if height and not (top <= first and last <= top + height):
+            self.scroll_to(y=first, animate=False, immediate=True)
 
     @property
     def preview(self) -> Preview | None:
