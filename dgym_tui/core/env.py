@@ -201,6 +201,7 @@ class RepoEnv:
                 notes.append(f"Setup command failed ({status}): {command}\n{res.output}")
         for tool in self.tools.values():
             tool.on_reset()
+        self._validators  # noqa: B018  built here (a front end resets in a worker), not at step 1
         summary, output = self.run_eval()
         parts = [f"Task:\n{self.task}",
                  f"Tools: {', '.join(self.tools)}",
@@ -275,8 +276,8 @@ class RepoEnv:
 
     @functools.cached_property
     def _validators(self) -> dict[str, Any]:
-        """``{tool name: jsonschema validator of its parameters}``, built on the first
-        step (jsonschema is imported only then, not while a front end starts)."""
+        """``{tool name: jsonschema validator of its parameters}``, built by the first
+        reset (jsonschema is imported only then, not while a front end starts)."""
         import jsonschema
 
         return {name: jsonschema.Draft202012Validator(tool.parameters)
