@@ -1,4 +1,5 @@
-"""Episodes per minute on the mini benchmark: -n 1, -n 2, and Ray with 1 and 2 worker nodes.
+"""Episodes per minute on the mini benchmark: -n 1, -n 2, and Ray with 1 and 2 worker nodes;
+Ray's overhead per episode.
 
     sudo python bench/bench_ray.py [--tasks N] [--rounds R]
 
@@ -7,18 +8,26 @@ Every configuration runs the same N mini tasks with the ``solution`` policy
 (A B C D A B C D ...) so they share the machine's load, printed above the
 table. Ray clusters (``ray.cluster_utils.Cluster``: a head without CPUs plus
 worker nodes with 1 CPU each) are started once, before the rounds; their
-start-up is not counted. The script re-runs itself inside a network namespace
-of its own (``unshare -n``, root) so every Ray node is 127.0.0.1.
+start-up and the driver's connection are not counted. The script re-runs
+itself inside a network namespace of its own (``unshare -n``, root) so every
+Ray node is 127.0.0.1.
 
-Ray overhead per episode = (wall time with 1 Ray node - wall time with -n 1) / N:
-both run the episodes one at a time, so the difference is what Ray adds
-(scheduling, shipping the trajectory, returning the status). Target < 0.3 s.
+Ray overhead per episode, measured on the two configurations that run one
+episode at a time (``-n 1`` in-process, Ray with 1 node): for every episode,
+its *gap* = the driver's time from the previous episode's end (or the run's
+start) to this episode's end, minus the episode's own ``wall_time`` (measured
+by run_task around the episode, wherever it runs). The gap is what the
+executor adds around an episode (Ray: scheduling, the worker's benchmark
+load, shipping the trajectory, returning the status); the episode's own
+duration, which varies with the machine's load, cancels out. Overhead =
+Ray's gap - the in-process gap, as median and mean over the N x R episodes
+(the mean includes each worker's first, benchmark-loading episode). Target < 0.3 s.
 """
 
 from __future__ import annotations
 
 import argparse
-import io
+import json
 import os
 import shutil
 import socket
@@ -28,6 +37,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -49,20 +59,20 @@ def _reexec_in_namespace() -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tasks", type=int, default=6, help="mini tasks per run")
-    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--tasks", type=int, default=13, help="mini tasks per run (13: all)")
+    parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     if not _in_namespace():
         _reexec_in_namespace()
 
     import ray
     from ray.cluster_utils import Cluster
-    from rich.console import Console
 
     from dgym_tui.benchmarks import get_benchmark
     from dgym_tui.config import load_config
+    from dgym_tui.executors import LocalExecutor
     from dgym_tui.ray_executor import RayExecutor
-    from dgym_tui.runner import run_tasks
+    from dgym_tui.runner import RunJob, load_benchmark
 
     names = get_benchmark("mini").tasks()[:args.tasks]
     config = load_config("mini_solution", [f"tasks=[{', '.join(names)}]", "terminal=local"])
@@ -78,39 +88,61 @@ def main() -> None:
 
     clusters = {1: cluster(1), 2: cluster(2)}
 
+    benchmark = load_benchmark(config)
+
+    def timed(executor: Any, out: Path) -> tuple[float, list[float], list[str]]:
+        """Run the N episodes; return (wall s, per-episode gaps s, unresolved tasks)."""
+        ends: list[tuple[float, Any]] = []
+
+        class Clock:
+            def started(self, name: str) -> None:
+                pass
+
+            def finished(self, status: Any) -> None:
+                ends.append((time.monotonic(), status))
+
+        results: dict[str, Any] = {}
+        started = time.monotonic()
+        executor.run(RunJob(config, out, None, benchmark), names, results, Clock())
+        wall = time.monotonic() - started
+        gaps, previous = [], started
+        for end, status in ends:
+            gaps.append(end - previous - status.wall_time)
+            previous = end
+        return wall, gaps, [n for n in names if not getattr(results.get(n), "resolved", False)]
+
     def with_ray(nodes: int):
         def go(out: Path):
             ray.init(address=clusters[nodes].address, logging_level="ERROR")
             try:  # the driver's connection is made before the clock starts
-                started = time.monotonic()
-                return run_tasks(config, output_dir=out, executor=RayExecutor(), progress=False,
-                                 console=Console(file=io.StringIO())), time.monotonic() - started
+                return timed(RayExecutor(), out)
             finally:
                 ray.shutdown()
         return go
 
     def with_threads(workers: int):
-        def go(out: Path):
-            started = time.monotonic()
-            return run_tasks(config, workers=workers, output_dir=out, progress=False,
-                             console=Console(file=io.StringIO())), time.monotonic() - started
-        return go
+        return lambda out: timed(LocalExecutor(workers), out)
 
     runs = {"-n 1": with_threads(1), "-n 2": with_threads(2), "ray, 1 node": with_ray(1),
             "ray, 2 nodes": with_ray(2)}
     walls: dict[str, list[float]] = {label: [] for label in runs}
+    gaps: dict[str, list[float]] = {label: [] for label in runs}
     scratch = Path(tempfile.mkdtemp(prefix="bench-ray-"))
-    for round_ in range(args.rounds):
-        for label, go in runs.items():
-            out = scratch / f"{label.replace(' ', '_').replace(',', '')}-{round_}"
-            summary, seconds = go(out)
-            walls[label].append(seconds)
-            bad = [s.task for s in summary.statuses if not s.resolved]
-            if bad:
-                sys.exit(f"{label}: not resolved: {bad}")
-    for c in clusters.values():
-        c.shutdown()
-    shutil.rmtree(scratch, ignore_errors=True)
+    try:
+        for round_ in range(args.rounds):
+            for label, go in runs.items():
+                out = scratch / f"{label.replace(' ', '_').replace(',', '')}-{round_}"
+                wall, episode_gaps, bad = go(out)
+                if bad:
+                    errors = {n: json.loads((out / n / "status.json").read_text()).get("error")
+                              for n in bad if (out / n / "status.json").exists()}
+                    sys.exit(f"{label}: not resolved: {bad} {errors}")
+                walls[label].append(wall)
+                gaps[label].extend(episode_gaps)
+    finally:
+        for c in clusters.values():
+            c.shutdown()
+        shutil.rmtree(scratch, ignore_errors=True)
 
     print(f"mini benchmark, {len(names)} tasks, solution policy, {args.rounds} round(s); "
           f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPU(s)")
@@ -118,9 +150,19 @@ def main() -> None:
     for label, values in walls.items():
         median = statistics.median(values)
         print(f"{label:<14} {median:>9.1f} {len(names) / median * 60:>13.1f}")
-    overhead = (statistics.median(walls["ray, 1 node"]) - statistics.median(walls["-n 1"])) \
-        / len(names)
-    print(f"Ray overhead per episode (1 node vs -n 1): {overhead:.3f} s (target < 0.3 s)")
+    ray_gaps, local_gaps = gaps["ray, 1 node"], gaps["-n 1"]
+    print(f"gap around an episode over {len(ray_gaps)} episodes (s): "
+          f"in-process median {statistics.median(local_gaps):.3f} mean "
+          f"{statistics.mean(local_gaps):.3f}; Ray median {statistics.median(ray_gaps):.3f} "
+          f"mean {statistics.mean(ray_gaps):.3f}")
+    print(f"Ray overhead per episode: median "
+          f"{statistics.median(ray_gaps) - statistics.median(local_gaps):.3f} s, mean "
+          f"{statistics.mean(ray_gaps) - statistics.mean(local_gaps):.3f} s (target < 0.3 s)")
+    wall_overhead = [(r - n) / len(names) for r, n in zip(walls["ray, 1 node"], walls["-n 1"],
+                                                                 strict=True)]
+    print(f"(whole-run walls, Ray 1 node - -n 1, per episode: median "
+          f"{statistics.median(wall_overhead):.3f} s, mean {statistics.mean(wall_overhead):.3f} s;"
+          f" includes the load's effect on the episodes themselves)")
 
 
 if __name__ == "__main__":
