@@ -86,6 +86,28 @@ class TestDebugPanes:
         assert len(steps) == 6  # b, c, n, u 1, disable, cl: nothing hidden was recorded
 
 
+    async def test_click_selects_the_clicked_frame(self, calc_repo, tmp_path):
+        """A click on the unfocused stack pane selects the frame under the mouse (the focus
+        it gives the pane must not move the rows: it selected the frame above before)."""
+        session = Session(RepoEnv(calc_repo, entrypoint=ENTRYPOINT),
+                          trajectory_path=tmp_path / "t.jsonl")
+        app = DgymApp(session=session)
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(app, pilot)
+            view = app.source_view
+            view.go_to(4)
+            await _press_on(app, pilot, view, "b", "c")
+            stack = app.query_one("#stack")
+            assert not stack.has_focus
+            await pilot.click("#stack", offset=(4, 1))  # row 1: test_single
+            await settle(app, pilot)
+            assert session.turns[-1].action.arguments == {"command": "u 1"}
+            assert stack.inspection.frame.function == "test_single"
+            view.focus()
+            await pilot.press("q")
+            await pilot.pause()
+
+
 class TestNavigation:
     async def test_goto_search_frame_and_completion(self, calc_repo, tmp_path):
         """`:N` goes to a line, `G` to the last, `/text` searches with `;` / `,` repeating
