@@ -5,13 +5,15 @@
 :meth:`~TrajectoryFollower.poll` (one ``stat`` when nothing changed), keeps a
 cut-off last line until its newline arrives, and never raises on bad input:
 a corrupt line is skipped and named in ``problem``; a file that shrank (rewritten)
-is read again from the start.
+is read again from the start. :class:`FileWatch` tells when to look again
+(inotify: as soon as a line is written, no polling).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -89,3 +91,48 @@ class TrajectoryFollower:
                 self.footer = record
         self.steps.extend(new)
         return new
+
+
+class FileWatch:
+    """Wait for a file to change: Linux inotify on its folder, else a plain sleep (polling).
+
+    Args:
+        path: the file (its folder must exist for inotify; otherwise this polls).
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.name = Path(path).name
+        self._inotify: Any = None
+        try:
+            from inotify_simple import INotify
+            from inotify_simple import flags as in_flags
+
+            inotify = INotify()
+            inotify.add_watch(str(Path(path).parent),
+                              in_flags.MODIFY | in_flags.CREATE | in_flags.MOVED_TO)
+            self._inotify = inotify
+        except (ImportError, OSError):
+            self._inotify = None
+
+    @property
+    def polls(self) -> bool:
+        """True when there is no inotify: :meth:`wait` only sleeps."""
+        return self._inotify is None
+
+    def wait(self, timeout: float) -> bool:
+        """Block until the file is written or created, or ``timeout`` seconds passed.
+
+        Returns:
+            True when the file changed (always True when polling: look anyway).
+        """
+        if self._inotify is None:
+            time.sleep(timeout)
+            return True
+        return any(event.name == self.name
+                   for event in self._inotify.read(timeout=int(timeout * 1000)))
+
+    def close(self) -> None:
+        """Release the inotify descriptor; idempotent."""
+        if self._inotify is not None:
+            self._inotify.close()
+            self._inotify = None

@@ -1,10 +1,13 @@
-"""TrajectoryFollower on real files: appended steps, a cut-off last line, corrupt lines, a rewrite."""
+"""TrajectoryFollower on real files: appended steps, a cut-off last line, corrupt lines, a rewrite;
+FileWatch wakes on a write of its file only."""
 
 from __future__ import annotations
 
 import json
+import threading
+import time
 
-from dgym_tui.follow import TrajectoryFollower
+from dgym_tui.follow import FileWatch, TrajectoryFollower
 from dgym_tui.trajectory import TrajectoryWriter
 
 
@@ -46,3 +49,21 @@ def test_corrupt_line_is_skipped_and_named_and_a_rewrite_starts_over(tmp_path):
     assert follower.problem == "corrupt line 3 skipped"
     path.write_text(header + "\n")  # the file was written anew (shorter)
     assert follower.poll() == [] and follower.steps == [] and not follower.problem
+
+
+def test_file_watch_wakes_on_a_write_and_times_out_without(tmp_path):
+    path = tmp_path / "trajectory.jsonl"
+    path.write_text("")
+    watch = FileWatch(path)
+    assert not watch.polls  # Linux: inotify-simple is a dependency there
+    try:
+        start = time.monotonic()
+        assert watch.wait(0.3) is False and time.monotonic() - start >= 0.25
+        writer = threading.Timer(0.1, lambda: path.write_text("{}\n"))
+        writer.start()
+        start = time.monotonic()
+        assert watch.wait(5) is True and time.monotonic() - start < 4
+        (tmp_path / "other.txt").write_text("x")  # another file of the folder: not a change
+        assert watch.wait(0.3) is False
+    finally:
+        watch.close()

@@ -2,11 +2,12 @@
 
 :class:`EpisodePane` shows one trajectory's steps (number, actor, action,
 first line of the observation) and the whole selected step below; it reads the
-file with :class:`dgym_tui.follow.TrajectoryFollower` every
-:data:`FOLLOW_SECONDS`, so an episode that ``dgym run`` is still writing gains
-its new steps as they are flushed (the cursor stays on the last step while it
-was there; a finished episode opens at its first step; the looks stop at the
-footer). :class:`EpisodeScreen` holds one pane, :class:`CompareScreen` two, whose
+file with :class:`dgym_tui.follow.TrajectoryFollower` whenever a thread
+watching it (:class:`dgym_tui.follow.FileWatch`: inotify, else every
+:data:`FOLLOW_SECONDS`) sees a write, so an episode that ``dgym run`` is still
+writing gains its new steps as they are flushed (the cursor stays on the last
+step while it was there; a finished episode opens at its first step; the watch
+ends at the footer). :class:`EpisodeScreen` holds one pane, :class:`CompareScreen` two, whose
 cursors move together: step N beside step N.
 """
 
@@ -20,12 +21,15 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
+from textual.worker import get_current_worker
 
-from dgym_tui.follow import TrajectoryFollower
+from dgym_tui.follow import FileWatch, TrajectoryFollower
 
-#: Seconds between looks at a followed trajectory (a flushed step shows within this).
+#: Seconds between looks at a followed trajectory where there is no inotify (with it, a
+#: flushed step is read at once).
 FOLLOW_SECONDS = 0.25
 #: Characters of an action or observation shown in the step table.
 CELL_CHARS = 60
@@ -81,8 +85,30 @@ class EpisodePane(Vertical):
         """The step table."""
         return self.query_one(DataTable)
 
+    class Changed(Message):
+        """The followed file was written (posted from the watching thread)."""
+
     def on_mount(self) -> None:
-        self._timer = self.set_interval(FOLLOW_SECONDS, self.follow)
+        self.follow()
+        if self.follower.footer is None:
+            self.run_worker(self._watch, thread=True, group="follow")
+
+    def _watch(self) -> None:
+        """Thread: wait for writes to the file (inotify, else every :data:`FOLLOW_SECONDS`)
+        and post :class:`Changed`; ends with the pane or once the footer was read."""
+        worker = get_current_worker()
+        watch = FileWatch(self.follower.path)
+        # inotify wakes at once; its timeout is only a safety net (a missed event)
+        timeout = FOLLOW_SECONDS if watch.polls else 4 * FOLLOW_SECONDS
+        try:
+            while not worker.is_cancelled and self.follower.footer is None:
+                if watch.wait(timeout) or not watch.polls:
+                    self.post_message(self.Changed())
+        finally:
+            watch.close()
+
+    def on_episode_pane_changed(self, event: Changed) -> None:
+        event.stop()
         self.follow()
 
     def follow(self) -> None:
@@ -104,8 +130,6 @@ class EpisodePane(Vertical):
         if new and at_end and self.live:
             table.move_cursor(row=table.row_count - 1, animate=False)
         self._show_title()
-        if self.follower.footer is not None:
-            self._timer.stop()  # the episode ended: nothing more will come
         if new or table.row_count == 0:
             self.show_step(table.cursor_row)
 
