@@ -75,6 +75,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from dgym_tui.config import load_config
     from dgym_tui.runner import run_tasks
 
+    from dgym_tui.episode import UsageError
+
+    if args.executor != "ray" and (args.shared_output or args.address):
+        option = "--shared-output" if args.shared_output else "--address"
+        raise UsageError(f"{option} needs --executor ray")
     config = load_config(args.config, args.param or [])
     executor = None
     if args.executor == "ray":

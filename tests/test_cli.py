@@ -174,6 +174,8 @@ def test_play_ends_cleanly_at_end_of_input(tmp_path):
     (["play", "--task", "pagination", "--max-steps", "-1"], "expected a whole number >= 1"),
     (["run", "{config}", "-p", "env.pdb_timeout=-1"], "'env.pdb_timeout' must be a positive"),
     (["run", "/no/such.yaml"], "config file /no/such.yaml not found"),
+    (["run", "{config}", "--shared-output"], "--shared-output needs --executor ray"),
+    (["run", "{config}", "--address", "auto"], "--address needs --executor ray"),
     (["replay", "/no/such.jsonl"], "no such trajectory file"),
     (["export", "/no/such.jsonl", "--format", "sft"], "no such trajectory file"),
     (["list-tasks", "nobench"], "unknown benchmark 'nobench'"),
