@@ -53,12 +53,25 @@ def normalized(arguments):
     return json.loads(arguments) if isinstance(arguments, str) else arguments
 
 
+PROVENANCE = {"package", "model", "quantisation", "server", "settings", "task", "step", "date"}
+
+
 def test_corpus_is_there_and_says_where_it_came_from():
     assert len(ROWS) >= 25
     assert len({row["id"] for row in ROWS}) == len(ROWS)
     for row in ROWS:
         assert row["source"] and row["mode"] in ("native", "text")
+        # labelled by eye (tests/test_local_model.py captures replies without a label)
+        assert "calls" in row.get("expect", {}), f"{row['id']}: no expect label"
     assert (CORPUS_DIR / "README.md").is_file()
+
+
+def test_corpus_holds_replies_captured_from_a_real_model():
+    captured = [row for row in ROWS if "captured" in row]
+    assert captured
+    for row in captured:
+        assert PROVENANCE <= set(row["captured"]), row["id"]
+        assert row["source"].startswith("captured live")
 
 
 @pytest.mark.parametrize("row", ROWS, ids=[row["id"] for row in ROWS])
@@ -110,6 +123,11 @@ def test_corpus_through_the_agent(llm_server, mode):
         else:
             assert proposal.action is None, row["id"]
             assert expect.get("error", "no tool call") in proposal.error, row["id"]
+            # ... and the model is answered with the correction that shows the format
+            correction = agent.correction(proposal.error, [])
+            assert correction.startswith(f"Your last reply could not be run: {proposal.error}")
+            assert '```tool_call\n{"name": "view", "arguments": {"path": "<path>"}}\n```' \
+                in correction
     assert actions == sum(1 for r in ROWS if len(r["expect"]["calls"]) == 1
                           and "error" not in r["expect"])
 
