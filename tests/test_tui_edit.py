@@ -161,7 +161,7 @@ async def test_editor_numbers_lines_as_the_file_and_auto_indents(tmp_path):
 async def _closed(app, pilot) -> None:
     """Wait (at most 60 s) until the app closed its session on the way out."""
     for _ in range(600):
-        if app._closed:
+        if app._session_closed:
             return
         await pilot.pause(0.1)
     raise AssertionError("the app did not quit")
@@ -193,7 +193,7 @@ class TestQuitWithUnappliedFix:
             assert isinstance(app.screen, QuitScreen)
             await pilot.press("escape")
             await pilot.pause()
-            assert not isinstance(app.screen, QuitScreen) and not app._closed
+            assert not isinstance(app.screen, QuitScreen) and not app._session_closed
             await pilot.press("q")
             await pilot.pause()
             await pilot.press("w")
@@ -214,7 +214,7 @@ class TestQuitWithUnappliedFix:
             await pilot.pause()
             await pilot.press("w")  # refused: the same line changed outside
             await settle(app, pilot)
-            assert not app._closed and not isinstance(app.screen, QuitScreen)
+            assert not app._session_closed and not isinstance(app.screen, QuitScreen)
             assert (calc_repo / "calc.py").read_text() == mine
             await pilot.press("q")
             await pilot.pause()

@@ -57,7 +57,7 @@ class AgentTurns(MessagePump):
     def _retry_agent(self) -> None:
         self._retry_timer = None
         session = self.session
-        if (session is None or self._closed or session.done or self._agent_error is None
+        if (session is None or self._session_closed or session.done or self._agent_error is None
                 or session.mode != "approve" or session.pending is not None):
             return
         if self.busy:  # a person's step runs: try once it is done
@@ -69,7 +69,7 @@ class AgentTurns(MessagePump):
     def _after_session_call(self) -> None:
         self._set_busy(None)
         session = self.session
-        if session is None or self._closed:
+        if session is None or self._session_closed:
             return
         if session.done:
             self._offer_apply()

@@ -119,7 +119,10 @@ class DgymApp(AppKeys, SessionCalls, AgentTurns, CodeEdits, ReplayMode, WidgetEv
         self.busy = False
         self.started = False
         self.start_error: str | None = None
-        self._closed = False
+        # Not ``_closed``: that is Textual's own flag of a closed message pump. Set from
+        # close_session, it made the app drop every message (exit() too), so an app whose
+        # episode was closed by a worker (the study's give up / time out) never exited.
+        self._session_closed = False
         self._close_lock = threading.Lock()
         self._calls = 0  # session calls running in worker threads
         self._idle = threading.Event()
@@ -306,7 +309,7 @@ class DgymApp(AppKeys, SessionCalls, AgentTurns, CodeEdits, ReplayMode, WidgetEv
         if isinstance(self.focused, Input) and self.focused.id == "console-input":
             self.source_view.focus()  # the console is of no use now; q / ? work again
         self.refresh_bindings()
-        if reason and not self._closed:
+        if reason and not self._session_closed:
             self.notify(f"episode over ({reason}); q quits", title="done")
 
     @on(SessionFailed)
@@ -404,7 +407,7 @@ class DgymApp(AppKeys, SessionCalls, AgentTurns, CodeEdits, ReplayMode, WidgetEv
     @work(thread=True, group="read", exit_on_error=False)
     def _read_file(self, path: str, line: int | None) -> None:
         session = self.session
-        if session is None or self._closed:
+        if session is None or self._session_closed:
             return
         with session.lock:
             if session.env.workspace is None:

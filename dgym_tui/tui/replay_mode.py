@@ -109,7 +109,7 @@ class ReplayMode(MessagePump):
         self._calling(True)
         try:
             session = self.fork_factory(step)
-            if self._closed:  # quit while forking: nobody will show it
+            if self._session_closed:  # quit while forking: nobody will show it
                 session.finish("quit")
                 session.env.close()
                 return

@@ -43,7 +43,7 @@ class SessionCalls(MessagePump):
         While the app quits, its event loop may be waiting for this very
         worker (or already be gone), so nothing is handed over any more.
         """
-        if self._closed:
+        if self._session_closed:
             return
         try:
             self.call_from_thread(callback, *args, **kwargs)
@@ -65,7 +65,7 @@ class SessionCalls(MessagePump):
 
     def _start_failed(self, message: str) -> None:
         self._set_busy(None)
-        if self._closed:  # quit while starting: not an error
+        if self._session_closed:  # quit while starting: not an error
             return
         self.start_error = f"dgym-tui: could not start the episode: {message}"
         self.exit(2, return_code=2)
@@ -124,7 +124,7 @@ class SessionCalls(MessagePump):
         A step still running is cut short: closing the environment ends its
         pdb / terminal processes, so quitting never waits for a step's timeout.
         """
-        if self._closed:
+        if self._session_closed:
             return
         if (self._unapplied_fix() and not self._quit_confirmed
                 and not isinstance(self.screen, QuitScreen)):  # ctrl+c there: quit anyway
@@ -150,9 +150,9 @@ class SessionCalls(MessagePump):
                 the footer is written anyway.
         """
         with self._close_lock:
-            if self._closed:
+            if self._session_closed:
                 return
-            self._closed = True
+            self._session_closed = True
             running = self._calls > 0
         session = self.session
         if session is not None:

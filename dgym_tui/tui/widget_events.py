@@ -111,7 +111,7 @@ class WidgetEvents(MessagePump):
     @work(thread=True, group="inspect", exclusive=True, exit_on_error=False)
     def _inspect(self, scope: str) -> None:
         session = self.session
-        if session is not None and not self._closed:
+        if session is not None and not self._session_closed:
             self.post_message(Inspected(session.inspect(scope=scope)))
 
     @on(Inspected)
