@@ -412,11 +412,13 @@ class StudyTask:
         session: the episode (:class:`~dgym_tui.session.Session`, human mode).
         clock: the task's :class:`StudyClock` (started on creation).
         folder: the task's result folder.
+        description: the task's description (the symptom the person is told).
     """
 
     def __init__(self, study: Study, participant: str, item: QueueItem, session: Any,
-                 folder: Path) -> None:
+                 folder: Path, description: str = "") -> None:
         self.study = study
+        self.description = description
         self.participant = participant
         self.item = item
         self.session = session
@@ -505,4 +507,4 @@ def open_task(study: Study, participant: str, item: QueueItem) -> StudyTask:
     # no absolute path in the results: a benchmark task is loaded again by name on replay
     session.task_record["path"] = task.ref
     session.task_record.update({"index": item.index, "restarted": item.restarted})
-    return StudyTask(study, participant, item, session, folder)
+    return StudyTask(study, participant, item, session, folder, task.description)

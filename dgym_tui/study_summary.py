@@ -122,3 +122,22 @@ def render_summary(rows: list[dict[str, Any]], fmt: str = "markdown") -> str:
         writer.writerows(rows)
         return buf.getvalue()
     raise UsageError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
+
+
+def participant_episodes(study: Any, participant: str) -> list[StudyEpisode]:
+    """The participant's finished episodes of ``study``, in their queue order.
+
+    Args:
+        study: the :class:`~dgym_tui.study.Study`.
+        participant: the pseudonymous id.
+
+    Returns:
+        One :class:`StudyEpisode` per finished task (none before the first).
+    """
+    from dgym_tui.study import run_folder, task_queue
+
+    run = run_folder(study, participant)
+    if not any(run.glob(f"*/{STATUS_FILE}")):
+        return []
+    found = {e.task: e for e in load_study_episodes([run])}
+    return [found[name] for name in task_queue(study, participant) if name in found]

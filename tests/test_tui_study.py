@@ -1,39 +1,46 @@
-"""``dgym-tui --study`` through Pilot: instructions, clock in the status bar, pause, give up;
-a quit mid-task leaves it to restart; the CLI refuses bad input in one line."""
+"""``dgym-tui --study`` through Pilot and in a real terminal.
+
+- A 3-task study in the app, in both conditions (all tools / without pdb): the
+  first task is solved from the console, the second given up (F6, after a
+  pause with F7), the third runs out of time; the final screen shows the
+  participant's summary, and ``dgym study summary``'s counts match the
+  trajectories written.
+- A quit (q) mid-task leaves the task to restart.
+- The real app in tmux is killed with SIGKILL mid-task and started again with
+  the same id: it resumes at the unfinished task, marked restarted, and the
+  finished task's files are untouched.
+- The CLI refuses a bad study or participant id in one line.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
+import shutil
+import signal
+import statistics
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 import pytest
 
-from dgym_tui.study import load_study, open_results, open_task, outcome, remaining
+from dgym_tui.study import StudyClock, load_study, open_results, open_task, remaining
+from dgym_tui.study_summary import ALL_TASKS, load_study_episodes, summarize
+from dgym_tui.trajectory import read_trajectory
 from dgym_tui.tui.cli import main
-from dgym_tui.tui.study_app import StudyApp
+from dgym_tui.tui.study_app import StudyApp, StudyRun
+from dgym_tui.tui.study_end import StudyEndApp
 
 SIZE = (160, 48)
-# The Pilot tests below run in an interpreter of their own (test_pilot_tests_in_a_fresh_process):
-# in the whole suite's process, after the other app tests, the first of them hung in CI.
-INNER = os.environ.get("DGYM_STUDY_PILOT") == "1"
-inner = pytest.mark.skipif(not INNER, reason="runs in its own interpreter (see the outer test)")
+REPO = Path(__file__).resolve().parent.parent
+TASKS = ["log_parser", "bank_account", "shopping_cart"]
+FIX = "rewrite path=logparse.py start=42 end=42 new_code='    source, message = rest.split(\": \", 1)'"
 
 
-def test_pilot_tests_in_a_fresh_process():
-    """Runs this file's Pilot tests in a fresh interpreter, bounded in time."""
-    if INNER:
-        pytest.skip("this is the inner run")
-    env = dict(os.environ, DGYM_STUDY_PILOT="1")
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                           "-k", "give_up or quit_mid_task", __file__],
-                          capture_output=True, text=True, env=env, timeout=600)
-    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
-    assert "2 passed" in proc.stdout  # both inner tests ran
-
-
-async def wait_until(pilot, done, rounds: int = 900) -> None:
+async def wait_until(pilot, done, rounds: int = 1200) -> None:
     for _ in range(rounds):
         if done():
             return
@@ -41,56 +48,248 @@ async def wait_until(pilot, done, rounds: int = 900) -> None:
     raise AssertionError("the condition never held")
 
 
-async def start(app, task, pilot) -> None:
+async def exited(app, seconds: float = 120) -> None:
+    """Wait until the app left by itself (its message loop ended).
+
+    Leaving ``run_test`` earlier would shut the app down while the messages of
+    its last step (e.g. the episode's end) are still queued.
+    """
+    for _ in range(int(seconds * 10)):
+        if not app.is_running:
+            return
+        await asyncio.sleep(0.1)  # not pilot.pause: it waits on the app's screen
+    raise AssertionError("the app never exited")
+
+
+async def start(app, pilot) -> None:
     """Wait for the instructions and the episode's start, then close the instructions."""
-    await wait_until(pilot, lambda: len(app.screen_stack) > 1 and task.session.initial is not None)
+    task = app.study_task
+    await wait_until(pilot, lambda: len(app.screen_stack) > 1 and app.started)
+    assert type(app.screen).__name__ == "ConfirmScreen"
+    assert task.description and app.screen.detail.startswith(task.description)  # the symptom
     assert task.clock.paused  # the clock waits for the instructions
     await pilot.press("y")
-    await pilot.pause(0.8)
+    await wait_until(pilot, lambda: len(app.screen_stack) == 1)
 
 
-@pytest.fixture
-def study(tmp_path):
-    path = tmp_path / "study.yaml"
+async def console(app, pilot, line: str) -> None:
+    """Type ``line`` into the console and wait until its step is recorded."""
+    steps = len(app.session.turns)
+    box = app.query_one("#console-input")
+    box.focus()
+    box.value = line
+    await pilot.press("enter")
+    await wait_until(pilot, lambda: len(app.session.turns) > steps and not app.busy)
+
+
+async def solve(app, pilot, with_pdb: bool) -> None:
+    if with_pdb:
+        await console(app, pilot, "b logparse.py:42")
+        await console(app, pilot, "c")
+        assert app.env.frame == ("logparse.py", 42)
+    else:
+        await console(app, pilot, "view path=logparse.py start=40 end=44")
+    await console(app, pilot, FIX)
+    assert not app.session.turns[-1].result.error, app.session.turns[-1].result.observation
+    app.query_one("#console-input").value = "submit"
+    await pilot.press("enter")  # the episode ends: the app leaves by itself
+
+
+async def give_up(app, pilot) -> None:
+    await console(app, pilot, "eval")
+    assert "task 2/3" in app.status.text and "left" in app.status.text
+    app.source_view.focus()
+    await pilot.press("f7")
+    assert app.study_task.clock.paused and "paused" in app.status.text
+    await pilot.press("f7")
+    assert not app.study_task.clock.paused
+    await pilot.press("f6")
+    await wait_until(pilot, lambda: type(app.screen).__name__ == "ConfirmScreen")
+    await pilot.press("y")
+
+
+def write_study(folder: Path, **keys) -> Path:
+    path = folder / "study.yaml"
     path.write_text(json.dumps({"id": "pilot", "benchmark": "mini", "time_limit": 900,
-                                "tasks": ["bank_account", "log_parser"],
-                                "tools": {"without": ["pdb"]}, "results": "results"}))
-    study = load_study(path)
+                                "tasks": TASKS, "results": "results", **keys}))
+    return path
+
+
+@pytest.mark.timeout(900)  # 6 episodes; minutes on a loaded machine
+@pytest.mark.parametrize("tools", ["all", {"without": ["pdb"]}], ids=["all-tools", "no-pdb"])
+async def test_three_task_study_in_the_app(tmp_path, tools):
+    study = load_study(write_study(tmp_path, tools=tools))
+    with_pdb = "pdb" in study.tools
+    lines: list[str] = []
+    run = StudyRun(study, "P01", out=lines.append)
+    end_rows = end_totals = None
+    for app in run:
+        async with app.run_test(size=SIZE) as pilot:
+            if isinstance(app, StudyEndApp):
+                table = app.query_one("#study-end-table")
+                end_rows = [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
+                end_totals = str(app.query_one("#study-end-totals").render())
+                await pilot.press("q")
+                continue
+            index = app.study_task.item.index
+            if index == 2:  # a one-second limit instead of waiting out the study's 900 s
+                app.study_task.clock = StudyClock(1.0)
+                app.study_task.clock.pause()
+            await start(app, pilot)
+            if index < 2:  # (the third task's second is up at once: the app leaves)
+                assert f"P01 · task {index + 1}/3" in app.status.text
+                assert not app.study_task.clock.paused  # it runs once the instructions close
+            if index == 0:
+                await solve(app, pilot, with_pdb)
+            elif index == 1:
+                await give_up(app, pilot)
+            await exited(app)
+            assert app.session.footer is not None
+    assert run.exit_code == 0
+    assert lines[:3] == ["task 1/3: solved", "task 2/3: gave up", "task 3/3: timed out"]
+    assert [row[1:3] for row in end_rows] == [[t, o] for t, o in
+                                               zip(TASKS, ["solved", "gave up", "timed out"],
+                                                   strict=True)]
+    assert "solved 1 of 3" in end_totals
+
+    # the summary's counts are those of the trajectories written
+    trajectories = [read_trajectory(study.results / "P01" / name / "trajectory.jsonl")
+                    for name in TASKS]
+    reasons = [t.footer["reason"] for t in trajectories]
+    assert reasons == ["submitted", "gave up", "timed out"]
+    assert [t.header["config"]["condition"] for t in trajectories] == [study.condition] * 3
+    pdb_calls = [sum(s["action"]["name"] == "pdb" for s in t.steps) for t in trajectories]
+    assert (pdb_calls[0] == 2) is with_pdb and sum(pdb_calls[1:]) == 0
+    rows = summarize(load_study_episodes([study.results]))
+    total = next(r for r in rows if r["task"] == ALL_TASKS)
+    assert total == {
+        "condition": study.condition, "task": ALL_TASKS, "episodes": 3,
+        "solved": sum(bool(t.footer["resolved"]) for t in trajectories),
+        "solved_rate": round(1 / 3, 4), "gave_up": reasons.count("gave up"),
+        "timed_out": reasons.count("timed out"),
+        "median_time_s": total["median_time_s"],
+        "median_steps": statistics.median(t.footer["steps"] for t in trajectories),
+        "used_pdb": sum(n > 0 for n in pdb_calls), "pdb_calls": sum(pdb_calls)}
+    assert total["solved"] == 1
+
+
+async def test_quit_mid_task_restarts_it(tmp_path):
+    study = load_study(write_study(tmp_path, tasks=["bank_account", "log_parser"]))
     open_results(study)
-    return study
-
-
-@inner
-async def test_give_up(study):
-    task = open_task(study, "P01", remaining(study, "P01")[0])
-    app = StudyApp(task)
-    async with app.run_test(size=SIZE) as pilot:
-        await start(app, task, pilot)
-        assert not task.clock.paused
-        assert "P01 · task 1/2" in app.status.text and "left" in app.status.text
-        await pilot.press("f7")
-        assert task.clock.paused and "paused" in app.status.text
-        await pilot.press("f7")
-        assert not task.clock.paused
-        await pilot.press("f6")
-        await pilot.press("y")
-        await wait_until(pilot, lambda: task.session.footer is not None)
-    status = task.close()
-    assert outcome(status) == "gave up" and status.state == "done"
-
-
-
-@inner
-async def test_quit_mid_task_restarts_it(study):
     task = open_task(study, "P02", remaining(study, "P02")[0])
     app = StudyApp(task)
     async with app.run_test(size=SIZE) as pilot:
-        await start(app, task, pilot)
+        await start(app, pilot)
+        app.source_view.focus()
         await pilot.press("q")
-        await wait_until(pilot, lambda: task.session.footer is not None)
+        await exited(app)
+    assert task.session.footer["reason"] == "quit"
     assert task.close().state == "interrupted"
     first = remaining(study, "P02")[0]
     assert first.task == task.item.task and first.restarted
+
+
+class Tmux:
+    """The real app in a tmux session of its own server (socket), read as plain text."""
+
+    def __init__(self, folder: Path) -> None:
+        self.server = ["tmux", "-L", f"dgym-study-{os.getpid()}"]
+        self.folder = folder
+
+    def start(self, command: str) -> None:
+        subprocess.run([*self.server, "new-session", "-d", "-s", "study", "-x", "160", "-y", "48",
+                        command], check=True, cwd=self.folder)
+
+    def screen(self) -> str:
+        proc = subprocess.run([*self.server, "capture-pane", "-p", "-t", "study"],
+                              capture_output=True, text=True, check=False)
+        return proc.stdout
+
+    def wait_for(self, text: str, seconds: float = 240) -> None:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            if text in self.screen():
+                return
+            time.sleep(0.3)
+        raise AssertionError(f"{text!r} never appeared; the screen:\n{self.screen()}")
+
+    def keys(self, *keys: str) -> None:
+        subprocess.run([*self.server, "send-keys", "-t", "study", *keys], check=True)
+
+    def pid(self) -> int:
+        proc = subprocess.run([*self.server, "display", "-p", "-t", "study", "#{pane_pid}"],
+                              capture_output=True, text=True, check=True)
+        return int(proc.stdout)
+
+    def close(self) -> None:
+        subprocess.run([*self.server, "kill-server"], capture_output=True, check=False)
+
+
+@pytest.fixture
+def tmux(tmp_path):
+    if shutil.which("tmux") is None:
+        pytest.skip("tmux is not installed (scripts/setup_system.sh installs it)")
+    session = Tmux(tmp_path)
+    yield session
+    session.close()
+
+
+@pytest.mark.timeout(900)
+def test_killed_mid_task_resumes_there(tmp_path, tmux):
+    study_file = write_study(tmp_path, tasks=["bank_account", "log_parser"], time_limit=None)
+    run = tmp_path / "results" / "P01"
+    app = (f"env PYTHONPATH={REPO} {sys.executable} -m dgym_tui.tui.cli --study {study_file} "
+           "--participant P01")
+    # exec: the pane's process is the app itself, killed below without any cleanup.
+    # (Textual draws on stderr: it is not redirected.)
+    tmux.start(f"exec {app}")
+    tmux.wait_for("Task 1 of 2")
+    tmux.keys("y")
+    tmux.wait_for("P01 · task 1/2")
+    tmux.keys("F6")
+    tmux.wait_for("Give up this task?")
+    tmux.keys("y")
+    tmux.wait_for("Task 2 of 2")
+    tmux.keys("y")
+    tmux.wait_for("P01 · task 2/2")
+    tmux.keys("x")  # eval: one step recorded before the crash
+    killed = run / "log_parser" / "trajectory.jsonl"
+    deadline = time.monotonic() + 240
+    while not (killed.exists() and len(killed.read_text().splitlines()) >= 2):
+        assert time.monotonic() < deadline, tmux.screen()
+        time.sleep(0.3)
+    finished = {p.name: p.read_bytes() for p in (run / "bank_account").iterdir()}
+    os.kill(tmux.pid(), signal.SIGKILL)
+    assert read_trajectory(killed).footer is None  # cut off: no footer, no status
+    assert not (run / "log_parser" / "status.json").exists()
+    left = remaining(load_study(study_file), "P01")
+    assert [(i.task, i.restarted) for i in left] == [("log_parser", True)]
+
+    rc = tmp_path / "second.rc"
+    tmux.close()
+    tmux.start(f"{app}; echo $? >{rc}")
+    tmux.wait_for("Task 2 of 2 (restarted)")
+    tmux.keys("y")
+    tmux.wait_for("P01 · task 2/2")
+    tmux.keys("F6")
+    tmux.wait_for("Give up this task?")
+    tmux.keys("y")
+    tmux.wait_for("Thank you")
+    assert "solved 0 of 2" in tmux.screen()
+    tmux.keys("q")
+    deadline = time.monotonic() + 60
+    while not rc.exists() or not rc.read_text().strip():
+        assert time.monotonic() < deadline, tmux.screen()
+        time.sleep(0.2)
+    assert rc.read_text().strip() == "0", tmux.screen()
+
+    # nothing lost: the finished task is as it was; the restarted one is marked and done
+    assert {p.name: p.read_bytes() for p in (run / "bank_account").iterdir()} == finished
+    again = read_trajectory(run / "log_parser" / "trajectory.jsonl")
+    assert again.header["task"]["restarted"] is True and again.footer["reason"] == "gave up"
+    summary = json.loads((run / "summary.json").read_text())
+    assert [(s["task"], s["reason"]) for s in summary] == [("bank_account", "gave up"),
+                                                           ("log_parser", "gave up")]
 
 
 def test_cli_refuses_bad_study_and_participant(tmp_path, capsys):
