@@ -1,13 +1,14 @@
 """``dgym-tui --study``: a participant works through a study's task queue in the app.
 
 Per task: a dialog shows the task's description and the tools offered (the
-clock starts when it closes), then the usual app with the participant, the task's position and the
-time left (or spent, when ``show_time`` is false: nothing) in the status bar.
-F6 gives up (asks first), F7 pauses / resumes the clock, a submit ends the
-task; the time limit ends it as ``timed out``. Quitting (q) leaves the task
-unfinished: running the study again with the same id restarts it. After the
-last task, :class:`~dgym_tui.tui.study_end.StudyEndApp` shows the
-participant's summary (:class:`StudyRun` strings the apps together).
+clock starts when it closes), then the usual app with the participant, the
+task's position and the time left (or spent without a limit; nothing when
+``show_time`` is false) in the status bar. F6 gives up (asks first), F7
+pauses / resumes the clock, a submit ends the task; the time limit ends it as
+``timed out``. Quitting (q) leaves the task unfinished: running the study
+again with the same id restarts it. After the last task,
+:class:`~dgym_tui.tui.study_end.StudyEndApp` shows the participant's summary
+(:class:`StudyRun` strings the apps together).
 """
 
 from __future__ import annotations
