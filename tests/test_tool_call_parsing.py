@@ -66,9 +66,9 @@ def test_corpus_is_there_and_says_where_it_came_from():
     assert (CORPUS_DIR / "README.md").is_file()
 
 
-def test_corpus_holds_replies_captured_from_a_real_model():
+def test_corpus_holds_replies_captured_from_a_real_model_in_both_modes():
     captured = [row for row in ROWS if "captured" in row]
-    assert captured
+    assert {row["mode"] for row in captured} == {"native", "text"}
     for row in captured:
         assert PROVENANCE <= set(row["captured"]), row["id"]
         assert row["source"].startswith("captured live")
