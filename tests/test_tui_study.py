@@ -302,3 +302,24 @@ def test_cli_refuses_bad_study_and_participant(tmp_path, capsys):
     good.write_text("benchmark: mini\ntasks: [bank_account]\n")
     assert main(["--study", str(good), "--participant", "a b"]) == 2
     assert "participant id" in capsys.readouterr().err
+
+
+def test_snapshot_final_screen(snap_compare, tmp_path):
+    """The final screen: per task the outcome, time, steps and pdb calls, then the totals
+    (real episodes; their times set to fixed values so the picture is stable)."""
+    from dgym_tui.core.types import ToolCall
+    from dgym_tui.runner import STATUS_FILE, read_status, task_folder, write_json
+
+    study = load_study(write_study(tmp_path, tasks=["bank_account", "log_parser"]))
+    open_results(study)
+    for item, seconds in zip(remaining(study, "P01"), (75.4, 900.0), strict=True):
+        task = open_task(study, "P01", item)
+        task.session.start()
+        task.session.act(ToolCall("listdir", {}))
+        task.give_up() if item.index == 0 else task.time_out()
+        task.close()
+        folder = task_folder(study.results / "P01", item.task)
+        status = read_status(folder)
+        status.wall_time = seconds
+        write_json(folder / STATUS_FILE, status.to_dict())
+    assert snap_compare(StudyEndApp(study, "P01"), terminal_size=(100, 16))
