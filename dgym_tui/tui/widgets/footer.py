@@ -1,21 +1,25 @@
-"""The key footer, rebuilt at most once per screen refresh."""
+"""The key footer, rebuilt at most once per screen refresh and only when its keys change."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from textual.screen import Screen
 from textual.widgets import Footer
 
 
 class KeyFooter(Footer):
-    """Textual's :class:`~textual.widgets.Footer` that coalesces its rebuilds.
+    """Textual's :class:`~textual.widgets.Footer`, rebuilt less often.
 
-    The footer rebuilds all its keys after each bindings change; at start-up the
-    screen publishes three (stack, auto focus, after the first refresh), so the
-    keys were built three times before the first paint. Here a rebuild already
-    scheduled absorbs the changes published before it runs.
+    The footer rebuilds all its keys after each bindings change the screen
+    publishes: three at start-up (stack, auto focus, after the first refresh)
+    and one per focus move. Here a rebuild already scheduled absorbs the changes
+    published before it runs, and a rebuild that would show the same keys
+    (same bindings, enabled states and tooltips) is skipped.
     """
 
     _rebuild_pending = False
+    _shown: Any = None  # what the keys were last built from
 
     def bindings_changed(self, screen: Screen) -> None:
         """Schedule one rebuild after the next refresh unless one is pending."""
@@ -25,7 +29,17 @@ class KeyFooter(Footer):
             self._rebuild_pending = True
         super().bindings_changed(screen)
 
+    def _keys_shown(self) -> tuple[Any, ...]:
+        """Everything :meth:`Footer.compose` reads to build the keys."""
+        bindings = tuple((key, binding, enabled, tooltip) for key, (_, binding, enabled, tooltip)
+                         in self.screen.active_bindings.items())
+        return bindings, self.show_command_palette, self.app.ENABLE_COMMAND_PALETTE
+
     async def recompose(self) -> None:
-        """Rebuild the keys from the screen's bindings as they are now."""
+        """Rebuild the keys from the screen's bindings, unless they are the ones shown."""
         self._rebuild_pending = False
+        shown = self._keys_shown()
+        if shown == self._shown:
+            return
+        self._shown = shown
         await super().recompose()
