@@ -96,11 +96,3 @@ def test_collision_keeps_the_breakpoint_whose_line_survived(workspace):
     assert store.list() == [("prog.py", 2)]
     assert store.conditions() == {"prog.py:2": "second"}
     assert Move("prog.py", 2, None) in moves and Move("prog.py", 3, 2) in moves
-
-
-def test_snapshot_files_rebases_without_moving(workspace):
-    store = BreakpointStore(workspace)
-    store.add("prog.py", 2)
-    (workspace.root / "prog.py").write_text("# header\n" + OLD)
-    store.snapshot_files()
-    assert store.remap_changed() == [] and store.list() == [("prog.py", 2)]

@@ -237,13 +237,6 @@ class BreakpointStore:
             if p not in used:
                 del self._snapshots[p]
 
-    def snapshot_files(self, workspace: Any = None) -> None:
-        """Take a fresh snapshot of every file with breakpoints (no remapping)."""
-        if workspace is not None:
-            self.workspace = workspace
-        for path in self.files():
-            self._snapshots[path] = self._read(path)
-
     def remap_changed(self, workspace: Any = None) -> list[Move]:
         """Move breakpoints of every file whose text changed since its snapshot.
 

@@ -400,18 +400,6 @@ class SafeTree:
         finally:
             os.close(fd)
 
-    # ------------------------------------------------------------------ listing
-    def scan(self, rel: str = ".") -> Iterator[tuple[str, os.stat_result]]:
-        """Yield ``(name, lstat)`` of the entries of folder ``rel`` (links not followed).
-
-        Entries that vanish while listed are left out. Errors as :meth:`open_dir`.
-        """
-        fd, _ = self.open_dir(rel)
-        try:
-            yield from scan_fd(fd)
-        finally:
-            os.close(fd)
-
 
 def scan_fd(fd: int) -> Iterator[tuple[str, os.stat_result]]:
     """Yield ``(name, lstat)`` of the entries of the folder open as ``fd``."""

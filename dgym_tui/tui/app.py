@@ -36,6 +36,7 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Input, TabbedContent, TabPane
 
 from dgym_tui.core.types import StepResult, ToolCall
+from dgym_tui.records import Turn
 from dgym_tui.tui.actions import pdb_call
 from dgym_tui.tui.agent_turns import AgentTurns
 from dgym_tui.tui.app_keys import AppKeys
@@ -277,13 +278,7 @@ class DgymApp(AppKeys, SessionCalls, AgentTurns, CodeEdits, ReplayMode, WidgetEv
         turn = message.turn
         self.query_one(ApprovePanel).hide()
         self.transcript.add_turn(turn)
-        if turn.action is not None and turn.actor == "agent":
-            self.pdb_console.write(f"› {format_action(turn.action)}  ({turn.decision})",
-                                   style="bold")
-        if turn.note:
-            self.pdb_console.write(f"note: {turn.note}", style="italic")
-        if getattr(turn, "error", ""):
-            self.pdb_console.write(f"invalid proposal: {turn.error}", style="red")
+        self._write_turn(turn, echo_action=turn.actor == "agent")  # a person's was echoed
         result = turn.result
         if message.workspace is not None:
             self._workspace = message.workspace
@@ -294,6 +289,17 @@ class DgymApp(AppKeys, SessionCalls, AgentTurns, CodeEdits, ReplayMode, WidgetEv
             if turn.action is not None and turn.action.name == "eval":
                 self._check_entrypoint(result)
         self._update_status(result or self._last_result)
+
+    def _write_turn(self, turn: Turn, echo_action: bool = True) -> None:
+        """Write a turn's action (when ``echo_action``), note and invalid-proposal error
+        to the console."""
+        if turn.action is not None and echo_action:
+            self.pdb_console.write(f"› {format_action(turn.action)}  ({turn.decision})",
+                                   style="bold")
+        if turn.note:
+            self.pdb_console.write(f"note: {turn.note}", style="italic")
+        if turn.error:
+            self.pdb_console.write(f"invalid proposal: {turn.error}", style="red")
 
     @on(ModeChanged)
     def _mode_changed(self, message: ModeChanged) -> None:

@@ -13,7 +13,6 @@ from dgym_tui.tui.bridge import SessionBridge
 from dgym_tui.tui.locate import first_source_file, locate_failure
 from dgym_tui.tui.messages import SourceText, WorkspaceState
 from dgym_tui.tui.widgets.diff_view import DiffView
-from dgym_tui.tui.widgets.transcript import format_action
 
 
 class Forked(Message):
@@ -74,13 +73,7 @@ class ReplayMode(MessagePump):
         if turn is None:
             self.pdb_console.write(model.initial.observation)
         else:
-            if turn.action is not None:
-                self.pdb_console.write(f"› {format_action(turn.action)}  ({turn.decision})",
-                                   style="bold")
-            if turn.note:
-                self.pdb_console.write(f"note: {turn.note}", style="italic")
-            if turn.error:
-                self.pdb_console.write(f"invalid proposal: {turn.error}", style="red")
+            self._write_turn(turn)
             self.pdb_console.write(turn.observation)
 
     def action_replay_step(self, delta: int) -> None:
