@@ -13,20 +13,62 @@
   like the front ends open it (replayable header).
 - ``make_env(path, **kwargs) -> RepoEnv``: a ``RepoEnv`` on ``terminal_kind``,
   closed at the end of the test.
+- ``no_leaked_processes`` (autouse, app tests ``test_tui_*.py``): fails the test
+  that leaves a child process of pytest running (e.g. a pdb session).
 """
 
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
+import psutil
 import pytest
+from process_helpers import alive
 
 #: The scripted LLM server fixture ``llm_server`` (tests/llm_stub.py) for every test.
 pytest_plugins = ["llm_stub"]
 
 #: A pytest command that starts fast: no third-party plugins, no cache folder.
 FAST_PYTEST = "PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 python -m pytest -q -p no:cacheprovider"
+
+
+#: Seconds an app test's child processes get to end after its teardown.
+LEAK_GRACE = 3.0
+
+
+@pytest.fixture(autouse=True)
+def no_leaked_processes(request):
+    """Fail an app test (``test_tui_*.py``) that leaves a process it started running.
+
+    The processes started during the test (children of pytest, at any depth)
+    get :data:`LEAK_GRACE` seconds after the test's teardown to end; the ones
+    still running are killed (so later tests are not disturbed) and named in
+    the failure. Other test modules are not checked: their module- and
+    session-scoped fixtures keep processes across tests on purpose.
+    """
+    if not request.module.__name__.startswith("test_tui_"):
+        yield
+        return
+    me = psutil.Process()
+    before = {p.pid for p in me.children(recursive=True)}
+    yield
+    deadline = time.monotonic() + LEAK_GRACE
+    while True:
+        left = [p for p in me.children(recursive=True) if p.pid not in before and alive(p.pid)]
+        if not left or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    if left:
+        names = []
+        for proc in left:
+            try:
+                names.append(f"{proc.pid} {' '.join(proc.cmdline())[:120]}")
+                proc.kill()
+            except psutil.NoSuchProcess:
+                continue
+        pytest.fail(f"the test left {len(left)} process(es) running:\n" + "\n".join(names))
 
 
 def _docker_problem(image: str) -> str | None:

@@ -125,6 +125,7 @@ class DgymApp(AppKeys, SessionCalls, AgentTurns, CodeEdits, ReplayMode, WidgetEv
         # episode was closed by a worker (the study's give up / time out) never exited.
         self._session_closed = False
         self._close_lock = threading.Lock()
+        self._close_done = threading.Event()  # close_session has finished
         self._calls = 0  # session calls running in worker threads
         self._idle = threading.Event()
         self._idle.set()

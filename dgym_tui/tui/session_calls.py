@@ -135,6 +135,17 @@ class SessionCalls(MessagePump):
         await asyncio.to_thread(self.close_session, "quit")
         self.exit(self.return_code or 0)
 
+    async def on_unmount(self) -> None:
+        """The app shuts down: close the session if nothing did yet, so the episode's
+        processes (terminal, pdb) end whatever way the app was left (``ctrl+q``, the
+        palette's Quit, a test's Pilot), and wait for a close still running (``q``
+        whose action the shutdown cut short). An app that failed (exit code other
+        than 0) leaves the closing, with the reason, to its caller (``dgym-tui``)."""
+        if not self._session_closed and not self.return_code:
+            await asyncio.to_thread(self.close_session, "quit")
+        elif self._session_closed:
+            await asyncio.to_thread(self._close_done.wait, 30.0)
+
     def close_session(self, reason: str = "quit", timeout: float = 10.0) -> None:
         """Write the trajectory footer and close the environment / replay. Idempotent.
 
@@ -168,6 +179,7 @@ class SessionCalls(MessagePump):
         if self.replay is not None:
             self.replay.close()
         self._unfreeze_gc()
+        self._close_done.set()
 
     def _unfreeze_gc(self) -> None:
         """Hand the objects frozen for the replay back to the garbage collector."""
