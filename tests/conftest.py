@@ -13,6 +13,8 @@
   like the front ends open it (replayable header).
 - ``make_env(path, **kwargs) -> RepoEnv``: a ``RepoEnv`` on ``terminal_kind``,
   closed at the end of the test.
+- ``calc_session(policy, mode, out, **env_kwargs) -> Session``: an app test's
+  episode on ``calc_repo``.
 - ``no_leaked_processes`` (autouse, app tests ``test_tui_*.py``): fails the test
   that leaves a child process of pytest running (e.g. a pdb session).
 """
@@ -233,6 +235,25 @@ def calc_repo(make_repo) -> Path:
     from tui_helpers import CALC, TESTS
 
     return make_repo({"calc.py": CALC, "test_calc.py": TESTS})
+
+
+@pytest.fixture
+def calc_session(calc_repo, tmp_path):
+    """Return ``make(policy=None, mode="human", out=None, *, task_name="", **env_kwargs)
+    -> Session``: a live episode on ``calc_repo`` (the app tests' entrypoint, ``env_kwargs``
+    for the ``RepoEnv``) recording to ``out`` (default ``t.jsonl`` in ``tmp_path``); not
+    started. The app under test closes it."""
+    from tui_helpers import ENTRYPOINT
+
+    from dgym_tui.core.env import RepoEnv
+    from dgym_tui.session import Session
+
+    def make(policy=None, mode="human", out=None, *, task_name="", **env_kwargs):
+        env = RepoEnv(calc_repo, **{"entrypoint": ENTRYPOINT, **env_kwargs})
+        return Session(env, policy, mode=mode, trajectory_path=out or tmp_path / "t.jsonl",
+                       task_name=task_name)
+
+    return make
 
 
 @pytest.fixture

@@ -8,6 +8,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from solution_helpers import play_solution
 
 from dgym_tui.benchmarks import get_benchmark
 from dgym_tui.benchmarks.exercism import ExercismBenchmark, exercise_files
@@ -241,8 +242,6 @@ def test_underscored_slugs_and_the_aider_name(track):
 
 @pytest.mark.parametrize("slug", ["acronym", "affine-cipher", "paasio"])
 def test_solution_resolves_and_no_solution_file_is_visible(slug, track, make_env, fast_pytest):
-    from dgym_tui.solution import SolutionPolicy
-
     task = ExercismBenchmark(path=track).load(slug)
     kwargs = task.env_kwargs(tools=TOOLS, entrypoint=f"{fast_pytest} {task.meta['test']}")
     env = make_env(kwargs.pop("path"), **kwargs)
@@ -256,13 +255,7 @@ def test_solution_resolves_and_no_solution_file_is_visible(slug, track, make_env
         assert grep.observation.startswith("No match"), grep.observation
     # nor for code the agent runs: the staged copy has no such folder at all
     assert not any((task.path / d).exists() for d in (".meta", ".approaches", ".articles"))
-    policy = SolutionPolicy.for_task(task)
-    policy.reset(None)
-    while True:
-        result = env.step(policy.propose([]).action)
-        assert not result.error, result.observation
-        if result.done:
-            break
+    result = play_solution(env, task)[-1]
     assert result.resolved, result.eval_output
 
 

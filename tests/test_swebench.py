@@ -9,6 +9,7 @@ import shutil
 import subprocess
 
 import pytest
+from solution_helpers import play_solution
 
 from dgym_tui.benchmarks import get_benchmark
 from dgym_tui.benchmarks.swebench import (
@@ -162,19 +163,6 @@ def test_hidden_file_commands_round_trip(tmp_path):
 
 # ---------------------------------------------------------------- Docker
 
-def _run_policy(env, policy):
-    first = env.reset()
-    policy.reset(None)
-    results = []
-    while True:
-        proposal = policy.propose([])
-        assert proposal.action is not None, proposal.error
-        results.append(env.step(proposal.action))
-        assert not results[-1].error, results[-1].observation
-        if results[-1].done:
-            return first, results
-
-
 def _gold_lines():
     """Lines the gold patch adds that appear nowhere in the buggy code (stripped)."""
     base = {line.strip() for line in (FIXTURE_REPO / "calc/evaluator.py").read_text().splitlines()}
@@ -194,7 +182,8 @@ def test_solution_resolves_fixture(name, fixture_image, tmp_path):
     assert task.meta["patch"] == _fixture()["patch"]
     env = task.make_env()
     try:
-        first, steps = _run_policy(env, SolutionPolicy.for_task(task))
+        first = env.reset()
+        steps = play_solution(env, task)
         # failing before: the 2 FAIL_TO_PASS tests fail, the 4 PASS_TO_PASS pass
         assert (first.score, first.max_score, first.resolved) == (4, 6, False)
         assert "test_subtraction_is_left_associative" in first.observation

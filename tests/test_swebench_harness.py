@@ -16,6 +16,7 @@ import subprocess
 import sys
 
 import pytest
+from solution_helpers import play_solution
 
 from dgym_tui.benchmarks import Task, get_benchmark
 from dgym_tui.benchmarks.swebench import (
@@ -33,7 +34,6 @@ from dgym_tui.benchmarks.swebench_harness import (
     parse_log,
 )
 from dgym_tui.core.types import EvalSummary
-from dgym_tui.solution import SolutionPolicy
 
 FIXTURES = {r["instance_id"]: r for r in load_instances(default_instances())}
 ACTIVATE = ". /opt/miniconda3/bin/activate && conda activate testbed && "
@@ -277,13 +277,7 @@ def test_gold_patch_resolves_and_the_base_does_not(name, instance_id, fixture_im
         n_f2p, n_p2p = len(instance["FAIL_TO_PASS"]), len(instance["PASS_TO_PASS"])
         assert (first.score, first.max_score, first.resolved) == (n_p2p, n_f2p + n_p2p, False), \
             first.observation
-        policy = SolutionPolicy.for_task(task)
-        policy.reset(None)
-        while True:
-            result = env.step(policy.propose([]).action)
-            assert not result.error, result.observation
-            if result.done:
-                break
+        result = play_solution(env, task)[-1]
         assert (result.score, result.max_score, result.resolved) == (
             n_f2p + n_p2p, n_f2p + n_p2p, True), result.observation
     finally:
@@ -381,10 +375,7 @@ def test_new_format_record_resolves_with_its_eval_script(fixture_images, tmp_pat
         # the setup line ran as root; the agent's commands run as the sandbox user
         uid = env.terminal.run("cat /etc/dgym-setup-uid; id -u; touch /etc/x").output.split()
         assert uid[:2] == ["0", str(env.terminal.run_as[0])] and "denied" in " ".join(uid)
-        policy = SolutionPolicy.for_task(task)
-        policy.reset(None)
-        while not (result := env.step(policy.propose([]).action)).done:
-            assert not result.error, result.observation
+        result = play_solution(env, task)[-1]
         assert (result.score, result.resolved) == (4, True), result.observation
     finally:
         env.close()

@@ -7,6 +7,7 @@ import os
 import shutil
 
 import pytest
+from solution_helpers import play_solution
 
 from dgym_tui.benchmarks import get_benchmark
 from dgym_tui.benchmarks.swebench import SWEBenchError, build_fixture_image, load_instances
@@ -14,7 +15,6 @@ from dgym_tui.benchmarks.swesmith import SWESmithBenchmark, default_instances, f
 from dgym_tui.core.patches import apply_patch
 from dgym_tui.core.types import ToolCall
 from dgym_tui.resources import resource_dir
-from dgym_tui.solution import SolutionPolicy
 
 REQUIRED = ("instance_id", "patch", "FAIL_TO_PASS")
 (RECORD,) = load_instances(default_instances(), required=REQUIRED)
@@ -87,13 +87,7 @@ def test_gold_fix_resolves_and_the_bug_does_not(smith_image, tmp_path):
         assert (first.score, first.max_score, first.resolved) == (2, 4, False), first.observation
         grep = env.step(ToolCall("grep", {"pattern": "test_setattr_keeps_the_key"}))
         assert "tests/test_attrs.py" not in grep.observation
-        policy = SolutionPolicy.for_task(task)
-        policy.reset(None)
-        while True:
-            result = env.step(policy.propose([]).action)
-            assert not result.error, result.observation
-            if result.done:
-                break
+        result = play_solution(env, task)[-1]
         assert (result.score, result.max_score, result.resolved) == (4, 4, True), result.observation
     finally:
         env.close()

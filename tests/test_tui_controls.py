@@ -4,24 +4,19 @@ terminal, the console's focus, an entrypoint that cannot run."""
 
 from __future__ import annotations
 
-import json
-import os
 import time
-from pathlib import Path
 
-from tui_helpers import ENTRYPOINT, FIX, SIZE, records, settle, stub_agent
+from process_helpers import alive
+from tui_helpers import FIX, SIZE, records, settle, stub_agent
 
 import dgym_tui.core.tools  # noqa: F401  registers the built-in tools
-from dgym_tui.core.env import RepoEnv
 from dgym_tui.core.types import ToolCall
-from dgym_tui.session import Session
 from dgym_tui.trajectory import read_trajectory
 from dgym_tui.tui.app import DgymApp
 
 
-async def test_palette_help_and_themes(calc_repo, tmp_path):
-    env = RepoEnv(calc_repo, entrypoint=ENTRYPOINT, tools=("view", "eval", "rewrite", "submit"))
-    session = Session(env, trajectory_path=tmp_path / "t.jsonl")
+async def test_palette_help_and_themes(calc_session):
+    session = calc_session(tools=("view", "eval", "rewrite", "submit"))
     app = DgymApp(session=session)
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)
@@ -57,9 +52,8 @@ async def test_palette_help_and_themes(calc_repo, tmp_path):
         await pilot.pause()
 
 
-async def test_submit_offers_the_patch(calc_repo, tmp_path):
-    env = RepoEnv(calc_repo, entrypoint=ENTRYPOINT, tools=("view", "eval", "rewrite", "submit"))
-    session = Session(env, trajectory_path=tmp_path / "t.jsonl")
+async def test_submit_offers_the_patch(calc_session, calc_repo):
+    session = calc_session(tools=("view", "eval", "rewrite", "submit"))
     app = DgymApp(session=session)
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)
@@ -81,14 +75,14 @@ async def test_submit_offers_the_patch(calc_repo, tmp_path):
         await pilot.pause()
 
 
-async def test_auto_mode_and_pause(calc_repo, tmp_path, llm_server):
+async def test_auto_mode_and_pause(calc_session, tmp_path, llm_server):
     # eval steps run pytest (about a second each), so the pause lands mid-run.
     evaluate = {"tool_calls": [{"name": "eval", "arguments": {}}],
                 "usage": {"prompt_tokens": 10, "completion_tokens": 1}}
     llm_server.script([dict(evaluate) for _ in range(6)])
     out = tmp_path / "auto.jsonl"
-    env = RepoEnv(calc_repo, entrypoint=ENTRYPOINT, tools=("view", "eval", "rewrite", "submit"))
-    session = Session(env, stub_agent(llm_server), mode="approve", trajectory_path=out)
+    session = calc_session(stub_agent(llm_server), "approve", out,
+                           tools=("view", "eval", "rewrite", "submit"))
     app = DgymApp(session=session)
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)
@@ -115,20 +109,10 @@ async def test_auto_mode_and_pause(calc_repo, tmp_path, llm_server):
     assert decisions == ["auto"] * steps + ["approved"]
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # a zombie is gone for our purposes
-    stat = Path(f"/proc/{pid}/stat")
-    return stat.exists() and stat.read_text().split()[2] != "Z"
-
-
-async def test_quit_while_a_step_runs_is_prompt(calc_repo, tmp_path):
+async def test_quit_while_a_step_runs_is_prompt(calc_session, tmp_path):
     out = tmp_path / "t.jsonl"
-    env = RepoEnv(calc_repo, entrypoint=ENTRYPOINT, pdb_timeout=60)
-    session = Session(env, trajectory_path=out, task_name="calc")
+    session = calc_session(out=out, task_name="calc", pdb_timeout=60)
+    env = session.env
     app = DgymApp(session=session)
     async with app.run_test(size=(160, 48)) as pilot:
         await settle(app, pilot)
@@ -149,8 +133,8 @@ async def test_quit_while_a_step_runs_is_prompt(calc_repo, tmp_path):
         elapsed = time.monotonic() - start
     assert elapsed < 8, f"quit took {elapsed:.1f} s"
     assert env.workspace is None and env.terminal is None
-    assert not any(_alive(pid) for pid in pids if pid)
-    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert not any(alive(pid) for pid in pids if pid)
+    lines = records(out)
     kinds = [r["type"] for r in lines]
     assert kinds[0] == "header" and kinds[-1] == "footer" and kinds.count("footer") == 1
     steps = [r for r in lines if r["type"] == "step"]
@@ -165,9 +149,8 @@ def _pdb_children(pdb_tool) -> list:
     return [child] if child is not None else []
 
 
-async def test_narrow_terminal_keeps_the_source_view_usable(calc_repo, tmp_path):
-    session = Session(RepoEnv(calc_repo, entrypoint=ENTRYPOINT),
-                      trajectory_path=tmp_path / "t.jsonl")
+async def test_narrow_terminal_keeps_the_source_view_usable(calc_session):
+    session = calc_session()
     app = DgymApp(session=session)
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(app, pilot)
@@ -176,9 +159,8 @@ async def test_narrow_terminal_keeps_the_source_view_usable(calc_repo, tmp_path)
     app.close_session()
 
 
-async def test_help_shows_console_syntax_and_only_live_keys(calc_repo, tmp_path):
-    session = Session(RepoEnv(calc_repo, entrypoint=ENTRYPOINT),
-                      trajectory_path=tmp_path / "t.jsonl")
+async def test_help_shows_console_syntax_and_only_live_keys(calc_session):
+    session = calc_session()
     app = DgymApp(session=session)
     async with app.run_test(size=(160, 48)) as pilot:
         await settle(app, pilot)
@@ -193,9 +175,9 @@ async def test_help_shows_console_syntax_and_only_live_keys(calc_repo, tmp_path)
     app.close_session()
 
 
-async def test_console_gives_focus_back_when_the_episode_ends(calc_repo, tmp_path):
+async def test_console_gives_focus_back_when_the_episode_ends(calc_session, tmp_path):
     out = tmp_path / "t.jsonl"
-    session = Session(RepoEnv(calc_repo, entrypoint=ENTRYPOINT), trajectory_path=out)
+    session = calc_session(out=out)
     app = DgymApp(session=session, ask_apply=False)
     async with app.run_test(size=(160, 48)) as pilot:
         await settle(app, pilot)
@@ -211,9 +193,8 @@ async def test_console_gives_focus_back_when_the_episode_ends(calc_repo, tmp_pat
     assert read_trajectory(out).footer["reason"] == "submitted"
 
 
-async def test_entrypoint_that_cannot_run_is_reported(calc_repo, tmp_path):
-    session = Session(RepoEnv(calc_repo, entrypoint="no_such_command_xyz --x"),
-                      trajectory_path=tmp_path / "t.jsonl")
+async def test_entrypoint_that_cannot_run_is_reported(calc_session):
+    session = calc_session(entrypoint="no_such_command_xyz --x")
     app = DgymApp(session=session)
     async with app.run_test(size=(160, 48)) as pilot:
         await settle(app, pilot)

@@ -26,11 +26,11 @@ def _click_target(app, selector: str) -> tuple[int, int]:
 
 
 class TestTranscriptFolds:
-    async def test_fold_click_and_keys(self, calc_repo, tmp_path):
+    async def test_fold_click_and_keys(self, calc_session, tmp_path):
         """A click on "▶ N more lines" expands the observation (it crashed the app);
         enter / Z on the focused transcript do the same from the keyboard."""
         out = tmp_path / "t.jsonl"
-        session = Session(RepoEnv(calc_repo, entrypoint=ENTRYPOINT), trajectory_path=out)
+        session = calc_session(out=out)
         app = DgymApp(session=session)
         async with app.run_test(size=SIZE) as pilot:
             await settle(app, pilot)
@@ -56,11 +56,11 @@ class TestTranscriptFolds:
             await pilot.pause()
         assert records(out)[-1]["type"] == "footer"
 
-    async def test_fold_click_in_replay(self, calc_repo, tmp_path):
+    async def test_fold_click_in_replay(self, calc_session, tmp_path):
         """The same click in --replay."""
         out = tmp_path / "t.jsonl"
-        env = RepoEnv(calc_repo, entrypoint=ENTRYPOINT)
-        session = Session(env, trajectory_path=out)
+        session = calc_session(out=out)
+        env = session.env
         session.start()
         session.act(ToolCall("eval", {}))
         session.finish("quit")
@@ -108,16 +108,15 @@ class TestApply:
             await pilot.press("y")
             await settle(app, pilot)
             assert "patch not applied" in console_text(app)
-            assert not app._apply_done
+            assert app._applied_patch is None
             assert (repo / "pkg").read_text() == "mine\n"
             await _quit(app, pilot)
         assert session.done
 
-    async def test_apply_keeps_an_outside_edit(self, calc_repo, tmp_path):
+    async def test_apply_keeps_an_outside_edit(self, calc_session, calc_repo):
         """A line edited in the original outside the session survives `w`: merged, or the
         apply is refused and said so."""
-        session = Session(RepoEnv(calc_repo, entrypoint=ENTRYPOINT),
-                          trajectory_path=tmp_path / "t.jsonl")
+        session = calc_session()
         app = DgymApp(session=session)
         async with app.run_test(size=SIZE) as pilot:
             await settle(app, pilot)
@@ -137,13 +136,11 @@ class TestApply:
 
 
 @pytest.fixture
-def agent_session(calc_repo, tmp_path, llm_server):
+def agent_session(calc_session, tmp_path, llm_server):
     def make(script, mode="approve", tools=None):
         llm_server.script(script)
         kwargs = {"tools": tools} if tools else {}
-        env = RepoEnv(calc_repo, entrypoint=ENTRYPOINT, **kwargs)
-        return Session(env, stub_agent(llm_server), mode=mode,
-                       trajectory_path=tmp_path / "a.jsonl")
+        return calc_session(stub_agent(llm_server), mode, tmp_path / "a.jsonl", **kwargs)
     return make
 
 
@@ -244,10 +241,9 @@ class TestAgentKeys:
 
 
 class TestHumanHints:
-    async def test_m_without_agent_and_help(self, calc_repo, tmp_path):
+    async def test_m_without_agent_and_help(self, calc_session):
         """`m` without --agent says why; `?` and the console accept the JSON new_code form."""
-        session = Session(RepoEnv(calc_repo, entrypoint=ENTRYPOINT),
-                          trajectory_path=tmp_path / "t.jsonl")
+        session = calc_session()
         app = DgymApp(session=session)
         async with app.run_test(size=SIZE) as pilot:
             await settle(app, pilot)
@@ -282,11 +278,10 @@ class TestHumanHints:
                 console_text(app)
             await _quit(app, pilot)
 
-    async def test_frame_after_an_edit_while_stopped(self, calc_repo, tmp_path):
+    async def test_frame_after_an_edit_while_stopped(self, calc_session):
         """A rewrite while stopped drops the stale ▶; the next `n` goes back to the
         breakpoint (the restarted pdb would otherwise step in pytest's __main__)."""
-        session = Session(RepoEnv(calc_repo, entrypoint=ENTRYPOINT),
-                          trajectory_path=tmp_path / "t.jsonl")
+        session = calc_session()
         app = DgymApp(session=session)
         async with app.run_test(size=SIZE) as pilot:
             await settle(app, pilot)
