@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tui_helpers import CALC, ENTRYPOINT, FIX, SIZE, TESTS, settle
+from tui_helpers import CALC, ENTRYPOINT, FIX, SIZE, TESTS, console_text, settle
 
 import dgym_tui.core.tools  # noqa: F401  registers the built-in tools
 from dgym_tui.core.env import RepoEnv
@@ -28,7 +28,7 @@ async def test_w_refuses_a_conflicting_outside_edit(make_repo, tmp_path):
         await pilot.press("y")
         await settle(app, pilot)
         assert (repo / "calc.py").read_text() == mine
-        console = " ".join(" ".join(line.text for line in app.pdb_console.log_widget.lines).split())
+        console = console_text(app)
         assert "patch not applied to" in console
         assert "not applied: calc.py changed in the original" in console
         await pilot.press("q")

@@ -5,7 +5,7 @@ smaller ones (keys after the episode ended, ``m`` without an agent, 0/0 tests, .
 from __future__ import annotations
 
 import pytest
-from tui_helpers import CALC, ENTRYPOINT, SIZE, TESTS, records, settle, stub_agent
+from tui_helpers import CALC, ENTRYPOINT, SIZE, TESTS, console_text, records, settle, stub_agent
 
 from dgym_tui.core.env import RepoEnv
 from dgym_tui.core.types import ToolCall
@@ -73,11 +73,6 @@ class TestTranscriptFolds:
             await pilot.click(offset=(x, y))
             await pilot.pause()
             assert app.transcript.expanded == {1}
-
-
-def console_text(app) -> str:
-    """The console's scroll-back as plain text, whitespace (and wrapping) collapsed."""
-    return " ".join(" ".join(strip.text for strip in app.pdb_console.log_widget.lines).split())
 
 
 async def _quit(app, pilot) -> None:

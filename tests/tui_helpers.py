@@ -45,6 +45,11 @@ async def settle(app, pilot, rounds: int = 400) -> None:
     raise AssertionError("the app stayed busy")
 
 
+def console_text(app) -> str:
+    """The console's scroll-back as plain text, whitespace (and wrapping) collapsed."""
+    return " ".join(" ".join(strip.text for strip in app.pdb_console.log_widget.lines).split())
+
+
 async def type_console(app, pilot, line: str) -> None:
     """Type ``line`` into the console, press enter and wait for the step."""
     console_input = app.query_one("#console-input")

@@ -330,8 +330,10 @@ class DgymApp(AppKeys, SessionCalls, AgentTurns, CodeEdits, ReplayMode, WidgetEv
         if summary is None:
             return
         if summary.exit_code in (126, 127) and summary.passed == 0:
-            self.notify(f"the entrypoint could not run (exit code {summary.exit_code}); "
-                        "check --entrypoint", severity="error", timeout=10)
+            text = (f"the entrypoint could not run (exit code {summary.exit_code}); "
+                    "check --entrypoint")
+            self.pdb_console.write(text, style="bold red")
+            self.notify(text, severity="error", timeout=10)
         elif summary.total == 0 and not self._hinted_no_tests and self.env is not None:
             self._hinted_no_tests = True
             hint = no_tests_hint(self._workspace.files, self.env.entrypoint)
