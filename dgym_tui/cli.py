@@ -73,9 +73,8 @@ def _message(exc: BaseException) -> str:
 # ---------------------------------------------------------------- subcommands
 def _cmd_run(args: argparse.Namespace) -> int:
     from dgym_tui.config import load_config
-    from dgym_tui.runner import run_tasks
-
     from dgym_tui.episode import UsageError
+    from dgym_tui.runner import run_tasks
 
     if args.executor != "ray" and (args.shared_output or args.address):
         option = "--shared-output" if args.shared_output else "--address"

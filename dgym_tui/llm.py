@@ -438,27 +438,6 @@ def fewest_units_to_drop(messages: list[dict[str, Any]], fits: Callable[[list[di
     return best
 
 
-def trim_messages(messages: list[dict[str, Any]], fits: Callable[[list[dict]], bool],
-                  keep_first: int = 2) -> tuple[list[dict[str, Any]], int]:
-    """Drop the oldest history until ``fits(messages)`` is true.
-
-    The first ``keep_first`` messages (system prompt and task) and the latest
-    history unit are always kept; a short user note replaces what was dropped.
-
-    Args:
-        messages: chat messages, oldest first.
-        fits: predicate on a candidate message list.
-        keep_first: number of leading messages never dropped.
-
-    Returns:
-        ``(messages, dropped)`` — the trimmed list and how many messages were dropped.
-
-    Raises:
-        ContextTooLong: nothing more can be dropped and it still does not fit.
-    """
-    return drop_oldest(messages, fewest_units_to_drop(messages, fits, keep_first), keep_first)
-
-
 class LLM:
     """A chat model behind one llm.yaml entry.
 

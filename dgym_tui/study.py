@@ -73,8 +73,6 @@ GAVE_UP = "gave up"
 TIMED_OUT = "timed out"
 #: Footer reasons that finish a task; any other (``quit``, an error) leaves it to restart.
 FINISHED_REASONS = ("submitted", "resolved", "max_steps", "stuck", GAVE_UP, TIMED_OUT)
-#: Outcomes :func:`outcome` returns.
-OUTCOMES = ("solved", "unsolved", GAVE_UP, TIMED_OUT)
 _PARTICIPANT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$")
 
 

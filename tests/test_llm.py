@@ -17,11 +17,17 @@ from dgym_tui.llm import (
     MalformedResponse,
     context_overflow,
     default_config_path,
+    drop_oldest,
+    fewest_units_to_drop,
     get_llm_config,
     load_llm_configs,
-    trim_messages,
     write_llm_config_template,
 )
+
+
+def trim_messages(messages, fits, keep_first=2):
+    """How LLM.complete trims a prompt: the fewest history units dropped so it fits."""
+    return drop_oldest(messages, fewest_units_to_drop(messages, fits, keep_first), keep_first)
 
 
 def stub_config(server, **overrides) -> LLMConfig:

@@ -368,15 +368,6 @@ class SourceView(QuietKeys, ScrollView, can_focus=True):
         """True while a ``V`` line selection is active."""
         return self._anchor is not None
 
-    def selected_text(self) -> str:
-        """The original text (tabs kept) of the selected lines, newline-terminated."""
-        if self._text is None:
-            return ""
-        first, last = self.selection
-        lines = self._text.splitlines(keepends=True)[first - 1:last]
-        text = "".join(lines)
-        return text if text.endswith("\n") or not text else text + "\n"
-
     def clear_selection(self) -> None:
         """End the ``V`` selection (if any)."""
         if self._anchor is not None:
