@@ -86,11 +86,10 @@ class TestDebugPanes:
         assert len(steps) == 6  # b, c, n, u 1, disable, cl: nothing hidden was recorded
 
 
-    async def test_click_selects_the_clicked_frame(self, calc_repo, tmp_path):
+    async def test_click_selects_the_clicked_frame(self, calc_session):
         """A click on the unfocused stack pane selects the frame under the mouse (the focus
         it gives the pane must not move the rows: it selected the frame above before)."""
-        session = Session(RepoEnv(calc_repo, entrypoint=ENTRYPOINT),
-                          trajectory_path=tmp_path / "t.jsonl")
+        session = calc_session()
         app = DgymApp(session=session)
         async with app.run_test(size=SIZE) as pilot:
             await settle(app, pilot)
@@ -109,12 +108,11 @@ class TestDebugPanes:
 
 
 class TestNavigation:
-    async def test_goto_search_frame_and_completion(self, calc_repo, tmp_path):
+    async def test_goto_search_frame_and_completion(self, calc_session):
         """`:N` goes to a line, `G` to the last, `/text` searches with `;` / `,` repeating
         (n stays pdb's next), `.` jumps back to the frame, the console completes the
         frame's names."""
-        session = Session(RepoEnv(calc_repo, entrypoint=ENTRYPOINT),
-                          trajectory_path=tmp_path / "t.jsonl")
+        session = calc_session()
         app = DgymApp(session=session)
         async with app.run_test(size=SIZE) as pilot:
             await settle(app, pilot)
@@ -143,11 +141,10 @@ class TestNavigation:
             await pilot.press("q")
             await pilot.pause()
 
-    async def test_small_terminal(self, calc_repo, tmp_path):
+    async def test_small_terminal(self, calc_session):
         """At 80x24 the tree and the side column start hidden ([ / ] show them), z zooms
         the focused pane, and the console wraps long lines inside its width."""
-        session = Session(RepoEnv(calc_repo, entrypoint=ENTRYPOINT),
-                          trajectory_path=tmp_path / "t.jsonl")
+        session = calc_session()
         app = DgymApp(session=session)
         async with app.run_test(size=(80, 24)) as pilot:
             await settle(app, pilot)
