@@ -6,6 +6,7 @@ import subprocess
 
 import pytest
 
+from dgym_tui.core.gitpatch import text_diff
 from dgym_tui.core.patches import (
     PatchError,
     apply_patch,
@@ -15,7 +16,6 @@ from dgym_tui.core.patches import (
     patched_text,
     reverse,
 )
-from dgym_tui.core.workspace import text_diff
 
 OLD = "".join(f"line {i}\n" for i in range(1, 31))
 NEW = OLD.replace("line 3\n", "line three\n").replace("line 25\n", "") + "tail"

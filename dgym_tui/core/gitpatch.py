@@ -16,6 +16,7 @@ import base64
 import difflib
 import hashlib
 import os
+import re
 import subprocess
 import tempfile
 import zlib
@@ -30,6 +31,7 @@ _ESCAPES = {0x07: "a", 0x08: "b", 0x09: "t", 0x0A: "n", 0x0B: "v", 0x0C: "f", 0x
             0x22: '"', 0x5C: "\\"}
 #: Bytes per line of a binary literal (git's limit).
 _BINARY_LINE = 52
+_LINE_RE = re.compile(r"[^\n]*\n|[^\n]+")
 
 
 @dataclass(frozen=True)
@@ -137,33 +139,41 @@ def file_patch(rel: str, old: Blob | None, new: Blob | None) -> str:
     return "".join(head) + "GIT binary patch\n" + _literal(new_data) + _literal(old_data)
 
 
-def _names(rel: str, old: Blob | None, new: Blob | None) -> str:
-    old_name = quote_path("a/" + rel) if old is not None else "/dev/null"
-    new_name = quote_path("b/" + rel) if new is not None else "/dev/null"
-    # git ends a name holding a space with a tab, so `patch` reads it whole
-    old_tab = "\t" if old is not None and " " in rel else ""
-    new_tab = "\t" if new is not None and " " in rel else ""
-    return f"--- {old_name}{old_tab}\n+++ {new_name}{new_tab}\n"
-
-
 def _text_hunks(rel: str, old: Blob | None, new: Blob | None) -> str:
-    old_lines = _lines(old.data.decode("utf-8")) if old is not None else []
-    new_lines = _lines(new.data.decode("utf-8")) if new is not None else []
-    out = [_names(rel, old, new)]
-    for line in list(difflib.unified_diff(old_lines, new_lines, lineterm="\n"))[2:]:
+    # git ends a name holding a space with a tab, so `patch` reads it whole
+    tab = "\t" if " " in rel else ""
+    return unified_diff(quote_path("a/" + rel) + tab if old is not None else "/dev/null",
+                        quote_path("b/" + rel) + tab if new is not None else "/dev/null",
+                        old.data.decode("utf-8") if old is not None else "",
+                        new.data.decode("utf-8") if new is not None else "")
+
+
+def split_lines(text: str) -> list[str]:
+    """Split ``text`` into lines at "\\n" only, keeping the line ends (as git and pdb count)."""
+    return _LINE_RE.findall(text)
+
+
+def unified_diff(old_name: str, new_name: str, old: str, new: str) -> str:
+    """The unified diff turning text ``old`` into ``new``, its ``---`` / ``+++`` lines
+    naming ``old_name`` / ``new_name``; a last line without newline gets git's
+    ``\\ No newline at end of file`` marker. Returns "" when the texts are equal."""
+    out = []
+    for line in difflib.unified_diff(split_lines(old), split_lines(new), old_name, new_name):
         out.append(line)
         if not line.endswith("\n"):
             out.append("\n\\ No newline at end of file\n")
     return "".join(out)
 
 
-def _lines(text: str) -> list[str]:
-    """Split at "\\n" only, keeping the line ends (as git counts lines)."""
-    parts = text.split("\n")
-    lines = [p + "\n" for p in parts[:-1]]
-    if parts[-1]:
-        lines.append(parts[-1])
-    return lines
+def text_diff(rel: str, old: str | None, new: str | None) -> str:
+    """Return the unified diff body turning ``old`` into ``new`` for file ``rel``.
+
+    ``None`` stands for a missing file (``/dev/null``). Headers use git's
+    ``a/`` ``b/`` prefixes; a last line without newline gets git's
+    ``\\ No newline at end of file`` marker. Returns "" when the texts are equal.
+    """
+    return unified_diff(f"a/{rel}" if old is not None else "/dev/null",
+                        f"b/{rel}" if new is not None else "/dev/null", old or "", new or "")
 
 
 def _literal(data: bytes) -> str:

@@ -27,10 +27,8 @@ from __future__ import annotations
 
 import bisect
 import contextlib
-import difflib
 import os
 import posixpath
-import re
 import shutil
 import stat
 import sys
@@ -77,7 +75,6 @@ MAX_KEPT_LINE = 1 << 16
 #: Bytes of unchanged file content kept in memory for grep.
 CONTENT_CACHE_BYTES = 64 << 20
 
-_LINE_RE = re.compile(r"[^\n]*\n|[^\n]+")
 _swept = False
 
 
@@ -608,8 +605,8 @@ class Workspace:
             return list(memo[target, special])
         if target != ".":
             prefix = target + "/"
-            every = every[_bisect(every, prefix):]
-            every = every[:_bisect(every, prefix[:-1] + chr(ord("/") + 1))]
+            every = every[bisect.bisect_left(every, prefix):]
+            every = every[:bisect.bisect_left(every, prefix[:-1] + chr(ord("/") + 1))]
         entries = self._index.entries
         out = []
         for p in every:
@@ -858,38 +855,9 @@ class Workspace:
         for tree in (self._tree, self._src):
             if tree is not None:
                 tree.close()
-        root = getattr(self, "root", None)
-        if root is not None and root.exists():
-            _rmtree(str(root))
+        if self.root.exists():
+            _rmtree(str(self.root))
 
 
 _SAME = object()
 _LOST = object()
-
-
-def _bisect(items: list[str], key: str) -> int:
-    return bisect.bisect_left(items, key)
-
-
-def split_lines(text: str) -> list[str]:
-    """Split ``text`` into lines at "\\n" only, keeping the line ends (as git and pdb count)."""
-    return _LINE_RE.findall(text)
-
-
-def text_diff(rel: str, old: str | None, new: str | None) -> str:
-    """Return the unified diff body turning ``old`` into ``new`` for file ``rel``.
-
-    ``None`` stands for a missing file (``/dev/null``). Headers use git's
-    ``a/`` ``b/`` prefixes; a last line without newline gets git's
-    ``\\ No newline at end of file`` marker. Returns "" when the texts are equal.
-    """
-    old_name = f"a/{rel}" if old is not None else "/dev/null"
-    new_name = f"b/{rel}" if new is not None else "/dev/null"
-    out = []
-    for line in difflib.unified_diff(split_lines(old or ""), split_lines(new or ""),
-                                     old_name, new_name):
-        out.append(line)
-        if not line.endswith("\n"):
-            out.append("\n\\ No newline at end of file\n")
-    return "".join(out)
-

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from dgym_tui.core.gitpatch import split_lines, text_diff
 from dgym_tui.core.tools.base import FILE_PATH_PARAM, Tool, ToolError, ToolOutput, register
-from dgym_tui.core.workspace import split_lines, text_diff
 
 
 @register
