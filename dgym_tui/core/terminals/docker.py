@@ -23,6 +23,7 @@ on ``close(force=True)``, ``terminate()`` and ``kill()``. Whatever escaped
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import posixpath
@@ -648,16 +649,9 @@ class DockerProcess(fdspawn):
 
     def _record_exit(self) -> None:
         """Fill ``exitstatus`` from the daemon once the process has ended."""
-        if self.exitstatus is not None:
-            return
-        for _ in range(50):
-            info = self._inspect()
-            if info is None:
-                return
-            if not info.get("Running") and info.get("ExitCode") is not None:
-                self.exitstatus = int(info["ExitCode"])
-                return
-            time.sleep(0.01)
+        if self.exitstatus is None:
+            with contextlib.suppress(Exception):  # the daemon or the container is gone
+                self.exitstatus = _exit_code(self.terminal._client.api, self.exec_id)
 
     def kill(self, sig: int) -> None:
         """Send signal ``sig`` (a number) to the process group inside the container."""
