@@ -345,8 +345,7 @@ def load_benchmark(config: RunConfig) -> Any:
     try:
         return get_benchmark(config.benchmark, **config.benchmark_options)
     except (KeyError, ValueError, TypeError, FileNotFoundError) as exc:
-        message = str(exc.args[0]) if exc.args else str(exc)
-        raise ConfigError(f"config key 'benchmark': {message}") from None
+        raise ConfigError(f"config key 'benchmark': {first_line(exc)}") from None
 
 
 @dataclass

@@ -51,6 +51,7 @@ from typing import Any
 
 import yaml
 
+from dgym_tui.core.errors import first_line
 from dgym_tui.episode import UsageError
 from dgym_tui.runner import (
     PATCH_FILE,
@@ -162,7 +163,7 @@ def _build(data: dict[str, Any], path: Path) -> Study:
     try:
         bench = get_benchmark(name)
     except (KeyError, ValueError, TypeError, FileNotFoundError) as exc:
-        raise UsageError(f"{where}: key 'benchmark': {_message(exc)}") from None
+        raise UsageError(f"{where}: key 'benchmark': {first_line(exc)}") from None
     known = list(bench.tasks())
     seed = _int(data.get("seed", 0), "seed", where)
     tasks = _tasks(data.get("tasks"), known, seed, path, where)
@@ -212,10 +213,6 @@ def _build(data: dict[str, Any], path: Path) -> Study:
     return Study(study_id, name, tuple(tasks), tools, condition,
                  float(limit) if limit is not None else None, show, order, seed, max_steps,
                  results if results.is_absolute() else path.parent / results)
-
-
-def _message(exc: BaseException) -> str:
-    return str(exc.args[0]) if exc.args else str(exc)
 
 
 def _int(value: Any, key: str, where: str) -> int:
