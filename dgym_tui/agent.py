@@ -24,6 +24,7 @@ first called.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from dataclasses import dataclass, field
@@ -254,10 +255,8 @@ def format_text_call(call: ToolCall) -> str:
     """Render a tool call in the text format: a fenced ``tool_call`` JSON block."""
     args = call.arguments
     if isinstance(args, str):
-        try:
+        with contextlib.suppress(json.JSONDecodeError):
             args = json.loads(args)
-        except json.JSONDecodeError:
-            pass
     body = json.dumps({"name": call.name, "arguments": args}, ensure_ascii=False)
     return f"```tool_call\n{body}\n```"
 

@@ -25,6 +25,7 @@ libraries (litellm, textual) are imported only by the subcommands that need them
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import shutil
@@ -322,10 +323,8 @@ def _drive_human(session: Any) -> None:
     if session.done:
         return
     session.mode = "auto"
-    try:
+    with contextlib.suppress(EOFError, KeyboardInterrupt):
         session.run()
-    except (EOFError, KeyboardInterrupt):
-        pass
     if not session.done:
         session.finish("quit")
 

@@ -17,6 +17,7 @@ the episodes whose files changed (size or mtime) since the last refresh.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from dataclasses import dataclass, field
@@ -174,10 +175,8 @@ def _scan_steps(path: str, row: EpisodeRow) -> str:
             return f"corrupt line {lineno}"
         if record.get("type") == "step":
             steps += 1
-            try:
+            with contextlib.suppress(TypeError, ValueError):
                 usage = usage + Usage.from_dict(record.get("usage"))
-            except (TypeError, ValueError):
-                pass
         elif record.get("type") == "footer":
             footer = record
     row.steps = steps

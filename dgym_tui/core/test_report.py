@@ -18,6 +18,7 @@ the tests and any pytest they start themselves do not see it or report.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import os
@@ -207,10 +208,8 @@ def read(path: str | None, max_bytes: int = 4 * 1024 * 1024) -> TestReport | Non
             # Only a regular file counts (not a FIFO or device planted by the tests).
             data = f.read(max_bytes) if stat.S_ISREG(os.fstat(f.fileno()).st_mode) else b""
     finally:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(path)
-        except OSError:
-            pass
     report = TestReport()
     for raw in data.splitlines():
         try:

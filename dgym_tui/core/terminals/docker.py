@@ -153,11 +153,9 @@ def remove_stale_containers(client=None) -> list[str]:
         except ValueError:
             continue
         if pid > 0 and not pid_alive(pid):
-            try:
+            with contextlib.suppress(Exception):  # gone meanwhile: nothing to remove
                 container.remove(force=True)
                 removed.append(container.id)
-            except Exception:  # noqa: BLE001, S110  gone meanwhile: nothing to remove
-                pass
     return removed
 
 
@@ -280,10 +278,8 @@ class DockerTerminal(Terminal):
         global _stale_checked
         if not _stale_checked:  # once per process: containers of killed owners
             _stale_checked = True
-            try:
+            with contextlib.suppress(Exception):  # best effort; start() goes on
                 remove_stale_containers(client)
-            except Exception:  # noqa: BLE001, S110  best effort; start() goes on
-                pass
         cpus = min(float(self.cpus), float(os.cpu_count() or 1))
         options = {
             "command": ["sleep", "infinity"],
@@ -337,10 +333,8 @@ class DockerTerminal(Terminal):
             self.container.start()
         except BaseException:
             container, self.container = self.container, None
-            try:
+            with contextlib.suppress(Exception):  # already failing: report the first error
                 container.remove(force=True)
-            except Exception:  # noqa: BLE001, S110  already failing: report the first error
-                pass
             raise
 
     def close(self) -> None:
@@ -384,12 +378,10 @@ class DockerTerminal(Terminal):
         (Output is attached on purpose: without it the daemon answers before
         the command has finished.)
         """
-        try:
+        with contextlib.suppress(Exception):  # the container is gone: nothing left to do
             api = self._client.api
             exec_id = api.exec_create(container.id, argv, stdout=True, stderr=True)["Id"]
             api.exec_start(exec_id)
-        except Exception:  # noqa: BLE001, S110  the container is gone: nothing left to do
-            pass
 
     # -- commands ----------------------------------------------------------
 
@@ -454,10 +446,8 @@ class DockerTerminal(Terminal):
             raise TerminalError(f"cannot start a command in the container: {first_line(exc, 160)}; "
                                 "reset the environment") from None
         if tty:
-            try:
+            with contextlib.suppress(Exception):  # cosmetic: the default size also works
                 api.exec_resize(exec_id, height=PTY_SIZE[0], width=PTY_SIZE[1])
-            except Exception:  # noqa: BLE001, S110  cosmetic: the default size also works
-                pass
         return exec_id, sock, pidfile
 
     def run(self, command: str, timeout: float = 60.0, max_output: int = DEFAULT_MAX_OUTPUT,
@@ -684,17 +674,13 @@ class DockerProcess(fdspawn):
     def _release(self) -> None:
         """Close the connection without asking the daemon (used when the container goes away)."""
         if self.child_fd != -1:
-            try:
+            with contextlib.suppress(OSError):
                 os.close(self.child_fd)
-            except OSError:
-                pass
             self.child_fd = -1
         self.closed = True
         for s in (self._raw, self._sock):
-            try:
+            with contextlib.suppress(Exception):  # closing must go on
                 s.close()
-            except Exception:  # noqa: BLE001, S110  closing must go on
-                pass
 
 
 __all__ = [

@@ -175,7 +175,5 @@ class LocalProcess(pexpect.spawn):
 
 def _kill_group(pid: int) -> None:
     """SIGKILL the process group led by ``pid`` (ignore if already gone)."""
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass

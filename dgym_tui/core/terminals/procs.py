@@ -17,6 +17,7 @@ children elsewhere in the program.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 import uuid
@@ -84,10 +85,8 @@ def kill_tagged(tag: str, timeout: float = 2.0) -> list[int]:
     """
     victims = tagged_processes(tag)
     for proc in victims:
-        try:
+        with contextlib.suppress(psutil.Error):
             proc.kill()
-        except psutil.Error:
-            pass
     # Wait without collecting exit statuses (no waitpid): a victim may be a child
     # whose subprocess.Popen / pexpect object still has to read its status.
     deadline = time.monotonic() + timeout
