@@ -261,16 +261,16 @@ def test_clear_disable_enable_and_tbreak_update_the_store(prog_env):
     r = pdb(env, "tbreak prog.py:8")
     assert r.breakpoints == [("prog.py", 2), ("prog.py", 3), ("prog.py", 8)]
     r = pdb(env, "disable 2")
-    assert env.breakpoints.disabled() == [("prog.py", 3)]
+    assert not env.breakpoints.get("prog.py", 3).enabled
     r = pdb(env, "c")  # the temporary breakpoint is hit and deleted
     assert r.frame == ("prog.py", 8) and ("prog.py", 8) not in r.breakpoints
     r = pdb(env, "restart")  # the disabled breakpoint stays disabled in the new process
     assert "2 breakpoints re-issued" in r.observation
-    assert env.breakpoints.disabled() == [("prog.py", 3)]
+    assert not env.breakpoints.get("prog.py", 3).enabled
     r = pdb(env, "cl prog.py:2")
     assert r.breakpoints == [("prog.py", 3)]
     pdb(env, "enable 2")
-    assert env.breakpoints.disabled() == []
+    assert env.breakpoints.get("prog.py", 3).enabled
     r = pdb(env, "condition 2 x > 2")
     assert r.conditions == {"prog.py:3": "x > 2"}
     r = pdb(env, "condition 2")

@@ -29,6 +29,7 @@ each breakpoint by this rule (see :func:`remap_lines`):
 from __future__ import annotations
 
 import difflib
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
@@ -78,7 +79,8 @@ def _is_code(line: str) -> bool:
     return bool(stripped) and not stripped.startswith("#")
 
 
-def remap_lines(old_text: str, new_text: str, lines: list[int]) -> dict[int, int | None]:
+def remap_lines(old_text: str, new_text: str,
+                lines: list[int]) -> dict[int, tuple[int | None, bool]]:
     """Map 1-based line numbers of ``old_text`` to line numbers in ``new_text``.
 
     Follows the rule in the module docstring (difflib on lines).
@@ -89,13 +91,9 @@ def remap_lines(old_text: str, new_text: str, lines: list[int]) -> dict[int, int
         lines: 1-based line numbers in ``old_text``.
 
     Returns:
-        ``{old_line: new_line or None}``; None means the breakpoint is dropped.
+        ``{old_line: (new_line or None, survived unchanged)}``; None means the
+        breakpoint is dropped; "survived" is rule 1 (it wins a collision).
     """
-    return {ln: target for ln, (target, _) in _remap(old_text, new_text, lines).items()}
-
-
-def _remap(old_text: str, new_text: str, lines: list[int]) -> dict[int, tuple[int | None, bool]]:
-    """``{old_line: (new_line or None, survived unchanged)}``; see :func:`remap_lines`."""
     old = old_text.splitlines()
     new = new_text.splitlines()
     if not new:
@@ -162,10 +160,6 @@ class BreakpointStore:
     def conditions(self) -> dict[str, str]:
         """``{"path:line": condition}`` for the breakpoints that have a condition."""
         return {bp.key: bp.condition for bp in self.entries() if bp.condition}
-
-    def disabled(self) -> list[tuple[str, int]]:
-        """Sorted ``(path, line)`` pairs of the disabled breakpoints."""
-        return [k for k in sorted(self._bps) if not self._bps[k].enabled]
 
     def files(self) -> list[str]:
         """Relative paths of the files that have breakpoints, sorted."""
@@ -257,15 +251,16 @@ class BreakpointStore:
         for path in self.files():
             old = self._snapshots.get(path)
             new = self._read(path)
-            if new is None and self.workspace is not None and not self._exists(path):
-                new = ""
+            if new is None and self.workspace is not None and not os.path.exists(
+                    os.path.join(self.workspace.root, path)):
+                new = ""  # the file was deleted
             if old is None or new is None:
                 self._snapshots[path] = new
                 continue
             if old == new:
                 continue
             mine = [bp for bp in self.entries() if bp.path == path]
-            mapping = _remap(old, new, [bp.line for bp in mine])
+            mapping = remap_lines(old, new, [bp.line for bp in mine])
             for bp in mine:
                 del self._bps[(path, bp.line)]
             # survivors of rule 1 first, so they win a collision (rule 5)
@@ -281,33 +276,19 @@ class BreakpointStore:
         self._forget_unused()
         return sorted(moves, key=lambda m: (m.path, m.old_line))
 
-    def _exists(self, path: str) -> bool:
-        root = getattr(self.workspace, "root", None)
-        if root is None:
-            return True
-        import os
-
-        return os.path.exists(os.path.join(str(root), path))
-
     # -- pdb -------------------------------------------------------------
-    def pdb_commands(self, to_abs: Callable[[str], str] | Any) -> list[str]:
+    def pdb_commands(self, to_abs: Callable[[str], str]) -> list[str]:
         """The pdb commands that re-create every breakpoint in a fresh session.
 
         Args:
-            to_abs: a function mapping a workspace-relative path to the path
-                the pdb process sees, or a terminal (anything with ``workdir``),
-                whose ``workdir`` is joined in front of the relative path.
+            to_abs: maps a workspace-relative path to the path the pdb process
+                sees (``RepoEnv.to_abs``).
 
         Returns:
             One ``break ABS:LINE[, condition]`` (``tbreak`` for temporary ones)
             per breakpoint, in (path, line) order. Disabled breakpoints are
             included; the caller disables them by the numbers pdb replies with.
         """
-        if not callable(to_abs):
-            workdir = str(to_abs.workdir).rstrip("/")
-
-            def to_abs(rel: str, _w: str = workdir) -> str:
-                return f"{_w}/{rel}"
         cmds = []
         for bp in self.entries():
             verb = "tbreak" if bp.temporary else "break"
@@ -316,4 +297,3 @@ class BreakpointStore:
                 cmd += f", {bp.condition}"
             cmds.append(cmd)
         return cmds
-
