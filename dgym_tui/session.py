@@ -162,7 +162,6 @@ class Session:
         self.footer: dict[str, Any] | None = None
         self.pending: Proposal | None = None
         self.usage = Usage()
-        self._mode = "human"
         self._check_mode(mode)
         self._mode = mode
         self._subscribers: list[Callable[[SessionEvent], None]] = []
@@ -204,11 +203,6 @@ class Session:
         """Turns left in the step budget (never negative)."""
         return max(0, self.max_steps - len(self.turns))
 
-    @property
-    def steps(self) -> int:
-        """Number of turns recorded so far."""
-        return len(self.turns)
-
     # -- events -------------------------------------------------------------
     def subscribe(self, callback: Callable[[SessionEvent], None]) -> None:
         """Call ``callback(SessionEvent)`` for every event, from the loop's thread.
@@ -217,11 +211,6 @@ class Session:
         must not break the episode.
         """
         self._subscribers.append(callback)
-
-    def unsubscribe(self, callback: Callable[[SessionEvent], None]) -> None:
-        """Stop calling ``callback``; unknown callbacks are ignored."""
-        if callback in self._subscribers:
-            self._subscribers.remove(callback)
 
     def _emit(self, kind: str, data: Any = None) -> None:
         event = SessionEvent(kind, data)
