@@ -18,12 +18,15 @@ import os
 import re
 import tempfile
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dgym_tui.core.types import StepResult, ToolCall
 from dgym_tui.episode import open_session, task_from_header
 from dgym_tui.records import Turn
 from dgym_tui.trajectory import Trajectory, TrajectoryError, read_trajectory
+
+if TYPE_CHECKING:
+    from dgym_tui.core.env import RepoEnv
 
 _TMP_ROOTS = sorted({tempfile.gettempdir(), "/tmp", "/var/tmp", "/var/folders",
                      "/private/var/folders"}, key=len, reverse=True)
@@ -112,20 +115,10 @@ def _load(trajectory: Trajectory | str | os.PathLike[str]) -> Trajectory:
     return trajectory if isinstance(trajectory, Trajectory) else read_trajectory(trajectory)
 
 
-def _env(traj: Trajectory) -> Any:
-    """A fresh (not reset) RepoEnv for the task and options recorded in the header."""
-    task, options = task_from_header(traj.header)
-    return task.make_env(**options)
-
-
-def _roots(env: Any) -> tuple[str, ...]:
-    workspace = getattr(env, "workspace", None)
-    roots = [str(getattr(workspace, "root", "") or ""), str(getattr(env, "path", "") or "")]
-    terminal = getattr(env, "terminal", None)
-    workdir = getattr(terminal, "workdir", None)
-    if isinstance(workdir, str):
-        roots.append(workdir)
-    return tuple(roots)
+def _roots(env: RepoEnv) -> tuple[str, ...]:
+    """The paths of a reset environment that observations may name: working copy,
+    source folder and the terminal's working folder."""
+    return str(env.workspace.root), env.path, env.terminal.workdir
 
 
 def _compare(step: int, recorded: str, actual: str, roots: tuple[str, ...],
@@ -136,15 +129,15 @@ def _compare(step: int, recorded: str, actual: str, roots: tuple[str, ...],
 
 
 def replay(trajectory: Trajectory | str | os.PathLike[str], until: int | None = None,
-           env: Any = None, check_initial: bool = True, on_step: Any = None) -> ReplayReport:
+           on_step: Any = None) -> ReplayReport:
     """Re-execute a trajectory's actions in a fresh environment and compare observations.
+
+    The environment is rebuilt from the header (the recorded task and options),
+    reset (its observation is compared too, as step 0) and closed at the end.
 
     Args:
         trajectory: a :class:`Trajectory` or a path to one.
         until: stop after this 1-based step (None: every step).
-        env: an environment to use instead of the one the header describes;
-            it is reset here and closed at the end either way.
-        check_initial: also compare the reset observation.
         on_step: optional ``(step_number, StepResult | None, Divergence | None)``
             callback, e.g. for a progress display.
 
@@ -157,18 +150,18 @@ def replay(trajectory: Trajectory | str | os.PathLike[str], until: int | None = 
     """
     traj = _load(trajectory)
     last = _check_until(traj, until)
-    env = env if env is not None else _env(traj)
+    task, options = task_from_header(traj.header)
+    env = task.make_env(**options)
     report = ReplayReport(trajectory=traj)
     old_roots = (str((traj.header.get("task") or {}).get("path") or ""),)
     try:
         result = env.reset()
         report.final = result
         roots = _roots(env)
-        if check_initial:
-            div = _compare(0, traj.header["initial"]["observation"], result.observation,
-                           roots, old_roots)
-            if div:
-                report.divergences.append(div)
+        div = _compare(0, traj.header["initial"]["observation"], result.observation,
+                       roots, old_roots)
+        if div:
+            report.divergences.append(div)
         for record in traj.steps[:last]:
             number = record["step"]
             div = None
