@@ -109,31 +109,19 @@ class Task:
                 own value (e.g. ``terminal="docker"``, ``tools=[...]``).
 
         Returns:
-            dict with ``path`` and the other ``RepoEnv`` keywords. ``terminal``
-            and ``image`` are left out when the task leaves them None, so the
-            environment's defaults apply.
+            dict with ``path`` and the other ``RepoEnv`` keywords (lists and
+            dicts copied). ``terminal``, ``image``, ``terminal_options``,
+            ``hidden`` and ``grader`` are left out when the task leaves them
+            unset, so the environment's defaults apply.
         """
-        kwargs: dict[str, Any] = {
-            "path": self.path,
-            "entrypoint": self.entrypoint,
-            "debug_entrypoint": self.debug_entrypoint,
-            "task": self.description,
-            "ignore": list(self.ignore),
-            "readonly": list(self.readonly),
-            "setup_commands": list(self.setup_commands),
-        }
-        if self.terminal is not None:
-            kwargs["terminal"] = self.terminal
-        if self.image is not None:
-            kwargs["image"] = self.image
-        if self.terminal_options:
-            kwargs["terminal_options"] = dict(self.terminal_options)
-        if self.hidden:
-            kwargs["hidden"] = list(self.hidden)
-        if self.grader is not None:
-            kwargs["grader"] = self.grader
-        kwargs.update(overrides)
-        return kwargs
+        unset = {"terminal": self.terminal, "image": self.image,
+                 "terminal_options": dict(self.terminal_options) or None,
+                 "hidden": list(self.hidden) or None, "grader": self.grader}
+        return {"path": self.path, "entrypoint": self.entrypoint,
+                "debug_entrypoint": self.debug_entrypoint, "task": self.description,
+                "ignore": list(self.ignore), "readonly": list(self.readonly),
+                "setup_commands": list(self.setup_commands),
+                **{key: value for key, value in unset.items() if value is not None}, **overrides}
 
     def make_env(self, **overrides: Any) -> RepoEnv:
         """Build a (not yet reset) ``RepoEnv`` for this task.
@@ -150,9 +138,7 @@ class Task:
         """
         from dgym_tui.core.env import RepoEnv  # lazy: loaders stay importable alone
 
-        kwargs = self.env_kwargs(**overrides)
-        path = kwargs.pop("path")
-        return RepoEnv(path, **kwargs)
+        return RepoEnv(**self.env_kwargs(**overrides))
 
     def to_dict(self, include_meta: bool = False) -> dict[str, Any]:
         """Return a JSON-ready dict (for trajectory headers).
