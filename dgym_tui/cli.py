@@ -49,18 +49,12 @@ class _Parser(argparse.ArgumentParser):
 def _user_errors() -> tuple[type[BaseException], ...]:
     from dgym_tui.config import ConfigError
     from dgym_tui.episode import UsageError
+    from dgym_tui.llm import LLMConfigError
     from dgym_tui.trajectory import TrajectoryError
 
     # OSError: a file or folder named on the command line cannot be read / written
-    errors: list[type[BaseException]] = [UsageError, ConfigError, TrajectoryError,
-                                         OSError, ValueError, KeyError]
-    try:
-        from dgym_tui.llm import LLMConfigError
-
-        errors.append(LLMConfigError)
-    except ImportError:  # pragma: no cover - llm.py is part of the package
-        pass
-    return tuple(errors)
+    return (UsageError, ConfigError, TrajectoryError, LLMConfigError, OSError, ValueError,
+            KeyError)
 
 
 def _message(exc: BaseException) -> str:

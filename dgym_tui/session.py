@@ -553,8 +553,8 @@ class Session:
             A ``dgym_tui.core.pdb_inspect.Inspection``, or None (no pdb tool, no
             stopped pdb session, environment closed, or the inspection failed).
         """
-        tool = (getattr(self.env, "tools", None) or {}).get("pdb")
-        if tool is None or not hasattr(tool, "inspect"):
+        tool = self.env.tools.get("pdb")
+        if tool is None:
             return None
         with self._env_lock:
             try:
