@@ -23,11 +23,14 @@ needed on the host).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from dgym_tui.core.patches import PatchError, locate_hunks, parse_patch, patched_files, patched_text
+from dgym_tui.core.patches import PatchError, locate_hunks, parse_patch, patched_text
 from dgym_tui.core.types import ToolCall
 from dgym_tui.records import EpisodeInfo, Proposal, Turn
+
+if TYPE_CHECKING:
+    from dgym_tui.benchmarks.base import Task
 
 
 class SolutionError(ValueError):
@@ -74,37 +77,6 @@ def patch_actions(patch: str, source: str | Path) -> list[ToolCall]:
     return actions
 
 
-def solution_files(task: Any) -> dict[str, str]:
-    """Return ``{relative path: new content}`` of ``task``'s reference solution.
-
-    Args:
-        task: a :class:`dgym_tui.benchmarks.Task`.
-
-    Raises:
-        SolutionError: the task's meta holds no solution, or its patch does not apply.
-    """
-    meta = getattr(task, "meta", None) or {}
-    if isinstance(meta.get("solution_files"), dict):
-        return {str(k): str(v) for k, v in meta["solution_files"].items()}
-    if meta.get("example") and meta.get("stub"):
-        return {str(meta["stub"]): Path(meta["example"]).read_text(encoding="utf-8")}
-    patch = _task_patch(task)
-    if patch:
-        try:
-            files = patched_files(patch, task.path)
-        except PatchError as exc:
-            raise SolutionError(str(exc)) from None
-        return {rel: text for rel, text in files.items() if text is not None}
-    raise SolutionError(f"task {getattr(task, 'name', '?')!r} has no reference solution "
-                        "(meta solution_files, example + stub, or gold_patch)")
-
-
-def _task_patch(task: Any) -> str | None:
-    meta = getattr(task, "meta", None) or {}
-    patch = meta.get("gold_patch") or meta.get("patch")
-    return patch if isinstance(patch, str) and patch.strip() else None
-
-
 class SolutionPolicy:
     """A :class:`~dgym_tui.policy.Policy` that writes a reference solution, then submits.
 
@@ -140,21 +112,25 @@ class SolutionPolicy:
         return policy
 
     @classmethod
-    def for_task(cls, task: Any) -> SolutionPolicy:
+    def for_task(cls, task: Task) -> SolutionPolicy:
         """Build the policy from a task's meta (see the module docstring).
 
         Raises:
             SolutionError: no usable solution, or its patch does not apply.
         """
-        meta = getattr(task, "meta", None) or {}
-        patch = _task_patch(task)
-        if patch and not isinstance(meta.get("solution_files"), dict) and not (
-                meta.get("example") and meta.get("stub")):
-            try:
-                return cls.from_patch(patch, task.path)
-            except PatchError as exc:
-                raise SolutionError(str(exc)) from None
-        return cls(solution_files(task))
+        meta = task.meta
+        if isinstance(meta.get("solution_files"), dict):
+            return cls({str(k): str(v) for k, v in meta["solution_files"].items()})
+        if meta.get("example") and meta.get("stub"):
+            return cls({str(meta["stub"]): Path(meta["example"]).read_text(encoding="utf-8")})
+        patch = meta.get("gold_patch") or meta.get("patch")
+        if not (isinstance(patch, str) and patch.strip()):
+            raise SolutionError(f"task {task.name!r} has no reference solution "
+                                "(meta solution_files, example + stub, or gold_patch)")
+        try:
+            return cls.from_patch(patch, task.path)
+        except PatchError as exc:
+            raise SolutionError(str(exc)) from None
 
     def reset(self, info: EpisodeInfo) -> None:
         """Plan the episode: the rewrites, then ``submit`` (which runs the final eval)."""
@@ -178,4 +154,4 @@ class SolutionPolicy:
                         reasoning=f"apply the reference solution: {call.name}")
 
 
-__all__ = ["SolutionError", "SolutionPolicy", "patch_actions", "solution_files"]
+__all__ = ["SolutionError", "SolutionPolicy", "patch_actions"]
