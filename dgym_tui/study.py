@@ -429,12 +429,6 @@ class StudyTask:
         """End the episode with reason ``"timed out"`` (no-op once it ended)."""
         self.session.finish(TIMED_OUT)
 
-    def check_time(self) -> bool:
-        """End the episode when the time limit is spent; return whether it ended."""
-        if not self.session.done and self.clock.expired:
-            self.time_out()
-        return self.session.done
-
     def close(self) -> TaskStatus:
         """Write ``status.json`` (``done`` when the episode ended with one of
         :data:`FINISHED_REASONS`, else ``interrupted``: it restarts next time), ``patch.diff`` and the run's

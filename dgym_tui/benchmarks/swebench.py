@@ -397,8 +397,6 @@ class SWEBenchBenchmark(Benchmark):
     """
 
     name = "swebench"
-    #: Apply ``test_patch`` to the working copy before the episode.
-    apply_test_patch = False
     #: Named instance sets of this benchmark (``instances=lite``).
     named_datasets = NAMED_DATASETS
     #: Fields every record of this benchmark has.
@@ -627,7 +625,6 @@ class SWEBenchDebugBenchmark(SWEBenchBenchmark):
     Same arguments as :class:`SWEBenchBenchmark`."""
 
     name = "swebench-debug"
-    apply_test_patch = True
 
     def _finish(self, task: Task, instance: dict[str, Any], spec: HarnessSpec, python: str,
                 conda: bool) -> Task:
