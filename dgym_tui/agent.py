@@ -531,28 +531,23 @@ class LLMAgent:
     def _turn_messages(self, turn: Turn, before: list[Turn]) -> list[dict[str, Any]]:
         observation = turn.result.observation if turn.result is not None else ""
         note = (turn.note or "").strip()
+        noted = f" Note: {note}" if note else ""
         if turn.invalid:
             error = turn.error or note
             return [{"role": "assistant", "content": self.reply_text(turn) or "(empty reply)"},
                     {"role": "user", "content": self.correction(error, before)}]
         if turn.proposed is None:  # the person acted on their own
-            text = f"The user ran `{_describe(turn.action)}` themselves."
-            if note:
-                text += f" Note: {note}"
-            return [{"role": "user", "content": f"{text}\nOutput:\n{observation}"}]
+            return [{"role": "user", "content": f"The user ran `{_describe(turn.action)}` "
+                                                f"themselves.{noted}\nOutput:\n{observation}"}]
         out = [self._assistant(turn.proposed, turn.reasoning)]
         if turn.action is None:  # rejected
-            text = "The user rejected this action."
-            if note:
-                text += f" Note: {note}"
-            out.append(self._result(turn.proposed, text, output=False))
+            out.append(self._result(turn.proposed, f"The user rejected this action.{noted}",
+                                    output=False))
         elif (turn.action.name, turn.action.arguments) != (turn.proposed.name,
                                                             turn.proposed.arguments):
-            text = f"The user edited this action and ran `{_describe(turn.action)}` instead."
-            if note:
-                text += f" Note: {note}"
-            out.append(self._result(turn.proposed, f"{text}\nOutput:\n{observation}",
-                                    output=False))
+            out.append(self._result(turn.proposed, f"The user edited this action and ran "
+                                    f"`{_describe(turn.action)}` instead.{noted}\nOutput:\n"
+                                    f"{observation}", output=False))
         else:
             out.append(self._result(turn.proposed, observation))
         return out
