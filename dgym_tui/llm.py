@@ -22,6 +22,7 @@ template (:func:`write_llm_config_template`).
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import math
@@ -485,18 +486,19 @@ class LLM:
         """Tokens the model accepts: ``config.context_window``, else litellm's
         model map (``max_input_tokens``), else None (unknown: no up-front check).
         A smaller window stated by the server in an overflow error wins."""
-        window = self.config.context_window
-        if not window:
-            if not hasattr(self, "_model_window"):
-                try:
-                    info = _litellm().get_model_info(self.config.model)
-                    self._model_window = int(info.get("max_input_tokens") or 0) or None
-                except Exception:  # noqa: BLE001  model not in litellm's map
-                    self._model_window = None
-            window = self._model_window
+        window = self.config.context_window or self._model_window
         if self._server_window and (not window or self._server_window < window):
             return self._server_window
         return window
+
+    @functools.cached_property
+    def _model_window(self) -> int | None:
+        """litellm's ``max_input_tokens`` of the model (None: not in its map)."""
+        try:
+            info = _litellm().get_model_info(self.config.model)
+            return int(info.get("max_input_tokens") or 0) or None
+        except Exception:  # noqa: BLE001  model not in litellm's map
+            return None
 
     def _fits(self, tools: list[dict[str, Any]] | None) -> Callable[[list[dict]], bool]:
         window = self.context_window
@@ -641,18 +643,17 @@ class LLM:
         if tool_calls:
             raw["tool_calls"] = tool_calls
         usage = getattr(response, "usage", None)
-        return LLMResponse(
-            content=content, tool_calls=tool_calls, message=raw, trimmed=trimmed,
-            usage=Usage(prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
-                        completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
-                        cost=self._cost(litellm, response, usage)))
+        prompt = int(getattr(usage, "prompt_tokens", 0) or 0)
+        completion = int(getattr(usage, "completion_tokens", 0) or 0)
+        return LLMResponse(content=content, tool_calls=tool_calls, message=raw, trimmed=trimmed,
+                           usage=Usage(prompt, completion,
+                                       self._cost(litellm, response, prompt, completion)))
 
-    def _cost(self, litellm, response, usage) -> float:
+    def _cost(self, litellm, response, prompt: int, completion: int) -> float:
         cfg = self.config
         if cfg.input_cost_per_token is not None or cfg.output_cost_per_token is not None:
-            return ((cfg.input_cost_per_token or 0.0) * (getattr(usage, "prompt_tokens", 0) or 0)
-                    + (cfg.output_cost_per_token or 0.0)
-                    * (getattr(usage, "completion_tokens", 0) or 0))
+            return ((cfg.input_cost_per_token or 0.0) * prompt
+                    + (cfg.output_cost_per_token or 0.0) * completion)
         try:
             return float(litellm.completion_cost(completion_response=response) or 0.0)
         except Exception:  # noqa: BLE001  model without a known price
