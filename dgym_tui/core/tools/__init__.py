@@ -25,19 +25,6 @@ def _load_plugins() -> None:
         register(ep.load())
 
 
-def get_tool(name: str) -> type[Tool]:
-    """Return the registered tool class called ``name``.
-
-    Raises:
-        KeyError: no tool has that name (message lists the known names).
-    """
-    _load_plugins()
-    try:
-        return REGISTRY[name]
-    except KeyError:
-        raise KeyError(f"unknown tool {name!r}; known tools: {', '.join(sorted(REGISTRY))}") from None
-
-
 def tools_for(names: Iterable[str]) -> dict[str, type[Tool]]:
     """Return a copy of the registry, complete as far as ``names`` need it.
 

@@ -4,7 +4,7 @@ A tool is one class: a ``name``, ``instructions`` (joined into the agent's
 prompt and used as the function description), a JSON-schema ``parameters``
 object, and ``run``. Registering it (``@register``) makes it available to
 ``RepoEnv(tools=[...])`` and to every agent's tool list (look-up:
-:func:`dgym_tui.core.tools.get_tool` / ``all_tools``).
+:func:`dgym_tui.core.tools.all_tools`).
 """
 
 from __future__ import annotations
