@@ -225,7 +225,7 @@ def run_task(config: RunConfig, benchmark: Any, task_name: str, output_dir: Path
     folder.mkdir(parents=True, exist_ok=True)
     status = TaskStatus(task=task_name)
     started = time.monotonic()
-    env = session = None
+    session = None
     stopped = interrupt.event if interrupt is not None else threading.Event()
     interrupted = False
     try:
@@ -240,12 +240,11 @@ def run_task(config: RunConfig, benchmark: Any, task_name: str, output_dir: Path
         session = open_session(task, policy, "auto", config.max_steps, folder / TRAJECTORY_FILE,
                                overrides, config=config.to_dict(),
                                stop_on_resolved=config.stop_on_resolved)
-        env = session.env
         session.task_record.update(task_info or {})  # before start() writes the header
         if on_event is not None:
             session.subscribe(lambda event: on_event(task_name, event))
         if interrupt is not None:
-            interrupt.add(task_name, session, env)
+            interrupt.add(task_name, session)
         if stopped.is_set():
             raise KeyboardInterrupt
         session.start()
@@ -279,9 +278,8 @@ def run_task(config: RunConfig, benchmark: Any, task_name: str, output_dir: Path
             status.prompt_tokens = session.usage.prompt_tokens
             status.completion_tokens = session.usage.completion_tokens
             status.cost = round(session.usage.cost, 6)
-        if env is not None:
             try:
-                env.close()
+                session.env.close()
             except Exception as exc:  # noqa: BLE001  cleanup must not mask the result
                 log.warning("closing the environment of %s failed: %s", task_name, exc)
         status.wall_time = round(time.monotonic() - started, 3)

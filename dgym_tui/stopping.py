@@ -15,19 +15,19 @@ INTERRUPTED = "interrupted"
 class StopSignal:
     """The stop signal of one run: set by Ctrl-C, read by every episode loop.
 
-    ``episodes`` holds the sessions and environments of running episodes so the
-    main thread can abort them and close their terminals (killing their
-    processes) when a worker is blocked in a step.
+    ``episodes`` holds the sessions of running episodes so the main thread can
+    abort them and close their terminals (killing their processes) when a worker
+    is blocked in a step.
     """
 
     def __init__(self) -> None:
         self.event = threading.Event()
         self.lock = threading.Lock()
-        self.episodes: dict[str, tuple[Any, Any]] = {}
+        self.episodes: dict[str, Any] = {}
 
-    def add(self, name: str, session: Any, env: Any) -> None:
+    def add(self, name: str, session: Any) -> None:
         with self.lock:
-            self.episodes[name] = (session, env)
+            self.episodes[name] = session
 
     def discard(self, name: str) -> None:
         with self.lock:
@@ -38,9 +38,9 @@ class StopSignal:
         self.event.set()
         with self.lock:
             episodes = list(self.episodes.values())
-        for session, env in episodes:
+        for session in episodes:
             session.abort(INTERRUPTED)  # a step cut short must not end as "submitted"
-            terminal = getattr(env, "terminal", None)  # None while the env is being reset
+            terminal = session.env.terminal  # None while the env is being reset
             try:
                 if terminal is not None:
                     terminal.close()
