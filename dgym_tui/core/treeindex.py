@@ -181,18 +181,14 @@ class TreeIndex:
         new = self.entries
         return {p for p in old.keys() | new.keys() if old.get(p) != new.get(p)}
 
-    def _drop(self, rel: str) -> set[str]:
-        gone = set()
-        if rel in self.entries:
-            del self.entries[rel]
-            gone.add(rel)
+    def _drop(self, rel: str) -> None:
+        """Forget entry ``rel`` and, when it is a folder, everything below it."""
+        self.entries.pop(rel, None)
         if rel in self.dirs:
             prefix = rel + "/"
             self.dirs = {d for d in self.dirs if d != rel and not d.startswith(prefix)}
             for path in [p for p in self.entries if p.startswith(prefix)]:
                 del self.entries[path]
-                gone.add(path)
-        return gone
 
     def _update(self, rel: str) -> set[str]:
         """Look at ``rel`` again (and below it when it is a folder)."""
