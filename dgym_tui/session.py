@@ -318,8 +318,9 @@ class Session:
         """
         self._require_running()
         if proposal.action is None:
-            return self._record_invalid(proposal)
-        human = self._policy_is_human()
+            return self._record_rejected(proposal, None, "",
+                                         error=proposal.error or "no tool call in the reply")
+        human = getattr(self.policy, "actor", None) == "human"
         decision = "manual" if human else ("auto" if self.mode == "auto" else "approved")
         return self._execute("human" if human else "agent", decision,
                              None if human else proposal.action, proposal.action, proposal)
@@ -408,9 +409,6 @@ class Session:
         """True when a pause was requested and :meth:`run` has not restarted since."""
         return self._pause.is_set()
 
-    def _policy_is_human(self) -> bool:
-        return getattr(self.policy, "actor", None) == "human"
-
     def _should_stop(self, should_pause: Callable[[], bool]) -> bool:
         return (self.done or self.mode != "auto" or self._pause.is_set()
                 or bool(should_pause()))
@@ -436,10 +434,6 @@ class Session:
             if self._should_stop(should_pause):
                 break
             self.approve(proposal)
-
-    def _record_invalid(self, proposal: Proposal) -> Turn:
-        return self._record_rejected(proposal, None, "",
-                                     error=proposal.error or "no tool call in the reply")
 
     def _record_rejected(self, proposal: Proposal, proposed: ToolCall | None, note: str,
                          error: str = "") -> Turn:
