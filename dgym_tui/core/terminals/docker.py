@@ -385,11 +385,6 @@ class DockerTerminal(Terminal):
 
     # -- commands ----------------------------------------------------------
 
-    def _require(self):
-        if self.container is None:
-            raise TerminalError("terminal not started; call start() first")
-        return self.container
-
     def _wrap(self, command: str, pidfile: str, tty: bool) -> list[str]:
         """The shell line that records its pid (the process group to kill), then runs ``command``.
 
@@ -402,9 +397,6 @@ class DockerTerminal(Terminal):
             return ["sh", "-c", prelude + "stty -echo 2>/dev/null; exec sh -c " + quoted]
         # One pipe for stdout and stderr keeps their order, as on the host.
         return ["sh", "-c", prelude + f"exec 2>&1; sh -c {quoted}; s=$?; rm -f {pidfile}; exit $s"]
-
-    def _new_pidfile(self) -> str:
-        return f"{_PID_DIR}/{os.getpid()}-{next(_counter)}.pid"
 
     def kill_pidfile(self, pidfile: str, sig: str = "KILL") -> None:
         """Kill the process group whose leader's pid is in ``pidfile`` (inside the container).
@@ -434,9 +426,11 @@ class DockerTerminal(Terminal):
         Raises:
             TerminalError: not started, or the container is gone.
         """
-        container = self._require()
+        container = self.container
+        if container is None:
+            raise TerminalError("terminal not started; call start() first")
         api = self._client.api
-        pidfile = self._new_pidfile()
+        pidfile = f"{_PID_DIR}/{os.getpid()}-{next(_counter)}.pid"
         try:
             exec_id = api.exec_create(container.id, self._wrap(command, pidfile, tty=tty),
                                       stdout=True, stderr=True, stdin=tty, tty=tty,
@@ -625,8 +619,10 @@ class DockerProcess(fdspawn):
             return True  # connection open, nothing to read: the process still runs
         except OSError:
             pending = b""
-        if not pending:  # end of stream: the process has ended
-            self._record_exit()
+        if not pending:  # end of stream: the process has ended; fill exitstatus
+            if self.exitstatus is None:
+                with contextlib.suppress(Exception):  # the daemon or the container is gone
+                    self.exitstatus = _exit_code(self.terminal._client.api, self.exec_id)
             return False
         info = self._inspect()
         if info is None:
@@ -636,12 +632,6 @@ class DockerProcess(fdspawn):
         if info.get("ExitCode") is not None:
             self.exitstatus = int(info["ExitCode"])
         return False
-
-    def _record_exit(self) -> None:
-        """Fill ``exitstatus`` from the daemon once the process has ended."""
-        if self.exitstatus is None:
-            with contextlib.suppress(Exception):  # the daemon or the container is gone
-                self.exitstatus = _exit_code(self.terminal._client.api, self.exec_id)
 
     def kill(self, sig: int) -> None:
         """Send signal ``sig`` (a number) to the process group inside the container."""
