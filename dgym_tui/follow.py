@@ -33,16 +33,14 @@ class TrajectoryFollower:
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
+        self._restart()
+
+    def _restart(self) -> None:
+        """Forget everything read: the next poll reads the file from its start."""
         self.header: dict[str, Any] | None = None
         self.steps: list[dict[str, Any]] = []
         self.footer: dict[str, Any] | None = None
         self.problem = ""
-        self._offset = 0
-        self._partial = b""
-        self._lineno = 0
-
-    def _restart(self) -> None:
-        self.header, self.steps, self.footer, self.problem = None, [], None, ""
         self._offset, self._partial, self._lineno = 0, b"", 0
 
     def poll(self) -> list[dict[str, Any]]:

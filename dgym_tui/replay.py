@@ -18,15 +18,12 @@ import os
 import re
 import tempfile
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from dgym_tui.core.types import StepResult, ToolCall
 from dgym_tui.episode import open_session, task_from_header
 from dgym_tui.records import Turn
 from dgym_tui.trajectory import Trajectory, TrajectoryError, read_trajectory
-
-if TYPE_CHECKING:
-    from dgym_tui.core.env import RepoEnv
 
 _TMP_ROOTS = sorted({tempfile.gettempdir(), "/tmp", "/var/tmp", "/var/folders",
                      "/private/var/folders"}, key=len, reverse=True)
@@ -115,12 +112,6 @@ def _load(trajectory: Trajectory | str | os.PathLike[str]) -> Trajectory:
     return trajectory if isinstance(trajectory, Trajectory) else read_trajectory(trajectory)
 
 
-def _roots(env: RepoEnv) -> tuple[str, ...]:
-    """The paths of a reset environment that observations may name: working copy,
-    source folder and the terminal's working folder."""
-    return str(env.workspace.root), env.path, env.terminal.workdir
-
-
 def _compare(step: int, recorded: str, actual: str, roots: tuple[str, ...],
              old_roots: tuple[str, ...]) -> Divergence | None:
     expected = normalize(recorded, old_roots)
@@ -157,7 +148,8 @@ def replay(trajectory: Trajectory | str | os.PathLike[str], until: int | None = 
     try:
         result = env.reset()
         report.final = result
-        roots = _roots(env)
+        # the paths observations may name: working copy, source, the terminal's folder
+        roots = (str(env.workspace.root), env.path, env.terminal.workdir)
         div = _compare(0, traj.header["initial"]["observation"], result.observation,
                        roots, old_roots)
         if div:

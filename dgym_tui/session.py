@@ -47,6 +47,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from dgym_tui import __version__
 from dgym_tui.core.patches import PatchError, original_texts
 from dgym_tui.core.types import StepResult, ToolCall
 from dgym_tui.policy import Policy
@@ -81,13 +82,6 @@ class SessionEvent:
 
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
-
-
-def _versions() -> dict[str, str]:
-    from dgym_tui import __version__
-
-    return {"dgym_tui": __version__, "python": sys.version.split()[0],
-            "platform": platform.platform()}
 
 
 def _reply_key(turn: Turn) -> str:
@@ -257,8 +251,10 @@ class Session:
         config.setdefault("mode", self.mode)
         config.setdefault("max_steps", self.max_steps)
         config.setdefault("stop_on_resolved", self.stop_on_resolved)
+        versions = {"dgym_tui": __version__, "python": sys.version.split()[0],
+                    "platform": platform.platform()}
         header = {"task": self.task_record, "config": config, "tools": self.env.tool_schemas(),
-                  "environment": self.environment, "versions": _versions(), "started_at": _now(),
+                  "environment": self.environment, "versions": versions, "started_at": _now(),
                   "initial": initial.to_dict(), **self._start_files()}
         prompt_header = getattr(self.policy, "prompt_header", None)
         if callable(prompt_header):  # an LLM agent: its system prompt, task message, tools
