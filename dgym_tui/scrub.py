@@ -49,7 +49,8 @@ def _word_pattern(word: str) -> str:
     return r"(?<![\w.-])" + re.escape(word) + r"(?![\w-])"
 
 
-def _user() -> str:
+def user_name() -> str:
+    """This process's user name ("" when the system cannot tell)."""
     try:
         return getpass.getuser()
     except (OSError, KeyError):
@@ -80,7 +81,7 @@ def machine_patterns() -> list[tuple[re.Pattern[str], str]]:
     pairs.insert(0, (workspace + _GOES_ON, "<repo>"))
     host = socket.gethostname()
     for name, placeholder in ((host, "<host>"), (host.split(".")[0], "<host>"),
-                              (_user(), "<user>")):
+                              (user_name(), "<user>")):
         if len(name) >= 3 and name != "root":  # root: a word of English; /root is the home
             pairs.append((_word_pattern(name), placeholder))
     return [(re.compile(pattern), placeholder) for pattern, placeholder in pairs]

@@ -37,7 +37,6 @@ scratch and its header's ``task.restarted`` is true.
 
 from __future__ import annotations
 
-import getpass
 import hashlib
 import json
 import random
@@ -64,7 +63,7 @@ from dgym_tui.runner import (
     write_json,
     write_run_summary,
 )
-from dgym_tui.scrub import scrub_folder
+from dgym_tui.scrub import scrub_folder, user_name
 
 STUDY_FILE = "study.json"
 KEYS = ("id", "benchmark", "tasks", "tools", "condition", "time_limit", "show_time", "order",
@@ -260,12 +259,8 @@ def check_participant(participant: str) -> str:
     if not _PARTICIPANT.match(participant or ""):
         raise UsageError(f"participant id must be 1-32 letters, digits, '-' or '_' "
                          f"(a pseudonym such as P07), got {participant!r}")
-    lowered = participant.lower()
-    try:
-        user = getpass.getuser().lower()
-    except (OSError, KeyError):
-        user = ""
-    if lowered in {user, socket.gethostname().lower().split(".")[0]} - {""}:
+    host = socket.gethostname().split(".")[0]
+    if participant.lower() in {user_name().lower(), host.lower()} - {""}:
         raise UsageError("participant id must be a pseudonym, not a user or host name")
     return participant
 
