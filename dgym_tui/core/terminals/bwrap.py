@@ -100,13 +100,8 @@ def _home_folders_to_keep(home: str) -> list[str]:
     (``~/.pyenv``, ``~/.local``, a virtualenv in ``~/venvs``, ...): the commands
     need them; the rest of the home folder (keys, tokens, other projects) stays hidden.
     """
-    keep = set()
-    candidates = _interpreter_paths() + os.environ.get("PATH", "").split(os.pathsep)
-    for path in candidates:
-        real = os.path.realpath(path) if path else ""
-        if real and real != home and _within(real, home):
-            keep.add(os.path.join(home, os.path.relpath(real, home).split(os.sep)[0]))
-    return sorted(p for p in keep if os.path.isdir(p))
+    return sorted({os.path.join(home, os.path.relpath(path, home).split(os.sep)[0])
+                   for path in _kept_under(home)})
 
 
 def _kept_under(folder: str) -> list[str]:
