@@ -8,11 +8,7 @@ from textual.widgets import TabbedContent
 
 from dgym_tui.core.types import ToolCall
 from dgym_tui.tui.messages import PatchApplied
-from dgym_tui.tui.screens.modals import (
-    CodeEditScreen,
-    ConfirmScreen,
-    describe,
-)
+from dgym_tui.tui.screens.modals import CodeEditScreen, ConfirmScreen
 from dgym_tui.tui.widgets.diff_view import DiffView
 
 
@@ -145,7 +141,7 @@ class CodeEdits(MessagePump):
     def _patch_applied(self, message: PatchApplied) -> None:
         if message.error is not None:
             self._quit_after_apply = False  # refused: stay, so the fix is not lost
-            self.notify(f"patch NOT applied: {describe(message.error)}", severity="error",
+            self.notify(f"patch NOT applied: {message.error.splitlines()[0]}", severity="error",
                         title="apply", timeout=15)
             self.pdb_console.write(f"patch not applied to {message.source}: {message.error}",
                                    style="bold red")

@@ -4,7 +4,7 @@ an unapplied fix, key help."""
 from __future__ import annotations
 
 import json
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from rich.table import Table
 from rich.text import Text
@@ -17,15 +17,7 @@ from textual.widgets import Button, Input, Static, TextArea
 from dgym_tui.core.types import ToolCall
 from dgym_tui.tui.widgets.code_area import CodeArea
 
-_MODAL_CSS = """
-{name} {{ align: center middle; }}
-{name} > Vertical {{ width: 90; height: auto; max-height: 90%; border: thick $accent;
-                    background: $surface; padding: 1 2; }}
-{name} .modal-title {{ text-style: bold; margin-bottom: 1; }}
-{name} .modal-error {{ color: $error; height: auto; }}
-{name} Horizontal {{ height: auto; align-horizontal: right; margin-top: 1; }}
-{name} Button {{ margin-left: 2; }}
-"""
+ResultType = TypeVar("ResultType")
 
 
 def parse_action_json(text: str, call_id: str | None = None) -> ToolCall:
@@ -53,13 +45,31 @@ def parse_action_json(text: str, call_id: str | None = None) -> ToolCall:
                     ToolCall(name="x").id)
 
 
-class EditActionScreen(ModalScreen[ToolCall | None]):
+class Dialog(ModalScreen[ResultType]):
+    """A box in the middle of the screen, the look every dialog here shares. Its keys and
+    buttons run screen actions; ``answer(value)`` dismisses with ``value`` (none: None)."""
+
+    DEFAULT_CSS = """
+    Dialog { align: center middle; }
+    Dialog > Vertical { width: 90; height: auto; max-height: 90%; border: thick $accent;
+                        background: $surface; padding: 1 2; }
+    Dialog .modal-title { text-style: bold; margin-bottom: 1; }
+    Dialog .modal-error { color: $error; height: auto; }
+    Dialog Horizontal { height: auto; align-horizontal: right; margin-top: 1; }
+    Dialog Button { margin-left: 2; }
+    """
+
+    def action_answer(self, value: Any = None) -> None:
+        self.dismiss(value)
+
+
+class EditActionScreen(Dialog[ToolCall | None]):
     """Edit a proposed action as JSON; dismisses with the edited ToolCall or None."""
 
-    DEFAULT_CSS = _MODAL_CSS.format(name="EditActionScreen") + """
+    DEFAULT_CSS = """
     EditActionScreen TextArea { height: 16; }
     """
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel"),
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "answer", "Cancel"),
                                              Binding("ctrl+s", "save", "Run edited")]
 
     def __init__(self, action: ToolCall) -> None:
@@ -75,11 +85,8 @@ class EditActionScreen(ModalScreen[ToolCall | None]):
             yield TextArea(text, id="edit-json", soft_wrap=True, tab_behavior="indent")
             yield Static("", classes="modal-error", id="edit-error")
             with Horizontal():
-                yield Button("Cancel", id="cancel")
-                yield Button("Run edited", id="save", variant="primary")
-
-    def on_mount(self) -> None:
-        self.query_one(TextArea).focus()
+                yield Button("Cancel", action="screen.answer")
+                yield Button("Run edited", action="screen.save", variant="primary")
 
     def action_save(self) -> None:
         try:
@@ -89,14 +96,8 @@ class EditActionScreen(ModalScreen[ToolCall | None]):
             return
         self.dismiss(call)
 
-    def action_cancel(self) -> None:
-        self.dismiss(None)
 
-    def on_button_pressed(self, event: Button.Pressed) -> None:
-        self.action_save() if event.button.id == "save" else self.action_cancel()
-
-
-class CodeEditScreen(ModalScreen[str | None]):
+class CodeEditScreen(Dialog[str | None]):
     """Edit lines ``start``..``end`` of a file; dismisses with the new code or None.
 
     Ctrl+S returns the edited text (the caller turns it into one ``rewrite``
@@ -110,12 +111,12 @@ class CodeEditScreen(ModalScreen[str | None]):
         text: the current text of those lines.
     """
 
-    DEFAULT_CSS = _MODAL_CSS.format(name="CodeEditScreen") + """
+    DEFAULT_CSS = """
     CodeEditScreen > Vertical { width: 100; }
     CodeEditScreen CodeArea { height: auto; min-height: 5; max-height: 24; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "cancel", "Cancel", priority=True),
+        Binding("escape", "answer", "Cancel", priority=True),
         Binding("ctrl+s", "save", "Rewrite", priority=True)]
 
     def __init__(self, path: str, start: int, end: int, text: str) -> None:
@@ -134,23 +135,14 @@ class CodeEditScreen(ModalScreen[str | None]):
             yield CodeArea(self.text, path=self.path, id="code-edit",
                            line_number_start=self.start)
             with Horizontal():
-                yield Button("Cancel", id="cancel")
-                yield Button("Rewrite", id="save", variant="primary")
-
-    def on_mount(self) -> None:
-        self.query_one(CodeArea).focus()
+                yield Button("Cancel", action="screen.answer")
+                yield Button("Rewrite", action="screen.save", variant="primary")
 
     def action_save(self) -> None:
         self.dismiss(self.query_one(CodeArea).text)
 
-    def action_cancel(self) -> None:
-        self.dismiss(None)
 
-    def on_button_pressed(self, event: Button.Pressed) -> None:
-        self.action_save() if event.button.id == "save" else self.action_cancel()
-
-
-class PromptScreen(ModalScreen[str | None]):
+class PromptScreen(Dialog[str | None]):
     """Ask for one line of text; dismisses with it (stripped) or None (escape).
 
     Args:
@@ -159,8 +151,7 @@ class PromptScreen(ModalScreen[str | None]):
         value: the text to start with.
     """
 
-    DEFAULT_CSS = _MODAL_CSS.format(name="PromptScreen")
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "answer", "Cancel")]
 
     def __init__(self, title: str, placeholder: str = "", value: str = "") -> None:
         super().__init__()
@@ -177,24 +168,18 @@ class PromptScreen(ModalScreen[str | None]):
         event.stop()
         self.dismiss(event.value.strip())
 
-    def action_cancel(self) -> None:
-        self.dismiss(None)
-
 
 class RejectScreen(PromptScreen):
     """Ask for a rejection note; dismisses with the note or None (cancelled)."""
-
-    DEFAULT_CSS = _MODAL_CSS.format(name="RejectScreen")
 
     def __init__(self) -> None:
         super().__init__("Reject the proposal — the note goes back to the agent",
                          "why? what should the agent do instead?")
 
 
-class ConfirmScreen(ModalScreen[bool]):
+class ConfirmScreen(Dialog[bool]):
     """A yes / no question; dismisses with True (y) or False (n / escape)."""
 
-    DEFAULT_CSS = _MODAL_CSS.format(name="ConfirmScreen")
     BINDINGS: ClassVar[list[BindingType]] = [Binding("y", "answer(True)", "Yes"),
                                              Binding("n,escape", "answer(False)", "No")]
 
@@ -210,17 +195,11 @@ class ConfirmScreen(ModalScreen[bool]):
                 with VerticalScroll(id="confirm-detail"):
                     yield Static(Text(self.detail))
             with Horizontal():
-                yield Button("No (n)", id="no")
-                yield Button("Yes (y)", id="yes", variant="warning")
-
-    def action_answer(self, value: bool) -> None:
-        self.dismiss(value)
-
-    def on_button_pressed(self, event: Button.Pressed) -> None:
-        self.dismiss(event.button.id == "yes")
+                yield Button("No (n)", action="screen.answer(False)")
+                yield Button("Yes (y)", action="screen.answer(True)", variant="warning")
 
 
-class QuitScreen(ModalScreen[str | None]):
+class QuitScreen(Dialog[str | None]):
     """Quit with a resolved fix not yet applied to the original repository?
 
     Dismisses with ``"apply"`` (w: apply, then quit), ``"quit"`` (q: quit anyway;
@@ -231,7 +210,6 @@ class QuitScreen(ModalScreen[str | None]):
         files: the changed files' relative paths.
     """
 
-    DEFAULT_CSS = _MODAL_CSS.format(name="QuitScreen")
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("w", "answer('apply')", "Apply, then quit"),
         Binding("q", "answer('quit')", "Quit anyway"),
@@ -248,24 +226,19 @@ class QuitScreen(ModalScreen[str | None]):
                               f"{self.source}. Quit?"), classes="modal-title")
             yield Static(Text("changed: " + ", ".join(self.files)))
             with Horizontal():
-                yield Button("Cancel (c)", id="cancel")
-                yield Button("Quit anyway (q)", id="quit", variant="warning")
-                yield Button("Apply, then quit (w)", id="apply", variant="primary")
-
-    def action_answer(self, value: str | None) -> None:
-        self.dismiss(value)
-
-    def on_button_pressed(self, event: Button.Pressed) -> None:
-        self.dismiss(None if event.button.id == "cancel" else event.button.id)
+                yield Button("Cancel (c)", action="screen.answer(None)")
+                yield Button("Quit anyway (q)", action="screen.answer('quit')", variant="warning")
+                yield Button("Apply, then quit (w)", action="screen.answer('apply')",
+                             variant="primary")
 
 
-class HelpScreen(ModalScreen[None]):
+class HelpScreen(Dialog[None]):
     """Lists every key binding of the app and the source view."""
 
-    DEFAULT_CSS = _MODAL_CSS.format(name="HelpScreen") + """
+    DEFAULT_CSS = """
     HelpScreen VerticalScroll { height: auto; max-height: 36; }
     """
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,q,question_mark", "close", "Close")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,q,question_mark", "answer", "Close")]
 
     def __init__(self, sections: list[tuple[str, list[tuple[str, str]]]]) -> None:
         super().__init__()
@@ -284,10 +257,3 @@ class HelpScreen(ModalScreen[None]):
             with VerticalScroll():
                 yield Static(table)
 
-    def action_close(self) -> None:
-        self.dismiss(None)
-
-
-def describe(value: Any) -> str:
-    """Short one-line text for notifications."""
-    return str(value).splitlines()[0] if str(value) else ""

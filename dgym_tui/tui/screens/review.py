@@ -15,41 +15,26 @@ from typing import ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Vertical
-from textual.screen import ModalScreen, Screen
-from textual.widgets import Footer, Input, Static
+from textual.screen import Screen
+from textual.widgets import Footer, Static
 
 from dgym_tui.reviews import append_review, read_reviews
 from dgym_tui.runs import EpisodeRow
 from dgym_tui.tui.screens.episode import EpisodeScreen
+from dgym_tui.tui.screens.modals import PromptScreen
 from dgym_tui.tui.widgets.diff_view import DiffView
 
 
-class NoteScreen(ModalScreen[str | None]):
+class NoteScreen(PromptScreen):
     """Ask for a review note; dismisses with the note ("" allowed) or None (cancelled)."""
 
     DEFAULT_CSS = """
-    NoteScreen { align: center middle; }
-    NoteScreen > Vertical { width: 80; height: auto; border: thick $accent; background: $surface;
-                            padding: 1 2; }
+    NoteScreen > Vertical { width: 80; }
+    NoteScreen .modal-title { text-style: none; margin-bottom: 0; }
     """
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
 
     def __init__(self, title: str) -> None:
-        super().__init__()
-        self.title_text = title
-
-    def compose(self) -> ComposeResult:
-        with Vertical():
-            yield Static(self.title_text, markup=False)
-            yield Input(placeholder="note (enter to save, esc to cancel)", id="review-note")
-
-    def on_input_submitted(self, event: Input.Submitted) -> None:
-        event.stop()
-        self.dismiss(event.value.strip())
-
-    def action_cancel(self) -> None:
-        self.dismiss(None)
+        super().__init__(title, "note (enter to save, esc to cancel)")
 
 
 #: The keys of a verdict (``action_verdict(verdict)`` of the screen that has them).
