@@ -77,15 +77,21 @@ class SessionBridge:
         self.generation: int | None = None
 
     def __call__(self, event: Any) -> None:
-        handler = getattr(self, f"_on_{event.kind}", None)
-        if handler is None:
-            return
-        message = handler(event.data)
-        if message is not None:
-            self.post(message)
+        make: Callable[[Any], Message] | None = {
+            "reset": self._started,
+            "proposing": lambda _data: AgentThinking(),
+            "proposal": ProposalReady,
+            "stepping": StepStarted,
+            "turn": self._turn,
+            "mode": ModeChanged,
+            "done": EpisodeEnded,
+            "error": lambda text: SessionFailed(str(text)),
+        }.get(event.kind)
+        if make is not None:
+            self.post(make(event.data))
 
-    # -- events ----------------------------------------------------------------
-    def _on_reset(self, result: Any) -> Message:
+    # -- events that read the working copy -------------------------------------------
+    def _started(self, result: Any) -> Message:
         env = self.session.env
         with self.session.lock:
             self.generation = env.generation
@@ -94,16 +100,7 @@ class SessionBridge:
             source = read_source(env, location[0] if location else None)
         return SessionStarted(result, state, location, source)
 
-    def _on_proposing(self, _data: Any) -> Message:
-        return AgentThinking()
-
-    def _on_proposal(self, proposal: Any) -> Message:
-        return ProposalReady(proposal)
-
-    def _on_stepping(self, action: Any) -> Message:
-        return StepStarted(action)
-
-    def _on_turn(self, turn: Any) -> Message:
+    def _turn(self, turn: Any) -> Message:
         env = self.session.env
         state = source = inspection = None
         changed = False
@@ -115,8 +112,7 @@ class SessionBridge:
                 changed = generation != self.generation
                 self.generation = generation
                 if changed:
-                    patch = getattr(turn, "patch", None)
-                    state = workspace_state(env, patch if patch is not None else env.patch())
+                    state = workspace_state(env, env.patch() if turn.patch is None else turn.patch)
                 result = turn.result
                 shown = self.shown_path()
                 path = result.frame[0] if result is not None and result.frame else None
@@ -130,15 +126,6 @@ class SessionBridge:
             log.exception("reading the state after step %s failed", turn.index)
         return TurnRecorded(turn, state, source, inspection, changed)
 
-    def _on_mode(self, mode: str) -> Message:
-        return ModeChanged(mode)
-
-    def _on_done(self, footer: dict) -> Message:
-        return EpisodeEnded(footer)
-
-    def _on_error(self, text: str) -> Message:
-        return SessionFailed(str(text))
-
     # -- for the app's own workers -------------------------------------------------
     def snapshot(self) -> tuple[WorkspaceState, SourceText | None, Any]:
         """State of a session that is already running (a fork): workspace with patch, the
@@ -148,8 +135,6 @@ class SessionBridge:
             self.generation = env.generation
             state = workspace_state(env, env.patch())
             last = self.session.last or self.session.initial
-            where = last.frame if last is not None and last.frame else None
-            if where is None and last is not None:
-                where = start_location(last, state.files)
+            where = last and (last.frame or start_location(last, state.files))
             source = read_source(env, where[0] if where else None)
         return state, source, self.session.inspect()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from textual import on, work
@@ -9,22 +10,19 @@ from textual.message import Message
 from textual.message_pump import MessagePump
 
 from dgym_tui.core.errors import first_line
-from dgym_tui.tui.bridge import SessionBridge
-from dgym_tui.tui.locate import first_source_file, locate_failure
+from dgym_tui.tui.bridge import SessionBridge, start_location
 from dgym_tui.tui.messages import SourceText, WorkspaceState
 from dgym_tui.tui.widgets.diff_view import DiffView
 
 
+@dataclass
 class Forked(Message):
     """Replay's fork is live: ``session`` (started) and its state read in the worker."""
 
-    def __init__(self, session: Any, state: WorkspaceState, source: SourceText | None,
-                 inspection: Any) -> None:
-        self.session = session
-        self.state = state
-        self.source = source
-        self.inspection = inspection
-        super().__init__()
+    session: Any
+    state: WorkspaceState
+    source: SourceText | None
+    inspection: Any
 
 
 class ReplayMode(MessagePump):
@@ -48,18 +46,12 @@ class ReplayMode(MessagePump):
         self.step_index = step
         result = model.result_at(step)
         self._last_result = result
-        self.transcript.set_turns(model.turns_until(step))
-        if result.frame is not None:
-            path, line = result.frame
-        else:
-            files = model.files()
-            where = locate_failure(model.initial.eval_output, files,
-                                   model.initial.eval)
-            path, line = where if where else (first_source_file(files), 1)
-        if path is None:
+        self.transcript.set_turns(model.turns[:step])
+        where = result.frame or start_location(model.initial, model.files())
+        if where is None:
             self.source_view.load(None, "")
         else:
-            self._open(path, line)
+            self._open(*where)
         self._refresh_marks(result)
         self._refresh_tree(result)
         self.debug_panel.show(None, result, replay=True)

@@ -22,9 +22,12 @@ class WidgetEvents(MessagePump):
     """
 
     @on(SourceView.PdbCommand)
-    def _pdb_key(self, message: SourceView.PdbCommand) -> None:
+    @on(BreakpointsPane.Command)
+    def _pdb_command(self, message: SourceView.PdbCommand | BreakpointsPane.Command) -> None:
         if self.replay is None:
             self.act(pdb_call(message.command))
+        else:  # a pane's key (the source view's pdb keys are off in replay)
+            self.notify("replay: fork (f) to act", severity="warning")
 
     @on(SourceView.BreakpointToggle)
     def _toggle_breakpoint(self, message: SourceView.BreakpointToggle) -> None:
@@ -119,13 +122,6 @@ class WidgetEvents(MessagePump):
         if message.inspection is not None and self.replay is None:
             self._inspection = message.inspection
             self._show_debug(message.inspection, self._last_result)
-
-    @on(BreakpointsPane.Command)
-    def _breakpoint_command(self, message: BreakpointsPane.Command) -> None:
-        if self.replay is None:
-            self.act(pdb_call(message.command))
-        else:
-            self.notify("replay: fork (f) to act", severity="warning")
 
     @on(BreakpointsPane.EditCondition)
     def _edit_condition(self, message: BreakpointsPane.EditCondition) -> None:

@@ -52,19 +52,17 @@ class BreakpointsPane(DataTable):
     BreakpointsPane { height: 7; background: $surface; }
     """
 
+    @dataclass
     class Command(Message):
         """Run pdb ``command`` (e.g. ``disable 2``) through the session."""
 
-        def __init__(self, command: str) -> None:
-            self.command = command
-            super().__init__()
+        command: str
 
+    @dataclass
     class EditCondition(Message):
         """Ask the person for a new condition of ``row``."""
 
-        def __init__(self, row: Row) -> None:
-            self.row = row
-            super().__init__()
+        row: Row
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id, cursor_type="row", zebra_stripes=False)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from rich.text import Text
 from textual.message import Message
 from textual.widgets import Tree
@@ -22,12 +24,11 @@ class FileTree(Tree[str]):
     FileTree { width: 30; border-right: solid $panel-lighten-2; }
     """
 
+    @dataclass
     class FileChosen(Message):
         """The user picked ``path`` (relative) in the tree."""
 
-        def __init__(self, path: str) -> None:
-            self.path = path
-            super().__init__()
+        path: str
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__("working copy", id=id)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from rich.text import Text
@@ -24,13 +25,12 @@ class StackPane(OptionList):
     StackPane { height: 9; background: $surface; border: none; padding: 0; }
     """
 
+    @dataclass
     class FrameChosen(Message):
         """Select pdb's frame ``index`` (and move pdb there with up / down)."""
 
-        def __init__(self, index: int, current: int) -> None:
-            self.index = index
-            self.current = current
-            super().__init__()
+        index: int
+        current: int
 
     def __init__(self, *, id: str | None = None) -> None:
         # compact: no focus border, so the rows do not move when a click focuses the pane

@@ -6,6 +6,7 @@ long reprs arrive elided from the core (``dgym_tui.core.pdb_inspect``).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from rich.text import Text
@@ -42,12 +43,11 @@ class VariablesPane(Tree[Any]):
     VariablesPane { height: 1fr; background: $surface; padding: 0; }
     """
 
+    @dataclass
     class ScopeChanged(Message):
         """The person asked for ``scope`` (``"locals"`` / ``"globals"``)."""
 
-        def __init__(self, scope: str) -> None:
-            self.scope = scope
-            super().__init__()
+        scope: str
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__("variables", id=id)
