@@ -36,7 +36,7 @@ class CodeEdits(MessagePump):
             return "the episode is over"
         if self.busy:
             return "busy: wait for the current step to finish"
-        if "rewrite" not in (getattr(self.env, "tools", None) or {}):
+        if "rewrite" not in self.env.tools:
             return "the rewrite tool is not enabled in this episode"
         if path not in self._workspace.files:
             return f"{path} is hidden by .debugignore: it cannot be edited"
@@ -62,7 +62,7 @@ class CodeEdits(MessagePump):
         old = "".join(text.splitlines(keepends=True)[start - 1:end])
 
         def done(new_code: str | None) -> None:
-            self.source_view.clear_selection()
+            self.source_view.action_clear_selection()
             if new_code is None:
                 return
             if new_code == old or new_code == old.rstrip("\n"):

@@ -70,11 +70,8 @@ class CodeArea(TextArea):
         self._line_cache.clear()
         highlights = self._highlights
         highlights.clear()
-        lexer = getattr(self, "_pyg_lexer", None)
-        if lexer is None:
-            return
         row, col = 0, 0  # col counts UTF-8 bytes, as the TextArea expects
-        for ttype, value in lexer.get_tokens(self.text):
+        for ttype, value in self._pyg_lexer.get_tokens(self.text):
             name = highlight_name(ttype)
             pieces = value.split("\n")
             for i, piece in enumerate(pieces):

@@ -20,7 +20,6 @@ from textual import events
 from textual.binding import Binding, BindingType
 from textual.geometry import Size
 from textual.message import Message
-from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
@@ -73,12 +72,6 @@ def lex_lines(lexer: Lexer, text: str) -> list[list[tuple[object, str]]]:
             if piece:
                 lines[-1].append((ttype, piece))
     return lines
-
-
-@dataclass
-class _Marks:
-    breakpoints: dict[int, str | None]  # line -> condition
-    frame: int | None
 
 
 class SourceView(QuietKeys, ScrollView, can_focus=True):
@@ -157,21 +150,19 @@ class SourceView(QuietKeys, ScrollView, can_focus=True):
         Binding("escape", "clear_selection", "End selection", show=False),
     ], QUIET)
 
+    @dataclass
     class PdbCommand(Message):
         """A pdb command chosen with a key while the source view is focused."""
 
-        def __init__(self, command: str) -> None:
-            self.command = command
-            super().__init__()
+        command: str
 
+    @dataclass
     class BreakpointToggle(Message):
         """Toggle the breakpoint at ``path:line`` (1-based)."""
 
-        def __init__(self, path: str, line: int, present: bool) -> None:
-            self.path = path
-            self.line = line
-            self.present = present  # True: a breakpoint is there now (so remove it)
-            super().__init__()
+        path: str
+        line: int
+        present: bool  # True: a breakpoint is there now (so remove it)
 
     class SearchPrompt(Message):
         """``/`` asks the app for a search pattern (the console opens with ``/``)."""
@@ -179,27 +170,28 @@ class SourceView(QuietKeys, ScrollView, can_focus=True):
     class GotoFrame(Message):
         """``.`` asks for the current frame while another file is shown."""
 
+    @dataclass
     class EditCode(Message):
         """Edit lines ``start``..``end`` (1-based, inclusive) of ``path``."""
 
-        def __init__(self, path: str, start: int, end: int) -> None:
-            self.path = path
-            self.start = start
-            self.end = end
-            super().__init__()
-
-    cursor_line: reactive[int] = reactive(1, init=False)
+        path: str
+        start: int
+        end: int
 
     def __init__(self, *, name: str | None = None, id: str | None = None,
                  classes: str | None = None) -> None:
         super().__init__(name=name, id=id, classes=classes)
         self.path: str | None = None
+        self.cursor_line = 1  # 1-based; moved by go_to
         self._text: str | None = None
         self.lines: list[str] = []
         self._chunks: dict[int, list[list[tuple[object, str]]]] = {}
         self._lexer: Lexer = TextLexer()
         self._cache: dict[int, list[Segment]] = {}
-        self._marks = _Marks({}, None)
+        #: Lines of the current file with a breakpoint -> condition or None (see set_marks).
+        self.breakpoints: dict[int, str | None] = {}
+        #: The current frame's line in this file, or None.
+        self.frame_line: int | None = None
         self._dark = True
         self._theme = PygmentsSyntaxTheme("monokai")
         self._token_styles: dict[object, Style] = {}
@@ -255,8 +247,8 @@ class SourceView(QuietKeys, ScrollView, can_focus=True):
             frame: the current frame's line in this file, or None.
             follow: scroll so the frame line is visible when it is set.
         """
-        changed_frame = frame != self._marks.frame
-        self._marks = _Marks(dict(breakpoints), frame)
+        changed_frame = frame != self.frame_line
+        self.breakpoints, self.frame_line = dict(breakpoints), frame
         if follow and frame is not None and changed_frame:
             self.go_to(frame)
         self.refresh()
@@ -347,16 +339,6 @@ class SourceView(QuietKeys, ScrollView, can_focus=True):
         return self._text if self.path is not None else None
 
     @property
-    def breakpoints(self) -> dict[int, str | None]:
-        """Lines of the current file with a breakpoint -> condition or None."""
-        return dict(self._marks.breakpoints)
-
-    @property
-    def frame_line(self) -> int | None:
-        """The current frame's line in this file, or None."""
-        return self._marks.frame
-
-    @property
     def selection(self) -> tuple[int, int]:
         """Selected lines ``(first, last)``, 1-based and inclusive (the cursor line
         when no ``V`` selection is active)."""
@@ -368,12 +350,6 @@ class SourceView(QuietKeys, ScrollView, can_focus=True):
         """True while a ``V`` line selection is active."""
         return self._anchor is not None
 
-    def clear_selection(self) -> None:
-        """End the ``V`` selection (if any)."""
-        if self._anchor is not None:
-            self._anchor = None
-            self.refresh()
-
     @property
     def gutter_width(self) -> int:
         """Cells used by the gutter: mark, arrow, line number, separator."""
@@ -382,7 +358,7 @@ class SourceView(QuietKeys, ScrollView, can_focus=True):
     def go_to(self, line: int) -> None:
         """Move the cursor to ``line`` (1-based, clamped) and centre it if off screen."""
         line = max(1, min(line, max(len(self.lines), 1)))
-        self.set_reactive(SourceView.cursor_line, line)
+        self.cursor_line = line
         self._ensure_visible(line)
         # A new virtual size is applied at the next layout: scroll again after it.
         self.call_after_refresh(self._ensure_visible, line)
@@ -447,55 +423,53 @@ class SourceView(QuietKeys, ScrollView, can_focus=True):
         if index >= len(self.lines) + len(self._added):
             return Strip.blank(width, base)
         kind, lineno = self._row(index)
-        if kind == "added":
-            return self._added_line(lineno, scroll_x, width).apply_style(base)
-        marks = self._marks
-        gutter_style = self.get_component_rich_style("source-view--gutter")
+        gutter = self._style("gutter")
+        if kind == "added":  # a new line of the previewed rewrite: ``+``, no number
+            strip = self._code_row([Segment("+", self._style("added")),
+                                    Segment(" " * (self.gutter_width - 3) + " │", gutter)],
+                                   self._added[lineno], scroll_x, width)
+            return strip.apply_style(self._style("added")).apply_style(base)
         proposed = self._preview
         if kind == "removed":
-            mark = Segment("-", self.get_component_rich_style("source-view--removed"))
-        elif lineno in marks.breakpoints:
-            cond = marks.breakpoints[lineno]
-            mark = Segment("◆" if cond else "●", self.get_component_rich_style(
-                "source-view--condition" if cond else "source-view--breakpoint"))
+            mark = Segment("-", self._style("removed"))
+        elif lineno in self.breakpoints:
+            cond = self.breakpoints[lineno]
+            mark = Segment("◆" if cond else "●", self._style("condition" if cond else "breakpoint"))
         elif (isinstance(proposed, BreakpointPreview) and proposed.path == self.path
               and proposed.line == lineno):
-            mark = Segment("○", self.get_component_rich_style(
-                "source-view--proposed-breakpoint"))
+            mark = Segment("○", self._style("proposed-breakpoint"))
         else:
-            mark = Segment(" ", gutter_style)
-        arrow = (Segment("▶", self.get_component_rich_style("source-view--frame-arrow"))
-                 if marks.frame == lineno else Segment(" ", gutter_style))
+            mark = Segment(" ", gutter)
+        arrow = Segment("▶", self._style("frame-arrow")) if self.frame_line == lineno \
+            else Segment(" ", gutter)
         digits = self.gutter_width - 4
-        number = [Segment(f"{lineno:>{digits}} │", gutter_style)]
+        number = [Segment(f"{lineno:>{digits}} │", gutter)]
         if self._anchor is not None:
             first, last = self.selection
             if first <= lineno <= last:  # the selection is marked on the line numbers
-                number = [Segment(f"{lineno:>{digits}}",
-                                  self.get_component_rich_style("source-view--selection")),
-                          Segment(" │", gutter_style)]
-        gutter = Strip([mark, arrow, *number])
-        code_width = max(width - gutter.cell_length, 0)
-        code = Strip(self._code_segments(lineno - 1)).crop_extend(
-            scroll_x, scroll_x + code_width, None)
-        strip = Strip.join([gutter, code])
+                number = [Segment(f"{lineno:>{digits}}", self._style("selection")),
+                          Segment(" │", gutter)]
+        strip = self._code_row([mark, arrow, *number], self._code_segments(lineno - 1),
+                               scroll_x, width)
         if kind == "removed":
-            strip = strip.apply_style(self.get_component_rich_style("source-view--removed"))
-        elif marks.frame == lineno:
-            strip = strip.apply_style(self.get_component_rich_style("source-view--frame"))
+            strip = strip.apply_style(self._style("removed"))
+        elif self.frame_line == lineno:
+            strip = strip.apply_style(self._style("frame"))
         elif lineno == self.cursor_line and self.has_focus:
-            strip = strip.apply_style(self.get_component_rich_style("source-view--cursor"))
+            strip = strip.apply_style(self._style("cursor"))
         return strip.apply_style(base)
 
-    def _added_line(self, index: int, scroll_x: int, width: int) -> Strip:
-        """Row for new line ``index`` (0-based) of the previewed rewrite: ``+``, no number."""
-        style = self.get_component_rich_style("source-view--added")
-        gutter = Strip([Segment("+", style),
-                        Segment(" " * (self.gutter_width - 3) + " │",
-                                self.get_component_rich_style("source-view--gutter"))])
-        code = Strip(self._added[index]).crop_extend(
-            scroll_x, scroll_x + max(width - gutter.cell_length, 0), None)
-        return Strip.join([gutter, code]).apply_style(style)
+    def _style(self, name: str) -> Style:
+        """The Rich style of the component class ``source-view--{name}``."""
+        return self.get_component_rich_style(f"source-view--{name}")
+
+    @staticmethod
+    def _code_row(gutter: list[Segment], code: list[Segment], scroll_x: int,
+                  width: int) -> Strip:
+        """``gutter``, then ``code`` scrolled ``scroll_x`` cells: ``width`` cells in all."""
+        left = Strip(gutter)
+        return Strip.join([left, Strip(code).crop_extend(
+            scroll_x, scroll_x + max(width - left.cell_length, 0), None)])
 
     # -- input -------------------------------------------------------------------
     @property
@@ -510,15 +484,6 @@ class SourceView(QuietKeys, ScrollView, can_focus=True):
             return self._anchor is not None
         return self.interactive or action not in ("pdb", "toggle_breakpoint", "edit_code",
                                                   "select_lines")
-
-    def watch_cursor_line(self) -> None:
-        self.refresh()
-
-    def on_focus(self) -> None:
-        self.refresh()
-
-    def on_blur(self) -> None:
-        self.refresh()
 
     def on_click(self, event: events.Click) -> None:
         offset = event.get_content_offset(self)
@@ -537,7 +502,7 @@ class SourceView(QuietKeys, ScrollView, can_focus=True):
     def _toggle(self, line: int) -> None:
         if self.path is None:
             return
-        self.post_message(self.BreakpointToggle(self.path, line, line in self._marks.breakpoints))
+        self.post_message(self.BreakpointToggle(self.path, line, line in self.breakpoints))
 
     def action_cursor(self, delta: int) -> None:
         self.go_to(self.cursor_line + delta)
@@ -588,8 +553,8 @@ class SourceView(QuietKeys, ScrollView, can_focus=True):
 
     def action_goto_frame(self) -> None:
         """Put the cursor on the current frame's line (when it is in this file)."""
-        if self._marks.frame is not None:
-            self.go_to(self._marks.frame)
+        if self.frame_line is not None:
+            self.go_to(self.frame_line)
         else:
             self.post_message(self.GotoFrame())  # the app opens the frame's file
 
@@ -608,7 +573,10 @@ class SourceView(QuietKeys, ScrollView, can_focus=True):
         self.refresh()
 
     def action_clear_selection(self) -> None:
-        self.clear_selection()
+        """End the ``V`` selection (if any)."""
+        if self._anchor is not None:
+            self._anchor = None
+            self.refresh()
 
     def action_edit_code(self) -> None:
         """Ask the app to edit the selected lines (``EditCode``)."""
