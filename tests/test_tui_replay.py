@@ -48,7 +48,7 @@ def test_replay_model_converts_lazily(calc_repo, open_repo, tmp_path):
         assert model.result_at(200) is turns[198].result
         assert model.result_at(200).observation == traj.result(199).observation
         assert len(turns._cache) <= 3
-        shown = model.turns_until(200)[-MAX_SHOWN:]
+        shown = model.turns[:200][-MAX_SHOWN:]
         assert [t.index for t in shown] == list(range(176, 201))
         assert len(turns._cache) <= 3 + MAX_SHOWN
         assert turns[-1] is turns[199] and turns[5:7][0] is turns[5]

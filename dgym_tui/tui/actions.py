@@ -15,13 +15,10 @@ from typing import Any
 
 from dgym_tui.core.types import ToolCall
 
-#: The pdb tool's argument holding the command.
-PDB_ARGUMENT = "command"
-
 
 def pdb_call(command: str) -> ToolCall:
     """Return the pdb tool call for one pdb ``command`` (e.g. ``"b a.py:3"``)."""
-    return ToolCall(name="pdb", arguments={PDB_ARGUMENT: command})
+    return ToolCall(name="pdb", arguments={"command": command})
 
 
 def console_action(line: str, tools: Sequence[str],

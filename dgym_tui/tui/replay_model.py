@@ -102,7 +102,6 @@ class ReplayModel:
         task = header.get("task") or {}
         root = task.get("path")
         self.source_root: Path | None = Path(root) if root and Path(root).is_dir() else None
-        self._results: dict[int, StepResult] = {0: self.initial}  # step -> result, lazily
         self._task: Any = None
         self._searched = False
         self._start_ids: dict[str, str] = dict(header.get("files") or {})
@@ -110,7 +109,7 @@ class ReplayModel:
         self.unavailable = "" if "files" in header else (
             "this trajectory was recorded without file contents (schema version "
             f"{header.get('schema_version')}); record it again to replay its source")
-        # steps whose record holds a patch, and the starting texts of changed files
+        # steps whose record holds a patch (ascending), and the starting texts of changed files
         self._patch_steps = [i + 1 for i, r in enumerate(trajectory.steps) if "patch" in r]
         # path -> [(step, starting text)]: a start moves when the changes were applied
         self._originals: dict[str, list[tuple[int, str | None]]] = {}
@@ -130,22 +129,10 @@ class ReplayModel:
 
     def result_at(self, step: int) -> StepResult:
         """StepResult in effect after ``step`` (0 = reset; a rejected turn keeps the previous)."""
-        step = max(0, min(step, len(self.turns)))
-        walked = []
-        while step not in self._results:  # back to the last turn with a result
-            if self.turns.record(step - 1).get("result"):
-                self._results[step] = self.turns[step - 1].result
-                break
-            walked.append(step)
-            step -= 1
-        result = self._results[step]
-        for rejected in walked:
-            self._results[rejected] = result
-        return result
-
-    def turns_until(self, step: int) -> Sequence[Any]:
-        """Turns 1..``step`` (a lazy sequence: only the turns read are converted)."""
-        return self.turns[:max(0, step)]
+        for number in range(min(step, len(self.turns)), 0, -1):  # back to a turn with a result
+            if self.turns.record(number - 1).get("result"):
+                return self.turns[number - 1].result
+        return self.initial
 
     # -- files -----------------------------------------------------------------
     def _find_source(self) -> Path | None:
@@ -170,9 +157,10 @@ class ReplayModel:
 
     def _patch_at(self, step: int) -> dict[str, FilePatch] | None:
         """The files of the latest recorded patch at or before ``step`` (None: none yet)."""
-        i = _last_at_or_before(self._patch_steps, step)
-        if i is None:
+        found = bisect_right(self._patch_steps, step)
+        if not found:
             return None
+        i = self._patch_steps[found - 1]
         if i not in self._patches:
             text = self.trajectory.steps[i - 1].get("patch") or ""
             try:
@@ -231,9 +219,3 @@ class ReplayModel:
     def close(self) -> None:
         """Release the benchmark task loaded again (its scratch copy), if any."""
         self._task = None
-
-
-def _last_at_or_before(steps: list[int], step: int) -> int | None:
-    """The largest of the sorted ``steps`` that is <= ``step``, or None."""
-    i = bisect_right(steps, step)
-    return steps[i - 1] if i else None

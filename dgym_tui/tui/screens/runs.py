@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from rich.text import Text
+from textual import work
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
@@ -98,13 +99,11 @@ class RunsScreen(Screen[None]):
         self.index.refresh()
         self.show_rows()
         self.query_one(DataTable).focus()
-        self.set_interval(REFRESH_SECONDS, self._watch)
+        self.set_interval(REFRESH_SECONDS, self._reindex_in_thread)
 
-    def _watch(self) -> None:
-        """The timer: re-index in a thread (the UI stays responsive over big folders)."""
-        self.run_worker(self._reindex_in_thread, thread=True, exclusive=True, group="reindex")
-
+    @work(thread=True, exclusive=True, group="reindex")
     def _reindex_in_thread(self) -> None:
+        """The timer's: re-index in a thread (the UI stays responsive over big folders)."""
         with self._lock:
             changed = self.index.refresh()
         if changed:

@@ -74,7 +74,6 @@ class StatusBar(Horizontal):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.status = Status()
-        self.busy_label = ""
 
     def compose(self) -> ComposeResult:
         yield Static(self.status.render(), id="status-text")
@@ -89,7 +88,6 @@ class StatusBar(Horizontal):
 
     def set_busy(self, label: str | None) -> None:
         """Show the spinner with ``label`` (e.g. ``"eval"``), or hide it with None."""
-        self.busy_label = label or ""
         self.set_class(bool(label), "-busy")
         self.query_one("#status-busy", Static).update(f" {label}… " if label else "")
 

@@ -52,8 +52,7 @@ def render_turn(turn: Any, expanded: bool = False) -> Text:
         text.append("\nnote:     " + t.note, style="italic")
     if t.error:
         text.append("\ninvalid:  " + t.error, style="red")
-    observation = (t.result.observation if t.result is not None else "").rstrip("\n")
-    lines = observation.split("\n") if observation else []
+    lines = _observation_lines(t)
     if not lines:
         return text
     click = Style.from_meta({"@click": f"fold({int(t.index)})"})
@@ -70,10 +69,10 @@ def render_turn(turn: Any, expanded: bool = False) -> Text:
     return text
 
 
-def _fold_lines(turn: Any) -> int:
-    """Number of lines of ``turn``'s observation."""
+def _observation_lines(turn: Any) -> list[str]:
+    """The lines of ``turn``'s observation (none without a result)."""
     observation = (turn.result.observation if turn.result is not None else "").rstrip("\n")
-    return len(observation.split("\n")) if observation else 0
+    return observation.split("\n") if observation else []
 
 
 class _Body(Static):
@@ -178,7 +177,7 @@ class Transcript(VerticalScroll, can_focus=True):
         return frozenset(self._expanded)
 
     def _foldable(self) -> list[int]:
-        return [int(t.index) for t in self.shown if _fold_lines(t) > FOLD_LINES]
+        return [int(t.index) for t in self.shown if len(_observation_lines(t)) > FOLD_LINES]
 
     def action_fold_last(self) -> None:
         """Expand the newest folded turn; when every one is expanded, fold the newest."""
