@@ -33,7 +33,6 @@ class ReplayMode(MessagePump):
     def _mount_replay(self) -> None:
         model = self.replay
         self.source_view.interactive = False
-        self.source_view.refresh_bindings()
         self.sub_title = f"replay · {model.task_name}"
         self.status.update_status(task=model.task_name, budget=len(model), mode="replay")
         self._refresh_tree(model.initial)
@@ -120,7 +119,6 @@ class ReplayMode(MessagePump):
         replay.close()
         self._unfreeze_gc()
         self.source_view.interactive = True
-        self.source_view.refresh_bindings()
         self.session = session
         self.started = True
         self._set_busy(None)

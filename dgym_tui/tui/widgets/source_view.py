@@ -20,6 +20,7 @@ from textual import events
 from textual.binding import Binding, BindingType
 from textual.geometry import Size
 from textual.message import Message
+from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
@@ -178,6 +179,9 @@ class SourceView(QuietKeys, ScrollView, can_focus=True):
         start: int
         end: int
 
+    #: False in replay: pdb keys and breakpoint clicks do nothing (the footer follows).
+    interactive: reactive[bool] = reactive(True, bindings=True)
+
     def __init__(self, *, name: str | None = None, id: str | None = None,
                  classes: str | None = None) -> None:
         super().__init__(name=name, id=id, classes=classes)
@@ -196,8 +200,6 @@ class SourceView(QuietKeys, ScrollView, can_focus=True):
         self._theme = PygmentsSyntaxTheme("monokai")
         self._token_styles: dict[object, Style] = {}
         self.placeholder = "(no file)"
-        #: False in replay: pdb keys and breakpoint clicks do nothing.
-        self.interactive = True
         self._anchor: int | None = None  # line where ``V`` started a selection
         self.pattern = ""  # the last search (``/``); ``;`` / ``,`` repeat it
         self._preview: Preview | None = None

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -82,8 +82,7 @@ class StatusBar(Horizontal):
 
     def update_status(self, **changes) -> None:
         """Change some :class:`Status` fields and redraw."""
-        for key, value in changes.items():
-            setattr(self.status, key, value)
+        self.status = replace(self.status, **changes)
         self.query_one("#status-text", Static).update(self.status.render())
 
     def set_busy(self, label: str | None) -> None:
