@@ -203,12 +203,6 @@ def _int(key: str, value: Any, minimum: int) -> int:
     return value
 
 
-def _number(key: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
-        raise ConfigError(f"config key {key!r} must be a positive number, got {value!r}")
-    return value
-
-
 def _choice(key: str, value: Any, choices: tuple[str, ...]) -> str:
     if value not in choices:
         raise ConfigError(f"config key {key!r} must be one of {', '.join(choices)}, got {value!r}")
@@ -269,8 +263,8 @@ def validate(data: dict[str, Any], source: Path | None = None) -> RunConfig:
             raise ConfigError(_unknown(f"env.{key}", list(KEYS)))
         if key == "max_output":
             _int("env.max_output", value, 1)
-        else:
-            _number(f"env.{key}", value)
+        elif isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+            raise ConfigError(f"config key 'env.{key}' must be a positive number, got {value!r}")
     stop = data.get("stop_on_resolved", False)
     if not isinstance(stop, bool):
         raise ConfigError(f"config key 'stop_on_resolved' must be true or false, got {stop!r}")

@@ -108,6 +108,7 @@ class MiniBenchmark(Benchmark):
             "source": str(folder),
         }
         private = [TASK_FILE, fix_name]
+        ignore = read_patterns(folder / ".debugignore")
         return Task(
             name=task_name,
             benchmark=self.name,
@@ -115,15 +116,10 @@ class MiniBenchmark(Benchmark):
             entrypoint=str(data["entrypoint"]),
             debug_entrypoint=data.get("debug_entrypoint"),
             description=data["description"].strip(),
-            ignore=_merge(read_patterns(folder / ".debugignore"), private),
+            ignore=[*ignore, *(p for p in private if p not in ignore)],
             readonly=read_patterns(folder / ".debugreadonly"),
             meta=meta,
         )
-
-
-def _merge(patterns: list[str], extra: list[str]) -> list[str]:
-    """``patterns`` followed by the ``extra`` ones not already in it."""
-    return patterns + [p for p in extra if p not in patterns]
 
 
 __all__ = ["MiniBenchmark", "default_path", "read_task_file"]
