@@ -612,20 +612,13 @@ class LLM:
         return min(new, n_units - 1)
 
     def _call(self, litellm, messages: list[dict], tools: list[dict] | None):
-        kwargs: dict[str, Any] = dict(self.config.extra)
-        kwargs.update(model=self.config.model, messages=messages, timeout=self.config.timeout,
-                      max_retries=0)  # retries are ours: bounded and visible
-        if self.config.api_base:
-            kwargs["api_base"] = self.config.api_base
-        if self.api_key:
-            kwargs["api_key"] = self.api_key
-        if self.config.temperature is not None:
-            kwargs["temperature"] = self.config.temperature
-        if self.config.max_tokens:
-            kwargs["max_tokens"] = self.config.max_tokens
-        if tools:
-            kwargs["tools"] = tools
-        return litellm.completion(**kwargs)
+        optional = {"api_base": self.config.api_base or None, "api_key": self.api_key or None,
+                    "temperature": self.config.temperature,
+                    "max_tokens": self.config.max_tokens or None, "tools": tools or None}
+        return litellm.completion(**{  # our values win over the entry's extra keyword arguments
+            **self.config.extra, "model": self.config.model, "messages": messages,
+            "timeout": self.config.timeout, "max_retries": 0,  # retries are ours: bounded, visible
+            **{key: value for key, value in optional.items() if value is not None}})
 
     def _to_response(self, litellm, response, trimmed: int) -> LLMResponse:
         choices = getattr(response, "choices", None) or []
