@@ -125,12 +125,8 @@ class RunConfig:
         ``terminal`` / ``image`` are left out when not configured, so the
         task's own values (or the environment's defaults) apply.
         """
-        kwargs: dict[str, Any] = dict(self.env)
-        if self.terminal:
-            kwargs["terminal"] = self.terminal
-        if self.image:
-            kwargs["image"] = self.image
-        return kwargs
+        chosen = {"terminal": self.terminal, "image": self.image}
+        return {**self.env, **{key: value for key, value in chosen.items() if value}}
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict in the YAML shape (for trajectory headers and status files)."""
