@@ -41,14 +41,6 @@ class Listener(Protocol):
         """The episode of ``status.task`` has ended (any state)."""
 
 
-class _Quiet:
-    def started(self, name: str) -> None:
-        pass
-
-    def finished(self, status: TaskStatus) -> None:
-        pass
-
-
 class LocalExecutor:
     """Runs episodes in ``workers`` threads of this process, each with its own environment."""
 
@@ -58,14 +50,13 @@ class LocalExecutor:
         self.workers = max(1, int(workers))
 
     def run(self, job: RunJob, names: list[str], results: dict[str, TaskStatus],
-            listener: Listener | None = None) -> None:
+            listener: Listener) -> None:
         """Run the episodes of ``names``; store each status in ``results`` as it ends.
 
         Raises:
             KeyboardInterrupt: Ctrl-C; running episodes were ended with reason
                 ``"interrupted"`` and have returned, queued ones never started.
         """
-        listener = listener or _Quiet()
         interrupt = StopSignal()
         lock = threading.Lock()
         active: set[str] = set()  # episodes started and not yet returned
