@@ -202,7 +202,8 @@ class SourceView(QuietKeys, ScrollView, can_focus=True):
         self.placeholder = "(no file)"
         self._anchor: int | None = None  # line where ``V`` started a selection
         self.pattern = ""  # the last search (``/``); ``;`` / ``,`` repeat it
-        self._preview: Preview | None = None
+        #: The proposal previewed (whichever file it is for), or None (see set_preview).
+        self.preview: Preview | None = None
         self._added: list[list[Segment]] = []  # highlighted new lines of a rewrite preview
 
     # -- content -----------------------------------------------------------------
@@ -261,7 +262,7 @@ class SourceView(QuietKeys, ScrollView, can_focus=True):
         The preview is kept when another file is loaded and shows whenever the
         loaded file is ``preview.path``; the cursor goes to its line then.
         """
-        self._preview = preview
+        self.preview = preview
         self._added = self._lex_added()
         self._resize()
         if preview is not None and preview.path == self.path:
@@ -274,7 +275,7 @@ class SourceView(QuietKeys, ScrollView, can_focus=True):
     def _show_rewrite(self, rewrite: RewritePreview) -> None:
         """Scroll so the previewed rewrite's rows are visible (with the line above when
         there is room; from its first row when it is taller than the view)."""
-        if rewrite is not self._preview:
+        if rewrite is not self.preview:
             return
         last = max(rewrite.last(len(self.lines)), rewrite.start - 1) + len(self._added)
         top, height = int(self.scroll_offset.y), self.scrollable_content_region.height
@@ -284,14 +285,9 @@ class SourceView(QuietKeys, ScrollView, can_focus=True):
         if height and not (top <= first and last <= top + height):
             self.scroll_to(y=first, animate=False, immediate=True)
 
-    @property
-    def preview(self) -> Preview | None:
-        """The proposal previewed (whichever file it is for), or None."""
-        return self._preview
-
     def _rewrite(self) -> RewritePreview | None:
         """The rewrite preview when it is for the loaded file, else None."""
-        p = self._preview
+        p = self.preview
         return p if isinstance(p, RewritePreview) and p.path == self.path and self.lines \
             else None
 
@@ -431,7 +427,7 @@ class SourceView(QuietKeys, ScrollView, can_focus=True):
                                     Segment(" " * (self.gutter_width - 3) + " │", gutter)],
                                    self._added[lineno], scroll_x, width)
             return strip.apply_style(self._style("added")).apply_style(base)
-        proposed = self._preview
+        proposed = self.preview
         if kind == "removed":
             mark = Segment("-", self._style("removed"))
         elif lineno in self.breakpoints:
