@@ -34,48 +34,35 @@ class LazyTurns(Sequence):
     """The step records of a trajectory as session ``Turn`` objects, converted on access.
 
     Opening a long trajectory therefore converts only the turns that are
-    shown (a slice converts only its own items); each is converted once.
+    shown (a slice is a view of the same records: it converts only its own
+    items); each record is converted once.
 
     Args:
         records: the trajectory's step records (dicts), oldest first.
-        start: first record of this view (0-based).
-        stop: end of this view (exclusive); None: all records.
-        cache: shared conversion cache (index -> Turn) of the full sequence.
+        cache: conversion cache (``id(record)`` -> Turn) shared by a sequence's slices.
     """
 
-    def __init__(self, records: list[dict[str, Any]], start: int = 0, stop: int | None = None,
-                 cache: dict[int, Any] | None = None) -> None:
+    def __init__(self, records: list[dict[str, Any]],
+                 cache: dict[int, Turn] | None = None) -> None:
         self._records = records
-        self._start = start
-        self._stop = len(records) if stop is None else min(stop, len(records))
-        self._cache: dict[int, Any] = {} if cache is None else cache
+        self._cache: dict[int, Turn] = {} if cache is None else cache
 
     def __len__(self) -> int:
-        return max(0, self._stop - self._start)
-
-    def _turn(self, index: int) -> Turn:
-        turn = self._cache.get(index)
-        if turn is None:
-            turn = Turn.from_record(self._records[index])
-            self._cache[index] = turn
-        return turn
+        return len(self._records)
 
     def __getitem__(self, key: int | slice) -> Any:
-        """A Turn (int key, negative allowed) or a lazy view (slice with step 1)."""
+        """A Turn (int key, negative allowed) or a lazy view (slice)."""
         if isinstance(key, slice):
-            start, stop, step = key.indices(len(self))
-            if step != 1:
-                return [self[i] for i in range(start, stop, step)]
-            return LazyTurns(self._records, self._start + start, self._start + max(start, stop),
-                             self._cache)
-        index = key + len(self) if key < 0 else key
-        if not 0 <= index < len(self):
-            raise IndexError(f"turn {key} out of range (0..{len(self) - 1})")
-        return self._turn(self._start + index)
+            return LazyTurns(self._records[key], self._cache)
+        record = self._records[key]
+        turn = self._cache.get(id(record))
+        if turn is None:
+            turn = self._cache[id(record)] = Turn.from_record(record)
+        return turn
 
     def record(self, index: int) -> dict[str, Any]:
         """The raw step record at 0-based ``index`` of this view (nothing converted)."""
-        return self._records[self._start + index]
+        return self._records[index]
 
 
 class ReplayModel:
