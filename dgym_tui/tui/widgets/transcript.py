@@ -55,17 +55,12 @@ def render_turn(turn: Any, expanded: bool = False) -> Text:
     lines = _observation_lines(t)
     if not lines:
         return text
-    click = Style.from_meta({"@click": f"fold({int(t.index)})"})
-    if len(lines) <= FOLD_LINES or expanded:
-        text.append("\n" + "\n".join(lines), style="dim")
-        if len(lines) > FOLD_LINES:
-            text.append("\n")
-            text.append("▼ fold", style=Style(bold=True) + click)
-    else:
-        text.append("\n" + "\n".join(lines[:FOLD_LINES - 1]), style="dim")
+    folded = len(lines) > FOLD_LINES and not expanded
+    text.append("\n" + "\n".join(lines[:FOLD_LINES - 1] if folded else lines), style="dim")
+    if len(lines) > FOLD_LINES:
         text.append("\n")
-        text.append(f"▶ {len(lines) - FOLD_LINES + 1} more lines (click)",
-                    style=Style(bold=True) + click)
+        text.append(f"▶ {len(lines) - FOLD_LINES + 1} more lines (click)" if folded else "▼ fold",
+                    style=Style(bold=True, meta={"@click": f"fold({int(t.index)})"}))
     return text
 
 
