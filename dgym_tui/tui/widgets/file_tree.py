@@ -39,12 +39,12 @@ class FileTree(Tree[str]):
         self._readonly: set[str] = set()
         self._changed: set[str] = set()
 
-    @staticmethod
-    def _label(name: str, readonly: bool, changed: bool) -> Text:
-        text = Text(name)
-        if changed:
+    def _label(self, path: str) -> Text:
+        """The file's name, marked when it is changed / read-only."""
+        text = Text(path.rsplit("/", 1)[-1])
+        if path in self._changed:
             text.append(" M", style="bold yellow")
-        if readonly:
+        if path in self._readonly:
             text.append(" ro", style="dim")
         return text
 
@@ -58,19 +58,17 @@ class FileTree(Tree[str]):
             changed: files that differ from the original repository.
         """
         readonly, changed = set(readonly or ()), set(changed or ())
+        touched = (readonly ^ self._readonly) | (changed ^ self._changed)
+        self._readonly, self._changed = readonly, changed
         files = sorted(files)
         if files != self._files:
-            self._readonly, self._changed = readonly, changed
             self._files = files
             self._rebuild()
-        elif (readonly, changed) != (self._readonly, self._changed):
-            touched = (readonly ^ self._readonly) | (changed ^ self._changed)
-            self._readonly, self._changed = readonly, changed
-            for path in touched:  # relabel only the leaves whose marks changed
-                node = self._leaves.get(path)
-                if node is not None:
-                    node.set_label(self._label(path.rsplit("/", 1)[-1], path in readonly,
-                                               path in changed))
+            return
+        for path in touched:  # relabel only the leaves whose marks changed
+            node = self._leaves.get(path)
+            if node is not None:
+                node.set_label(self._label(path))
 
     def _rebuild(self) -> None:
         self.clear()
@@ -88,8 +86,7 @@ class FileTree(Tree[str]):
                 if key not in dirs:
                     dirs[key] = parent.add(parts[depth - 1] + "/", expand=depth == 1)
                 parent = dirs[key]
-            self._leaves[path] = parent.add_leaf(
-                self._label(parts[-1], path in self._readonly, path in self._changed), data=path)
+            self._leaves[path] = parent.add_leaf(self._label(path), data=path)
         self.root.expand()
 
     def select_path(self, path: str) -> None:
