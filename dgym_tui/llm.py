@@ -170,9 +170,9 @@ class LLMConfig:
         for key, value in data.items():
             if value is None and cls.__dataclass_fields__[key].default is None:
                 continue  # "leave it to the provider"
-            problem = _type_problem(value, _FIELD_TYPES.get(key))
-            if problem:
-                raise LLMConfigError(f"{source}: entry {name!r}: {key} must be {problem}, "
+            types, description = _FIELD_TYPES[key]
+            if not isinstance(value, types) or isinstance(value, bool):
+                raise LLMConfigError(f"{source}: entry {name!r}: {key} must be {description}, "
                                      f"not {value!r}")
         config = cls(name=name, **data)
         if config.tool_calling not in TOOL_CALLING_MODES:
@@ -206,16 +206,6 @@ _FIELD_TYPES: dict[str, tuple[tuple[type, ...], str]] = {
     **{k: ((int,), "a whole number") for k in ("max_tokens", "context_window", "retries")},
     "extra": ((dict,), "a mapping"),
 }
-
-
-def _type_problem(value: Any, expected: tuple[tuple[type, ...], str] | None) -> str | None:
-    """What ``value`` should have been (e.g. ``"a number"``), or None when it fits."""
-    if expected is None:
-        return None
-    types, description = expected
-    if isinstance(value, types) and not isinstance(value, bool):
-        return None
-    return description
 
 
 def default_config_path() -> Path:
