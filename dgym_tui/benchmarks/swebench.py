@@ -327,9 +327,7 @@ def _exists(container, path: str) -> bool:
         stream, _ = container.get_archive(path)
     except NotFound:
         return False
-    close = getattr(stream, "close", None)
-    if close:
-        close()
+    stream.close()  # a generator of the archive's chunks: nothing is read
     return True
 
 
