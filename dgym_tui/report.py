@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from dgym_tui.runner import STATUS_FILE, TRAJECTORY_FILE, read_status
+from dgym_tui.runs import episode_labels, read_header
 
 #: Output formats of :func:`render`.
 FORMATS = ("table", "markdown", "csv", "json")
@@ -51,33 +52,6 @@ class Episode:
         return f"{self.agent} × {self.model}"
 
 
-def _header(folder: Path) -> dict[str, Any]:
-    """The first line (header) of ``folder``'s trajectory, or {} if unreadable."""
-    try:
-        with open(folder / TRAJECTORY_FILE, encoding="utf-8") as f:
-            header = json.loads(f.readline())
-    except (OSError, ValueError):
-        return {}
-    return header if isinstance(header, dict) else {}
-
-
-def episode_labels(header: dict[str, Any]) -> tuple[str, str, str]:
-    """The (agent, model, benchmark) labels of an episode from its trajectory header.
-
-    ``agent`` is the agent spec's name for an LLM agent, else the policy
-    (``human``, ``scripted``); ``model`` is ``-`` without an LLM; a missing
-    value is ``?``.
-    """
-    config = header.get("config") or {}
-    task = header.get("task") or {}
-    policy = str(config.get("policy") or "?")
-    agent = Path(str(config.get("agent") or "agent")).stem if policy == "agent" else policy
-    model = str(config.get("llm") or "-")
-    bench = config.get("benchmark")
-    benchmark = bench.get("name") if isinstance(bench, dict) else bench
-    return agent, model, str(benchmark or task.get("benchmark") or "?")
-
-
 def load_episodes(run_dirs: list[str | Path]) -> list[Episode]:
     """Read the counted episodes of ``run_dirs`` (see the module docstring).
 
@@ -100,7 +74,8 @@ def load_episodes(run_dirs: list[str | Path]) -> list[Episode]:
             status = read_status(folder)
             if status is None or status.state not in COUNTED_STATES:
                 continue
-            agent, model, benchmark = episode_labels(_header(folder))
+            agent, model, benchmark = episode_labels(
+                read_header(str(folder / TRAJECTORY_FILE))[0] or {})
             episode = Episode(run=str(run_dir), agent=agent, model=model, benchmark=benchmark,
                               task=status.task, resolved=bool(status.resolved),
                               steps=status.steps,

@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Any
 
 from dgym_tui.records import Usage
-from dgym_tui.report import episode_labels
 from dgym_tui.reviews import REVIEWS_FILE, read_reviews
 from dgym_tui.runner import PATCH_FILE, STATUS_FILE, TRAJECTORY_FILE
 from dgym_tui.trajectory import SUPPORTED_VERSIONS
@@ -113,8 +112,25 @@ class EpisodeRow:
         return (1, "") if value is None else (0, value)
 
 
-def _first_line(path: str) -> tuple[dict[str, Any] | None, str]:
-    """(header dict or None, problem) from the first line of a trajectory."""
+def episode_labels(header: dict[str, Any]) -> tuple[str, str, str]:
+    """The (agent, model, benchmark) labels of an episode from its trajectory header.
+
+    ``agent`` is the agent spec's name for an LLM agent, else the policy
+    (``human``, ``scripted``); ``model`` is ``-`` without an LLM; a missing
+    value is ``?``.
+    """
+    config = header.get("config") or {}
+    task = header.get("task") or {}
+    policy = str(config.get("policy") or "?")
+    agent = Path(str(config.get("agent") or "agent")).stem if policy == "agent" else policy
+    model = str(config.get("llm") or "-")
+    bench = config.get("benchmark")
+    benchmark = bench.get("name") if isinstance(bench, dict) else bench
+    return agent, model, str(benchmark or task.get("benchmark") or "?")
+
+
+def read_header(path: str) -> tuple[dict[str, Any] | None, str]:
+    """(header dict or None, problem) from the first line of a trajectory; never raises."""
     try:
         with open(path, "rb") as f:
             line = f.readline()
@@ -206,7 +222,7 @@ def read_episode(run: Path, episode: str) -> EpisodeRow:
     folder = os.path.join(run, episode)
     trajectory = os.path.join(folder, TRAJECTORY_FILE)
     status, status_problem = _read_status(folder)
-    header, header_problem = _first_line(trajectory)
+    header, header_problem = read_header(trajectory)
     problems = [p for p in (status_problem, header_problem) if p]
     if header is not None:
         config = header.get("config")

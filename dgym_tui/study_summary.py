@@ -20,9 +20,9 @@ from typing import Any
 
 from dgym_tui.core.errors import first_line
 from dgym_tui.episode import UsageError
-from dgym_tui.report import episode_labels, markdown_table
+from dgym_tui.report import markdown_table
 from dgym_tui.runner import STATUS_FILE, TRAJECTORY_FILE, read_status
-from dgym_tui.runs import find_runs
+from dgym_tui.runs import episode_labels, find_runs
 from dgym_tui.study import outcome
 from dgym_tui.trajectory import TrajectoryError, read_trajectory
 
