@@ -37,6 +37,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import psutil
+
 from dgym_tui.core.gitpatch import MODE_EXEC, MODE_LINK, Blob, blob_id, file_patch, git_mode, merge3
 from dgym_tui.core.safefs import (
     DIR_FLAGS,
@@ -48,7 +50,6 @@ from dgym_tui.core.safefs import (
     read_fd,
     scan_fd,
 )
-from dgym_tui.core.terminals.procs import pid_alive
 from dgym_tui.core.treeindex import Stamp, TreeIndex, stamp
 from dgym_tui.core.types import ApplyConflictError, WorkspaceError  # defined with the shared types
 
@@ -120,7 +121,7 @@ def remove_stale_workspaces(folder: str | None = None) -> list[str]:
         if not name.startswith(WS_PREFIX):
             continue
         pid = name[len(WS_PREFIX):].split("-", 1)[0]
-        if not pid.isdigit() or pid_alive(int(pid)):
+        if not pid.isdigit() or psutil.pid_exists(int(pid)):
             continue
         path = os.path.join(folder, name)
         try:

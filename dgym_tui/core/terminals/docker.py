@@ -37,6 +37,7 @@ import threading
 import time
 from typing import Any
 
+import psutil
 from pexpect.fdpexpect import fdspawn
 
 from dgym_tui.core.errors import first_line
@@ -45,7 +46,6 @@ from . import cleanup
 from .base import DEFAULT_MAX_OUTPUT, RunResult, Terminal, TerminalError
 from .mounts import inside_paths
 from .output import BoundedOutput
-from .procs import pid_alive
 
 #: Label put on every container this module creates (value "1").
 LABEL = "dgym-tui"
@@ -152,7 +152,7 @@ def remove_stale_containers(client=None) -> list[str]:
             pid = int(container.labels.get(LABEL_PID, "0"))
         except ValueError:
             continue
-        if pid > 0 and not pid_alive(pid):
+        if pid > 0 and not psutil.pid_exists(pid):
             with contextlib.suppress(Exception):  # gone meanwhile: nothing to remove
                 container.remove(force=True)
                 removed.append(container.id)

@@ -104,14 +104,3 @@ def _running(proc: psutil.Process) -> bool:
         return proc.status() != psutil.STATUS_ZOMBIE
     except psutil.Error:
         return False
-
-
-def pid_alive(pid: int) -> bool:
-    """True when process ``pid`` exists on this host (also when it belongs to another user)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
