@@ -29,10 +29,11 @@ def runs_dir() -> Path:
     return data_dir() / "runs"
 
 
-def slug(name: str) -> str:
+def slug(name: str, empty: str = "episode") -> str:
     """``name`` as a file-name part: runs of other characters than ``[A-Za-z0-9_.-]``
-    become ``_`` (``"mini/pagination"`` -> ``"mini_pagination"``); ``"episode"`` if empty."""
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_.") or "episode"
+    become ``_`` (``"mini/pagination"`` -> ``"mini_pagination"``), ``_`` and ``.`` at
+    either end are dropped; ``empty`` when nothing is left."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_.") or empty
 
 
 def unique_trajectory_path(task: str, folder: Path | str | None = None) -> Path:

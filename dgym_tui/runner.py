@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import shutil
 import threading
 import time
@@ -40,6 +39,7 @@ from typing import Any
 from dgym_tui.config import ConfigError, RunConfig
 from dgym_tui.core.errors import first_line
 from dgym_tui.executors import LocalExecutor
+from dgym_tui.paths import slug
 from dgym_tui.policy import Policy
 from dgym_tui.stopping import INTERRUPTED, StopSignal
 
@@ -112,8 +112,7 @@ class RunSummary:
 
 def task_folder(output_dir: Path, task_name: str) -> Path:
     """Return the result folder of ``task_name`` (unsafe characters become ``_``)."""
-    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", task_name).strip("._") or "task"
-    return Path(output_dir) / safe
+    return Path(output_dir) / slug(task_name, "task")
 
 
 def read_status(folder: Path) -> TaskStatus | None:
