@@ -33,6 +33,7 @@ from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import BindingType
 from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
 from textual.widgets import Input, TabbedContent, TabPane
 
 from dgym_tui.core.types import StepResult, ToolCall
@@ -160,6 +161,20 @@ class DgymApp(AppKeys, SessionCalls, AgentTurns, CodeEdits, ReplayMode, WidgetEv
             self.theme = theme_name
 
     # -- layout --------------------------------------------------------------
+    def get_default_screen(self) -> Screen:
+        """Textual's default screen with its breakpoint classes for the terminal's size.
+
+        Set before the screen is first styled: its first resize would otherwise add
+        them and restyle every widget a second time before the first paint. Textual's
+        own resize handler keeps them up to date afterwards.
+        """
+        screen = super().get_default_screen()
+        width, height = self.size
+        screen.add_class(*screen._get_breakpoint_classes(width, self.HORIZONTAL_BREAKPOINTS),
+                         *screen._get_breakpoint_classes(height, self.VERTICAL_BREAKPOINTS),
+                         update=False)
+        return screen
+
     def compose(self) -> ComposeResult:
         with Horizontal(id="body"):
             yield FileTree(id="tree")
