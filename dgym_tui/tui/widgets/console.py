@@ -107,8 +107,13 @@ class PdbConsole(Vertical):
         return self.query_one(HistoryInput)
 
     def write(self, text: str | Text, style: str = "") -> None:
-        """Append ``text`` to the scroll-back (plain text is never read as markup)."""
-        self.log_widget.write(Text(text, style=style) if isinstance(text, str) else text)
+        """Append ``text`` to the scroll-back (plain text is never read as markup) and
+        scroll to it in the same screen refresh: RichLog's own scroll waits for the next
+        refresh, which drew the console (and its scroll bar) two more times per step."""
+        log = self.log_widget
+        log.write(Text(text, style=style) if isinstance(text, str) else text, scroll_end=False)
+        if log.auto_scroll:
+            log.scroll_end(animate=False, immediate=True, x_axis=False)
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()
