@@ -51,10 +51,13 @@ class DebugPanel(Vertical):
         if replay:
             note = Text("replay: variables and stack are not recorded; f forks here",
                         style="dim")
-        self.query_one("#debug-where", Static).update(note)
+        # one row of fixed size: no layout of the whole screen for it
+        self.query_one("#debug-where", Static).update(note, layout=False)
         self.query_one(VariablesPane).show_inspection(inspection)
         self.query_one(StackPane).show_inspection(inspection)
-        self.query_one(BreakpointsPane).show_rows(rows_from(result, inspection))
+        rows, pane = rows_from(result, inspection), self.query_one(BreakpointsPane)
+        if rows != pane.rows_shown:  # most stops change no breakpoint: no table rebuilt
+            pane.show_rows(rows)
 
     def show_breakpoints(self, result: Any) -> None:
         """Refresh the breakpoints from ``result`` after a step that was not pdb's (the
