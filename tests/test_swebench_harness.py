@@ -326,15 +326,6 @@ def test_list_tasks_details_and_json(real_bench, tmp_path, capsys):
     assert rows[0] == real_bench.describe(rows[0]["name"])
 
 
-def test_image_names_split_into_repository_and_tag():
-    from dgym_tui.benchmarks.prepull import split_tag
-
-    assert split_tag("swebench/sweb.eval.x86_64.a_1776_b-1:latest") == (
-        "swebench/sweb.eval.x86_64.a_1776_b-1", "latest")
-    assert split_tag("localhost:5000/img") == ("localhost:5000/img", "latest")
-    assert split_tag("img:v2") == ("img", "v2")
-
-
 @pytest.mark.docker
 def test_prepull_skips_images_that_are_present(fixture_images, capsys):
     from dgym_tui.cli import main

@@ -14,14 +14,6 @@ class PullError(ValueError):
     """An image could not be pulled; the message names it and says why."""
 
 
-def split_tag(image: str) -> tuple[str, str]:
-    """Return ``(repository, tag)`` of an image name (tag ``latest`` when none is given)."""
-    name, _, tag = image.rpartition(":")
-    if not name or "/" in tag:  # "host:5000/repo" has no tag
-        return image, "latest"
-    return name, tag
-
-
 def pull_images(images: Iterable[str], progress: bool = True) -> list[str]:
     """Pull the ``images`` not present locally, one after the other.
 
@@ -38,6 +30,7 @@ def pull_images(images: Iterable[str], progress: bool = True) -> list[str]:
         PullError: an image cannot be pulled.
     """
     from docker.errors import APIError, ImageNotFound
+    from docker.utils import parse_repository_tag
     from rich.progress import BarColumn, Progress, TextColumn
 
     from dgym_tui.core.terminals.docker import get_client
@@ -56,9 +49,10 @@ def pull_images(images: Iterable[str], progress: bool = True) -> list[str]:
         for done, image in enumerate(missing, 1):
             layers: dict[str, tuple[int, int]] = {}
             current = bar.add_task(image, total=None, count="")
-            repository, tag = split_tag(image)
+            repository, tag = parse_repository_tag(image)  # "host:5000/repo" has no tag
             try:
-                for event in client.api.pull(repository, tag=tag, stream=True, decode=True):
+                for event in client.api.pull(repository, tag=tag or "latest", stream=True,
+                                             decode=True):
                     if "error" in event:
                         raise PullError(f"pulling {image} failed: {event['error']}")
                     detail = event.get("progressDetail") or {}
@@ -76,4 +70,4 @@ def pull_images(images: Iterable[str], progress: bool = True) -> list[str]:
     return pulled
 
 
-__all__ = ["PullError", "pull_images", "split_tag"]
+__all__ = ["PullError", "pull_images"]
