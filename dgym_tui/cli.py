@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import logging
 import os
 import shutil
@@ -286,10 +287,11 @@ def _cmd_list_tasks(args: argparse.Namespace) -> int:
         for name in bench.tasks():
             print(name)
         return 0
-    from dgym_tui.benchmarks.details import format_details, format_json, task_details
+    from dgym_tui.benchmarks.details import format_details, task_details
 
-    for details in task_details(bench):
-        print(format_json(details) if args.json else format_details(details), flush=True)
+    for details in task_details(bench):  # --json: one JSON line per task
+        print(json.dumps(details, ensure_ascii=False) if args.json else format_details(details),
+              flush=True)
     return 0
 
 

@@ -9,7 +9,6 @@ spending money on an LLM.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -48,9 +47,4 @@ def format_details(details: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def format_json(details: dict[str, Any]) -> str:
-    """Return one task's details as one JSON line."""
-    return json.dumps(details, ensure_ascii=False, sort_keys=False)
-
-
-__all__ = ["LABELS", "format_details", "format_json", "task_details"]
+__all__ = ["LABELS", "format_details", "task_details"]
