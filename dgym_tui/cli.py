@@ -78,10 +78,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
     config = load_config(args.config, args.param or [])
     executor = None
     if args.executor == "ray":
-        from dgym_tui.executors import make_executor
+        from dgym_tui.executors import ray_executor
 
-        executor = make_executor(args.executor, address=args.address,
-                                 shared_output=args.shared_output)
+        executor = ray_executor(address=args.address, shared_output=args.shared_output)
     summary = run_tasks(config, workers=args.workers, force=args.rerun,
                         output_dir=Path(args.output) if args.output else None,
                         progress=not args.no_progress, executor=executor)

@@ -27,10 +27,6 @@ from dgym_tui.stopping import StopSignal
 if TYPE_CHECKING:
     from dgym_tui.runner import RunJob, TaskStatus
 
-#: Names accepted by ``dgym run --executor``.
-EXECUTORS = ("local", "ray")
-
-
 class Listener(Protocol):
     """What an executor reports while it runs (the progress bar implements it)."""
 
@@ -115,28 +111,21 @@ def _stop_until_returned(interrupt: StopSignal, busy: Callable[[], bool], lock: 
         time.sleep(sweep)
 
 
-def make_executor(name: str, workers: int = 1, address: str | None = None,
-                  shared_output: bool = False) -> Any:
-    """Build an executor by name.
+def ray_executor(address: str | None = None, shared_output: bool = False) -> Any:
+    """Build the :class:`~dgym_tui.ray_executor.RayExecutor` (``dgym run --executor ray``).
 
     Args:
-        name: ``"local"`` (threads) or ``"ray"`` (needs ``pip install 'dgym-tui[ray]'``).
-        workers: threads of the local executor.
         address: Ray cluster address (``"auto"``, ``"HOST:PORT"``, ``"ray://..."``);
             None starts a local Ray instance.
-        shared_output: (Ray) the output folder is at the same path on every
-            node; episodes write there directly instead of streaming to the driver.
+        shared_output: the output folder is at the same path on every node;
+            episodes write there directly instead of streaming to the driver.
 
     Raises:
-        ConfigError: unknown executor, or Ray not installed (one line).
+        ConfigError: Ray is not installed (``pip install 'dgym-tui[ray]'``; one line).
     """
-    if name == "local":
-        return LocalExecutor(workers)
-    if name == "ray":
-        try:
-            from dgym_tui.ray_executor import RayExecutor
-        except ImportError as exc:
-            raise ConfigError(f"--executor ray needs Ray: pip install 'dgym-tui[ray]' ({exc})") \
-                from None
-        return RayExecutor(address=address, shared_output=shared_output)
-    raise ConfigError(f"unknown executor {name!r}; use {' or '.join(EXECUTORS)}")
+    try:
+        from dgym_tui.ray_executor import RayExecutor
+    except ImportError as exc:
+        raise ConfigError(f"--executor ray needs Ray: pip install 'dgym-tui[ray]' ({exc})") \
+            from None
+    return RayExecutor(address=address, shared_output=shared_output)

@@ -24,7 +24,7 @@
   (at most ``STOP_WAIT`` seconds) and raises ``KeyboardInterrupt``.
 
 The module imports ``ray``: load it only through
-:func:`dgym_tui.executors.make_executor`.
+:func:`dgym_tui.executors.ray_executor`.
 """
 
 from __future__ import annotations
