@@ -57,7 +57,6 @@ class TreeIndex:
     Args:
         tree: the tree to index.
         visible: ``visible(rel, is_dir) -> bool``; hidden folders are not entered.
-        watch: use inotify when available (False: every refresh scans).
 
     Attributes:
         entries: ``{rel: Stamp}`` of files, links and special files.
@@ -65,15 +64,14 @@ class TreeIndex:
         watching: True while inotify keeps the index current.
     """
 
-    def __init__(self, tree: SafeTree, visible: Callable[[str, bool], bool],
-                 watch: bool = True) -> None:
+    def __init__(self, tree: SafeTree, visible: Callable[[str, bool], bool]) -> None:
         self.tree = tree
         self.visible = visible
         self.entries: dict[str, Stamp] = {}
         self.dirs: set[str] = set()
         self._wd: dict[int, str] = {}
         self._inotify = None
-        if watch and INotify is not None:
+        if INotify is not None:
             try:
                 self._inotify = INotify(nonblocking=True)
             except OSError:

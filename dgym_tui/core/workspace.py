@@ -159,8 +159,6 @@ class Workspace:
             except by :meth:`apply_to_source`.
         ignore: extra gitignore-style patterns hiding files from the agent.
         readonly: extra gitignore-style patterns making files read-only.
-        watch: track changes with inotify where available (False: every
-            refresh scans the tree).
 
     Attributes:
         source: absolute ``Path`` of the original repository.
@@ -172,7 +170,7 @@ class Workspace:
     """
 
     def __init__(self, source: str | os.PathLike, ignore: Iterable[str] = (),
-                 readonly: Iterable[str] = (), watch: bool = True) -> None:
+                 readonly: Iterable[str] = ()) -> None:
         global _swept
         self.source = Path(source).resolve()
         if not self.source.is_dir():
@@ -197,7 +195,7 @@ class Workspace:
             self._tree = SafeTree(self.root)
             self._src = SafeTree(self.source)
             self._copy()
-            self._index = TreeIndex(self._tree, self._visible, watch=watch)
+            self._index = TreeIndex(self._tree, self._visible)
         except BaseException:
             self.cleanup()
             raise

@@ -129,8 +129,6 @@ class BwrapTerminal(LocalTerminal):
         hidden: host paths masked as well (e.g. the original repository's
             ignored files, which the read-only view of the system would show).
         network: keep the host's network (default: none, only a private ``lo``).
-        hide_home: mask the user's home folder (its top-level folders that hold
-            the running Python or a ``PATH`` entry stay visible, read-only).
 
     Attributes:
         workdir: the working copy's host path (commands see the same path).
@@ -142,14 +140,12 @@ class BwrapTerminal(LocalTerminal):
     """
 
     def __init__(self, readonly: Iterable[str] = (), ignored: Iterable[str] = (),
-                 hidden: Iterable[str] = (), network: bool = False,
-                 hide_home: bool = True) -> None:
+                 hidden: Iterable[str] = (), network: bool = False) -> None:
         super().__init__()
         self.readonly = [str(p) for p in readonly]
         self.ignored = [str(p) for p in ignored]
         self.hidden = [str(p) for p in hidden]
         self.network = network
-        self.hide_home = hide_home
         self._prefix: list[str] = []
 
     def start(self, host_root: str) -> None:
@@ -179,7 +175,7 @@ class BwrapTerminal(LocalTerminal):
                 "--tmpfs", "/tmp", "--tmpfs", "/run"]
         home = os.path.realpath(os.path.expanduser("~"))
         covered = ["/tmp", "/run"]  # fresh tmpfs: nothing of the host shows there
-        if self.hide_home and home not in ("/", "") and os.path.isdir(home):
+        if home not in ("/", "") and os.path.isdir(home):  # its Python / PATH folders stay
             covered.append(home)
             args += ["--tmpfs", home]
             for keep in _home_folders_to_keep(home):
