@@ -13,6 +13,7 @@ from __future__ import annotations
 import posixpath
 import re
 from collections.abc import Iterable
+from itertools import groupby
 
 from dgym_tui.core.pytest_summary import is_test_file, pick_location
 from dgym_tui.core.types import EvalSummary
@@ -71,12 +72,7 @@ def traceback_frames(text: str, files: Iterable[str]) -> list[tuple[str, int]]:
             rel = match_file(m.group("path").strip(), fileset)
             if rel is not None:
                 found.append((m.start(), rel, int(m.group("line"))))
-    found.sort()
-    frames: list[tuple[str, int]] = []
-    for _, rel, line in found:
-        if not frames or frames[-1] != (rel, line):
-            frames.append((rel, line))
-    return frames
+    return [frame for frame, _ in groupby((rel, line) for _, rel, line in sorted(found))]
 
 
 def locate_failure(eval_output: str, files: Iterable[str],
@@ -110,14 +106,8 @@ def locate_failure(eval_output: str, files: Iterable[str],
 
 def first_source_file(files: Iterable[str]) -> str | None:
     """Return the first non-test Python file (sorted), else the first file, else None."""
-    ordered = sorted(files)
-    for rel in ordered:
-        if rel.endswith(".py") and not is_test_file(rel):
-            return rel
-    for rel in ordered:
-        if rel.endswith(".py"):
-            return rel
-    return ordered[0] if ordered else None
+    return min(files, default=None, key=lambda rel: (
+        not rel.endswith(".py"), rel.endswith(".py") and is_test_file(rel), rel))
 
 
 def no_tests_hint(files: Iterable[str], entrypoint: str) -> str:
