@@ -22,16 +22,13 @@ def served_command(argv: list[str]) -> str:
     """The shell command each browser tab runs: this Python, ``-m dgym_tui.tui.cli`` and ``argv``
     without ``--serve``, ``--host H`` and ``--port P`` (also in ``--opt=value`` form)."""
     kept: list[str] = []
-    skip = False
-    for arg in argv:
-        if skip:
-            skip = False
-            continue
+    args = iter(argv)
+    for arg in args:
         name = arg.split("=", 1)[0]
-        if name in SERVER_OPTIONS:
-            skip = SERVER_OPTIONS[name] and "=" not in arg
-            continue
-        kept.append(arg)
+        if name not in SERVER_OPTIONS:
+            kept.append(arg)
+        elif SERVER_OPTIONS[name] and "=" not in arg:
+            next(args, None)  # the option's value
     return shlex.join([sys.executable, "-m", "dgym_tui.tui.cli", *kept])
 
 
