@@ -13,7 +13,7 @@ from pygments.token import Token, _TokenType
 from textual import events
 from textual.widgets import TextArea
 
-from dgym_tui.tui.widgets.source_view import lexer_for
+from dgym_tui.tui.widgets.source_view import lex_lines, lexer_for
 
 #: pygments token type -> TextArea theme highlight name (most specific first).
 _NAMES: list[tuple[_TokenType, str]] = [
@@ -70,15 +70,12 @@ class CodeArea(TextArea):
         self._line_cache.clear()
         highlights = self._highlights
         highlights.clear()
-        row, col = 0, 0  # col counts UTF-8 bytes, as the TextArea expects
-        for ttype, value in self._pyg_lexer.get_tokens(self.text):
-            name = highlight_name(ttype)
-            pieces = value.split("\n")
-            for i, piece in enumerate(pieces):
-                if i:
-                    row, col = row + 1, 0
+        for row, tokens in enumerate(lex_lines(self._pyg_lexer, self.text)):
+            col = 0  # UTF-8 bytes, as the TextArea expects
+            for ttype, piece in tokens:
                 size = len(piece.encode("utf-8"))
-                if name is not None and size:
+                name = highlight_name(ttype)
+                if name is not None:
                     highlights[row].append((col, col + size, name))
                 col += size
 
