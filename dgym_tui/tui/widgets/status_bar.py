@@ -39,24 +39,18 @@ class Status:
 
     def render(self) -> Text:
         """Return the status line as Rich Text."""
-        text = Text()
-        text.append(f" {self.task or '-'} ", style="bold")
-        text.append("│ ")
-        text.append(f"step {self.step}/{self.budget} " if self.budget else f"step {self.step} ")
-        text.append("│ ")
-        text.append(f"{self.mode} ", style="bold")
-        text.append("│ ")
+        step = f"step {self.step}/{self.budget} " if self.budget else f"step {self.step} "
+        text = Text.assemble((f" {self.task or '-'} ", "bold"), "│ ", step, "│ ",
+                             (f"{self.mode} ", "bold"), "│ ")
         if self.evaluated:
             ok = self.total > 0 and self.passed == self.total
             text.append(f"tests {self.passed}/{self.total} ", style="green" if ok else "red")
         else:
             text.append("tests -/- ")
         if self.agent:
-            text.append("│ ")
-            text.append(f"{self.tokens} tok ${self.cost:.4f} ")
+            text.append(f"│ {self.tokens} tok ${self.cost:.4f} ")
         if self.extra:
-            text.append("│ ")
-            text.append(self.extra)
+            text.append(f"│ {self.extra}")
         return text
 
 
