@@ -100,8 +100,7 @@ class ReplayMode(MessagePump):
             bridge = SessionBridge(session, self.post_message, lambda: None)
             state, source, inspection = bridge.snapshot()
         except Exception as exc:  # noqa: BLE001  shown to the user
-            text = first_line(exc)
-            self._to_ui(self._fork_failed, text)
+            self._to_ui(self._fork_failed, first_line(exc))
             return
         finally:
             self._calling(False)

@@ -34,10 +34,9 @@ class StudyApp(DgymApp):
         theme_name: the start theme.
     """
 
-    BINDINGS: ClassVar[list[BindingType]] = [
-        *DgymApp.BINDINGS,
-        Binding("f6", "give_up", "Give up"),
-        Binding("f7", "pause_clock", "Pause clock")]
+    #: Textual adds the app's own keys (bindings merge along the classes).
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("f6", "give_up", "Give up"),
+                                             Binding("f7", "pause_clock", "Pause clock")]
 
     def __init__(self, task: StudyTask, theme_name: str = "dgym-dark") -> None:
         super().__init__(session=task.session, ask_apply=False, theme_name=theme_name,
