@@ -106,7 +106,8 @@ class Transcript(VerticalScroll, can_focus=True):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self._turns: Sequence[Any] = []
-        self._expanded: set[int] = set()
+        #: Indexes of the turns whose long observation is expanded.
+        self.expanded: set[int] = set()
         self._cache: dict[tuple[int, int, bool], Text] = {}
 
     def compose(self) -> ComposeResult:
@@ -124,7 +125,7 @@ class Transcript(VerticalScroll, can_focus=True):
         return self._body_text().plain
 
     def _turn_text(self, turn: Any) -> Text:
-        key = (id(turn), int(turn.index), turn.index in self._expanded)
+        key = (id(turn), int(turn.index), turn.index in self.expanded)
         text = self._cache.get(key)
         if text is None:
             text = render_turn(turn, key[2])
@@ -163,13 +164,8 @@ class Transcript(VerticalScroll, can_focus=True):
 
     def toggle(self, index: int) -> None:
         """Expand or fold the observation of turn ``index`` (1-based)."""
-        self._expanded ^= {index}
+        self.expanded ^= {index}
         self._redraw(scroll=False)
-
-    @property
-    def expanded(self) -> frozenset[int]:
-        """Indexes of the turns whose long observation is expanded."""
-        return frozenset(self._expanded)
 
     def _foldable(self) -> list[int]:
         return [int(t.index) for t in self.shown if len(_observation_lines(t)) > FOLD_LINES]
@@ -177,7 +173,7 @@ class Transcript(VerticalScroll, can_focus=True):
     def action_fold_last(self) -> None:
         """Expand the newest folded turn; when every one is expanded, fold the newest."""
         foldable = self._foldable()
-        folded = [i for i in foldable if i not in self._expanded]
+        folded = [i for i in foldable if i not in self.expanded]
         if folded:
             self.toggle(folded[-1])
         elif foldable:
@@ -186,8 +182,8 @@ class Transcript(VerticalScroll, can_focus=True):
     def action_fold_all(self) -> None:
         """Expand every shown long observation, or fold them all when all are expanded."""
         foldable = set(self._foldable())
-        if foldable <= self._expanded:
-            self._expanded -= foldable
+        if foldable <= self.expanded:
+            self.expanded -= foldable
         else:
-            self._expanded |= foldable
+            self.expanded |= foldable
         self._redraw(scroll=False)
