@@ -333,7 +333,8 @@ class LLMAgent:
         self.message_prefix: str | None = None
         self.llm = llm if isinstance(llm, LLM) else LLM(llm, config_path)
         self.name = self.spec.name
-        self.tool_calling = tool_calling or self.spec.tool_calling or self.llm.tool_calling
+        self.tool_calling = (tool_calling or self.spec.tool_calling
+                             or self.llm.config.tool_calling)
         if self.tool_calling not in ("native", "text"):
             raise AgentSpecError(f"tool_calling must be 'native' or 'text', "
                                  f"not {self.tool_calling!r}")

@@ -448,11 +448,6 @@ class LLM:
         self.calibration = 1.0
         self._server_window: int | None = None  # a window an overflow error told us
 
-    @property
-    def tool_calling(self) -> str:
-        """``"native"`` or ``"text"``."""
-        return self.config.tool_calling
-
     def count_tokens(self, messages: list[dict[str, Any]],
                      tools: list[dict[str, Any]] | None = None) -> int:
         """Estimate the prompt's tokens with ``litellm.token_counter`` (tools included)."""

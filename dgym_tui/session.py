@@ -159,7 +159,9 @@ class Session:
         self._check_mode(mode)
         self._mode = mode
         self._subscribers: list[Callable[[SessionEvent], None]] = []
-        self._env_lock = threading.RLock()
+        #: serializes access to the environment: hold it to read the environment's
+        #: state (files, patch) from a thread of your own
+        self.lock = threading.RLock()
         self._pause = threading.Event()
         self._abort_reason: str | None = None
         self._writer: TrajectoryWriter | None = None
@@ -226,7 +228,7 @@ class Session:
             an ``"error"`` event is emitted first.
         """
         try:
-            with self._env_lock:
+            with self.lock:
                 result = self.env.reset()
         except Exception as exc:
             self._emit("error", f"reset failed: {exc}")
@@ -446,7 +448,7 @@ class Session:
         self._emit("stepping", action)
         t0 = time.monotonic()
         try:
-            with self._env_lock:
+            with self.lock:
                 result = self.env.step(action)
                 patch = self._remember_patch()
                 originals = self._originals(patch) if patch is not None else None
@@ -523,12 +525,6 @@ class Session:
             self.finish("stuck")
         return turn
 
-    @property
-    def lock(self) -> threading.RLock:
-        """The lock serializing access to the environment: hold it to read the
-        environment's state (files, patch) from a thread of your own."""
-        return self._env_lock
-
     def inspect(self, frame: int | None = None, scope: str = "locals") -> Any:
         """The stopped pdb's stack, variables and breakpoints for a front end's panes.
 
@@ -546,7 +542,7 @@ class Session:
         tool = self.env.tools.get("pdb")
         if tool is None:
             return None
-        with self._env_lock:
+        with self.lock:
             try:
                 return tool.inspect(frame=frame, scope=scope)
             except Exception as exc:  # noqa: BLE001  display data only: never fail a caller
@@ -567,7 +563,7 @@ class Session:
         self.pending = None
         last = self.last or StepResult(observation="")
         try:
-            with self._env_lock:
+            with self.lock:
                 patch = self.env.patch()
         except Exception as exc:  # noqa: BLE001  an env closed early must not lose the footer
             log.warning("could not compute the patch: %s", exc)
