@@ -38,12 +38,9 @@ def match_file(path: str, files: Iterable[str] | set[str]) -> str | None:
         The longest trailing part of ``path`` that is one of ``files``, or None.
     """
     fileset = files if isinstance(files, set) else set(files)
-    parts = path.replace("\\", "/").split("/")
-    for start in range(len(parts)):
-        candidate = "/".join(p for p in parts[start:] if p not in ("", "."))
-        if candidate in fileset:
-            return candidate
-    return None
+    parts = [p for p in path.replace("\\", "/").split("/") if p not in ("", ".")]
+    return next((rel for rel in ("/".join(parts[i:]) for i in range(len(parts)))
+                 if rel in fileset), None)
 
 
 def first_failure_block(eval_output: str) -> str:

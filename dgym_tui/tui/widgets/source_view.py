@@ -567,10 +567,7 @@ class SourceView(QuietKeys, ScrollView, can_focus=True):
 
     def action_select_lines(self) -> None:
         """Start a line selection at the cursor, or end the one in progress."""
-        if self._anchor is None and self.lines:
-            self._anchor = self.cursor_line
-        else:
-            self._anchor = None
+        self._anchor = self.cursor_line if self._anchor is None and self.lines else None
         self.refresh()
 
     def action_clear_selection(self) -> None:
