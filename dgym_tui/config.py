@@ -167,11 +167,9 @@ def apply_override(data: dict[str, Any], text: str) -> None:
     """
     parts, value = parse_override(text)
     top = parts[0]
-    if top not in TOP_KEYS:
-        raise ConfigError(_unknown(".".join(parts), list(KEYS)))
-    if top == "env" and len(parts) == 2 and parts[1] not in ENV_KEYS:
-        raise ConfigError(_unknown(".".join(parts), list(KEYS)))
-    if len(parts) > 2 or (len(parts) == 2 and top not in ("benchmark", "env")):
+    if (top not in TOP_KEYS or len(parts) > 2
+            or (len(parts) == 2 and top not in ("benchmark", "env"))
+            or (top == "env" and len(parts) == 2 and parts[1] not in ENV_KEYS)):
         raise ConfigError(_unknown(".".join(parts), list(KEYS)))
     if len(parts) == 1:
         data[top] = value

@@ -89,9 +89,7 @@ def split(rel: str) -> list[str]:
     if rel.startswith("/"):
         raise EscapeError(errno.EXDEV, f"{rel!r} is absolute")
     norm = posixpath.normpath(rel or ".")
-    if norm == "..":
-        raise EscapeError(errno.EXDEV, f"{rel!r} leads outside")
-    if norm.startswith("../"):
+    if norm == ".." or norm.startswith("../"):
         raise EscapeError(errno.EXDEV, f"{rel!r} leads outside")
     return [] if norm == "." else norm.split("/")
 

@@ -350,9 +350,7 @@ class Workspace:
             target, exists = norm, False
         except OSError as exc:
             raise WorkspaceError(f"path {rel!r} cannot be used: {exc.strerror}") from None
-        if target != norm and self._match(self._ignore, target):
-            raise hidden
-        if must_exist and not exists:
+        if (target != norm and self._match(self._ignore, target)) or (must_exist and not exists):
             raise hidden
         return target
 
