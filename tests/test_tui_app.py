@@ -13,18 +13,15 @@ import pytest
 from tui_helpers import CALC, ENTRYPOINT, FIX, SIZE, records, settle, stub_agent, type_console
 
 from dgym_tui.benchmarks.local import folder_task
-from dgym_tui.core.env import RepoEnv
 from dgym_tui.core.types import ToolCall
-from dgym_tui.session import Session
 from dgym_tui.trajectory import read_trajectory
 from dgym_tui.tui.app import DgymApp
 from dgym_tui.tui.replay_model import ReplayModel
 
 
-async def test_human_episode(calc_repo, tmp_path):
+async def test_human_episode(calc_repo, calc_session, tmp_path):
     out = tmp_path / "runs" / "human.jsonl"
-    env = RepoEnv(calc_repo, entrypoint=ENTRYPOINT)
-    session = Session(env, trajectory_path=out, task_name="calc")
+    session = calc_session(out=out, task_name="calc")
     app = DgymApp(session=session)
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)
@@ -43,7 +40,7 @@ async def test_human_episode(calc_repo, tmp_path):
         view.focus()
         await pilot.press("c")  # continue to the breakpoint: the frame is shown
         await settle(app, pilot)
-        assert env.frame == ("calc.py", 5)
+        assert session.env.frame == ("calc.py", 5)
         assert (view.path, view.frame_line) == ("calc.py", 5)
 
         await type_console(app, pilot, "p total")
@@ -80,7 +77,7 @@ async def test_human_episode(calc_repo, tmp_path):
         await pilot.press("q")
         await pilot.pause()
     assert session.done and session.reason == "quit"
-    assert env.workspace is None and env.terminal is None  # closed: processes and copy gone
+    assert session.env.workspace is None and session.env.terminal is None  # closed: processes and copy gone
     lines = records(out)
     assert [r["type"] for r in lines] == ["header"] + ["step"] * 5 + ["footer"]
     assert [r["action"]["name"] for r in lines[1:-1]] == ["pdb", "pdb", "pdb", "rewrite", "eval"]
@@ -88,9 +85,8 @@ async def test_human_episode(calc_repo, tmp_path):
     assert lines[-1]["resolved"] is True
 
 
-async def test_console_errors_and_history(calc_repo, tmp_path):
-    env = RepoEnv(calc_repo, entrypoint=ENTRYPOINT, tools=("view", "eval", "rewrite"))
-    session = Session(env, trajectory_path=tmp_path / "t.jsonl")
+async def test_console_errors_and_history(calc_session):
+    session = calc_session(tools=("view", "eval", "rewrite"))
     app = DgymApp(session=session)
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)
@@ -111,10 +107,10 @@ async def test_console_errors_and_history(calc_repo, tmp_path):
         assert console_input.value == "q"
         await pilot.press("ctrl+c")
         await pilot.pause()
-    assert session.done and env.workspace is None
+    assert session.done and session.env.workspace is None
 
 
-async def test_approve_mode_episode(calc_repo, tmp_path, llm_server):
+async def test_approve_mode_episode(calc_session, tmp_path, llm_server):
     usage = {"prompt_tokens": 100, "completion_tokens": 10}
     llm_server.script([
         {"content": "Let me read the code.", "usage": usage,
@@ -127,8 +123,7 @@ async def test_approve_mode_episode(calc_repo, tmp_path, llm_server):
          "tool_calls": [{"name": "rewrite", "arguments": {"path": "calc.py", "new_code": ""}}]},
     ])
     out = tmp_path / "approve.jsonl"
-    env = RepoEnv(calc_repo, entrypoint=ENTRYPOINT)
-    session = Session(env, stub_agent(llm_server), mode="approve", trajectory_path=out)
+    session = calc_session(stub_agent(llm_server), "approve", out)
     app = DgymApp(session=session)
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)
@@ -189,7 +184,6 @@ async def _record_episode(repo: Path, out: Path) -> None:
     session = open_session(folder_task(repo, entrypoint=ENTRYPOINT, name="calc"), trajectory=out)
     env = session.env
     session.start()
-    from dgym_tui.core.types import ToolCall
     from dgym_tui.tui.actions import pdb_call
 
     session.act(pdb_call("b calc.py:5"))
@@ -294,10 +288,9 @@ async def test_human_episode_on_a_mini_task(tmp_path):
     assert [r["action"]["name"] for r in lines[1:-1]] == ["pdb", "pdb", "pdb", "rewrite", "eval"]
 
 
-async def test_crash_keeps_the_trajectory(calc_repo, tmp_path):
+async def test_crash_keeps_the_trajectory(calc_session, tmp_path):
     out = tmp_path / "crash.jsonl"
-    env = RepoEnv(calc_repo, entrypoint=ENTRYPOINT, tools=("view", "eval"))
-    session = Session(env, trajectory_path=out)
+    session = calc_session(out=out, tools=("view", "eval"))
     app = DgymApp(session=session)
 
     def broken_handler(*_args):
@@ -316,7 +309,7 @@ async def test_crash_keeps_the_trajectory(calc_repo, tmp_path):
     app.close_session("error: the app crashed")
     lines = records(out)
     assert lines[-1]["type"] == "footer" and lines[-1]["reason"] == "error: the app crashed"
-    assert env.workspace is None
+    assert session.env.workspace is None
 
 
 @pytest.mark.docker

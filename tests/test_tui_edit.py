@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from tui_helpers import CALC, ENTRYPOINT, FIX, SIZE, records, settle
+from tui_helpers import CALC, FIX, SIZE, records, settle
 
-from dgym_tui.core.env import RepoEnv
 from dgym_tui.core.types import ToolCall
-from dgym_tui.session import Session
 from dgym_tui.tui.app import DgymApp
 from dgym_tui.tui.cli import build_app, build_parser
 from dgym_tui.tui.screens.modals import CodeEditScreen, QuitScreen
@@ -170,10 +168,9 @@ async def _closed(app, pilot) -> None:
 class TestQuitWithUnappliedFix:
     """q with a resolved fix that `w` did not write to the original asks first."""
 
-    async def _resolved(self, repo, tmp_path):
-        env = RepoEnv(repo, entrypoint=ENTRYPOINT, tools=("view", "eval", "rewrite", "submit"))
-        app = DgymApp(session=Session(env, trajectory_path=tmp_path / "t.jsonl"))
-        return app
+    @staticmethod
+    def _resolved(calc_session):
+        return DgymApp(session=calc_session(tools=("view", "eval", "rewrite", "submit")))
 
     async def _fix(self, app, pilot):
         await settle(app, pilot)
@@ -183,9 +180,9 @@ class TestQuitWithUnappliedFix:
         await settle(app, pilot)
         assert app.session.last.resolved
 
-    async def test_cancel_then_apply_and_quit(self, calc_repo, tmp_path):
+    async def test_cancel_then_apply_and_quit(self, calc_repo, calc_session, tmp_path):
         """escape stays; w applies the fix to the original, then the app quits."""
-        app = await self._resolved(calc_repo, tmp_path)
+        app = self._resolved(calc_session)
         async with app.run_test(size=SIZE) as pilot:
             await self._fix(app, pilot)
             await pilot.press("q")
@@ -202,10 +199,10 @@ class TestQuitWithUnappliedFix:
             "    return total / len(xs[1:])", FIX)
         assert records(tmp_path / "t.jsonl")[-1]["type"] == "footer"
 
-    async def test_quit_anyway_keeps_the_original(self, calc_repo, tmp_path):
+    async def test_quit_anyway_keeps_the_original(self, calc_repo, calc_session, tmp_path):
         """q in the question quits without touching the original (the fix stays in the
         trajectory); an apply refused for an outside edit keeps the app open."""
-        app = await self._resolved(calc_repo, tmp_path)
+        app = self._resolved(calc_session)
         async with app.run_test(size=SIZE) as pilot:
             await self._fix(app, pilot)
             mine = CALC.replace("len(xs[1:])", "max(1, len(xs))")

@@ -8,11 +8,9 @@ from __future__ import annotations
 import json
 import threading
 
-from tui_helpers import CALC, ENTRYPOINT, FIX, SIZE, records, settle, stub_agent
+from tui_helpers import CALC, FIX, SIZE, records, settle, stub_agent
 
-from dgym_tui.core.env import RepoEnv
 from dgym_tui.core.workspace import Workspace
-from dgym_tui.session import Session
 from dgym_tui.tui.app import DgymApp
 
 
@@ -25,7 +23,7 @@ async def _press_on(app, pilot, widget, *keys) -> None:
 
 
 class TestDebugPanes:
-    async def test_variables_stack_breakpoints(self, calc_repo, tmp_path, monkeypatch):
+    async def test_variables_stack_breakpoints(self, calc_session, tmp_path, monkeypatch):
         """b, c: the variables pane shows the locals (changed ones marked after n), the
         stack selects the caller (pdb `u 1`, recorded), the breakpoints pane lists the hit
         count and disables / deletes; no workspace / patch call runs on the UI thread."""
@@ -41,7 +39,7 @@ class TestDebugPanes:
 
             monkeypatch.setattr(Workspace, name, spy)
         out = tmp_path / "t.jsonl"
-        session = Session(RepoEnv(calc_repo, entrypoint=ENTRYPOINT), trajectory_path=out)
+        session = calc_session(out=out)
         app = DgymApp(session=session)
         async with app.run_test(size=SIZE) as pilot:
             await settle(app, pilot)
@@ -182,7 +180,7 @@ def _rows(view) -> list[str]:
 
 
 class TestProposalPreview:
-    async def test_rewrite_diff_and_breakpoint_mark_until_decided(self, calc_repo, tmp_path,
+    async def test_rewrite_diff_and_breakpoint_mark_until_decided(self, calc_session,
                                                                   llm_server):
         """Approve mode: a proposed `rewrite` shows in the source pane as a diff (the old
         line `-`, the new ones `+` under it, later lines keep their numbers) and goes away
@@ -199,8 +197,7 @@ class TestProposalPreview:
              "tool_calls": [{"name": "pdb", "arguments": {"command": "b 2"}}]},
             {"content": "Run.", "usage": usage, "tool_calls": [{"name": "eval", "arguments": {}}]},
         ])
-        session = Session(RepoEnv(calc_repo, entrypoint=ENTRYPOINT), stub_agent(llm_server),
-                          mode="approve", trajectory_path=tmp_path / "t.jsonl")
+        session = calc_session(stub_agent(llm_server), "approve")
         app = DgymApp(session=session)
         async with app.run_test(size=SIZE) as pilot:
             await settle(app, pilot)
