@@ -9,13 +9,12 @@ Regenerate with ``pytest tests/test_tui_snapshots.py --snapshot-update``.
 from __future__ import annotations
 
 import pytest
-from tui_helpers import CALC, FIX, TESTS, settle, stub_agent
+from tui_helpers import CALC, FIX, TESTS, settle, stop_at, stub_agent
 
 from dgym_tui.core.env import RepoEnv
 from dgym_tui.core.types import ToolCall
 from dgym_tui.session import Session
 from dgym_tui.trajectory import read_trajectory
-from dgym_tui.tui.actions import pdb_call
 from dgym_tui.tui.app import DgymApp
 from dgym_tui.tui.replay_model import ReplayModel
 
@@ -116,13 +115,7 @@ if __name__ == "__main__":
 
 async def _stopped(pilot):
     """b calc.py:4, c: pdb stops in average() under ten nested() frames."""
-    app = pilot.app
-    await settle(app, pilot)
-    for command in ("b calc.py:4", "c"):
-        app.act(pdb_call(command))
-        await settle(app, pilot)
-    app.source_view.focus()
-    await pilot.pause()
+    await stop_at(pilot.app, pilot, "calc.py:4")
 
 
 @pytest.fixture

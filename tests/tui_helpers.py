@@ -45,6 +45,19 @@ async def settle(app, pilot, rounds: int = 400) -> None:
     raise AssertionError("the app stayed busy")
 
 
+async def stop_at(app, pilot, where: str) -> None:
+    """Let the app settle, then ``b WHERE`` and ``c`` through it (real pdb): pdb stops
+    there; the source view has the focus."""
+    from dgym_tui.tui.actions import pdb_call
+
+    await settle(app, pilot)
+    for command in (f"b {where}", "c"):
+        app.act(pdb_call(command))
+        await settle(app, pilot)
+    app.source_view.focus()
+    await pilot.pause()
+
+
 def console_text(app) -> str:
     """The console's scroll-back as plain text, whitespace (and wrapping) collapsed."""
     return " ".join(" ".join(strip.text for strip in app.pdb_console.log_widget.lines).split())

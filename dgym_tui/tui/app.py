@@ -270,6 +270,9 @@ class DgymApp(AppKeys, SessionCalls, AgentTurns, CodeEdits, ReplayMode, WidgetEv
         self.debug_panel.show(None, result)
         self.pdb_console.write(result.observation, style="")
         self._check_entrypoint(result)
+        # the observation starts with the task's description: show it, not the eval's end
+        log = self.pdb_console.log_widget
+        log.call_after_refresh(log.scroll_home, animate=False)
 
     @on(AgentThinking)
     def _agent_thinking(self) -> None:

@@ -46,7 +46,18 @@ class ReplayMode(MessagePump):
         result = model.result_at(step)
         self._last_result = result
         self.transcript.set_turns(model.turns[:step])
-        where = result.frame or start_location(model.initial, model.files())
+        turn = model.turns[step - 1] if step else None
+        rewrite = turn.action.arguments if turn and turn.action and \
+            turn.action.name == "rewrite" else {}
+        start = rewrite.get("start")
+        if result.frame is not None:
+            where = result.frame
+        elif isinstance(rewrite.get("path"), str):  # the file the step changed
+            where = (rewrite["path"], start if isinstance(start, int) else 1)
+        elif self._current_path is not None:  # no frame: keep the file in view
+            where = (self._current_path, self.source_view.cursor_line)
+        else:
+            where = start_location(model.initial, model.files())
         if where is None:
             self.source_view.load(None, "")
         else:
@@ -60,7 +71,6 @@ class ReplayMode(MessagePump):
             extra += f" · {model.trajectory.footer.get('reason') or 'finished'}"
         self.status.update_status(step=step, extra=extra)
         self.pdb_console.log_widget.clear()
-        turn = model.turns[step - 1] if step else None
         if turn is None:
             self.pdb_console.write(model.initial.observation)
         else:

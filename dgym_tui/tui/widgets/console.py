@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections import deque
 from typing import ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
+from textual.events import Resize
 from textual.message import Message
 from textual.suggester import SuggestFromList
 from textual.widgets import Input, RichLog
@@ -28,6 +30,16 @@ PLACEHOLDER = ('p x, n, b f.py:3 (pdb) · rewrite path=f.py start=3 end=3 new_co
                ':41 go to line · /text search')
 
 
+class ConsoleSuggester(SuggestFromList):
+    """Completion from a list, also after the ``:`` that the console key puts first."""
+
+    async def get_suggestion(self, value: str) -> str | None:
+        if value.startswith(":") and len(value) > 1:
+            found = await super().get_suggestion(value[1:])
+            return f":{found}" if found else None
+        return await super().get_suggestion(value)
+
+
 class HistoryInput(Input):
     """An Input that remembers submitted lines (Up / Down) and accepts completions with Tab."""
 
@@ -40,7 +52,7 @@ class HistoryInput(Input):
 
     def __init__(self, **kwargs) -> None:
         kwargs.setdefault("select_on_focus", False)  # a ":" or "/" put there stays
-        super().__init__(suggester=SuggestFromList(COMPLETIONS, case_sensitive=False), **kwargs)
+        super().__init__(suggester=ConsoleSuggester(COMPLETIONS, case_sensitive=False), **kwargs)
         self.history: list[str] = []
         self._pos = 0
         self._draft = ""
@@ -48,7 +60,7 @@ class HistoryInput(Input):
     def complete_names(self, names: list[str]) -> None:
         """Also complete ``p NAME`` / ``pp NAME`` / ``NAME`` for the current frame's names."""
         extra = [f"{verb}{name}" for name in names for verb in ("p ", "pp ", "")]
-        self.suggester = SuggestFromList(COMPLETIONS + extra, case_sensitive=True)
+        self.suggester = ConsoleSuggester(COMPLETIONS + extra, case_sensitive=True)
 
     def remember(self, line: str) -> None:
         """Add ``line`` to the history (consecutive duplicates are kept once)."""
@@ -74,6 +86,41 @@ class HistoryInput(Input):
             self.screen.focus_next()
 
 
+class ConsoleLog(RichLog):
+    """A RichLog that wraps its lines again when its width changes and keeps its newest
+    line in view after any resize. (RichLog keeps each line at the width it was written
+    at: after the terminal shrank, the ends of long lines were cut off.)"""
+
+    #: Entries kept to wrap again (the oldest are dropped from the scroll-back then).
+    KEPT = 2000
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self._entries: deque[Text] = deque(maxlen=self.KEPT)
+        self._wrap_width = 0
+
+    def add(self, text: Text) -> None:
+        """Write ``text`` at the end (without scrolling), keeping it to wrap again after a
+        resize."""
+        self._entries.append(text)
+        self.write(text, scroll_end=False)
+
+    def clear(self) -> ConsoleLog:
+        self._entries.clear()
+        return super().clear()
+
+    def on_resize(self, event: Resize) -> None:  # RichLog's own on_resize runs after this
+        width = self.scrollable_content_region.width
+        if width and self._wrap_width and width != self._wrap_width:
+            entries = list(self._entries)
+            super().clear()
+            for text in entries:
+                self.write(text, scroll_end=False)
+        if width and self._wrap_width:
+            self.scroll_end(animate=False, immediate=False)
+        self._wrap_width = width or self._wrap_width
+
+
 class PdbConsole(Vertical):
     """pdb console. Posts :class:`PdbConsole.Submitted` with the typed line."""
 
@@ -95,12 +142,12 @@ class PdbConsole(Vertical):
     def compose(self) -> ComposeResult:
         # min_width: RichLog renders at least 78 cells wide by default, cutting the end of
         # wrapped lines off in a narrower console
-        yield RichLog(id="console-log", wrap=True, max_lines=5000, markup=False, min_width=20)
+        yield ConsoleLog(id="console-log", wrap=True, max_lines=5000, markup=False, min_width=20)
         yield HistoryInput(placeholder=PLACEHOLDER, id="console-input")
 
     @property
-    def log_widget(self) -> RichLog:
-        return self.query_one(RichLog)
+    def log_widget(self) -> ConsoleLog:
+        return self.query_one(ConsoleLog)
 
     @property
     def input(self) -> HistoryInput:
@@ -111,7 +158,7 @@ class PdbConsole(Vertical):
         scroll to it in the same screen refresh: RichLog's own scroll waits for the next
         refresh, which drew the console (and its scroll bar) two more times per step."""
         log = self.log_widget
-        log.write(Text(text, style=style) if isinstance(text, str) else text, scroll_end=False)
+        log.add(Text(text, style=style) if isinstance(text, str) else text)
         if log.auto_scroll:
             log.scroll_end(animate=False, immediate=True, x_axis=False)
 

@@ -15,7 +15,8 @@ from dgym_tui.tui.widgets.variables import VariablesPane
 
 
 def where_text(inspection: Any) -> Text:
-    """One line: the selected frame, or a note when it lies outside the repository."""
+    """The selected frame, or a note with its full path:line when it lies outside the
+    repository (the line wraps: a side column is narrower than a site-packages path)."""
     frame = inspection.frame if inspection is not None else None
     if frame is None:
         return Text("pdb is not stopped", style="dim")
@@ -31,7 +32,7 @@ class DebugPanel(Vertical):
 
     DEFAULT_CSS = """
     DebugPanel { height: 1fr; }
-    DebugPanel > #debug-where { height: 1; padding: 0 1; background: $panel; }
+    DebugPanel > #debug-where { height: auto; max-height: 4; padding: 0 1; background: $panel; }
     DebugPanel > .pane-title { height: 1; padding: 0 1; color: $text-muted;
                                background: $panel; }
     """

@@ -1,0 +1,119 @@
+"""What a new user ran into in a real terminal (issue 10's new-user pass), each through the
+real app (Pilot) on a real pdb session: the console after a live resize, the task's
+description at start, a library frame's note, completion after ``:``, the Debug tab at
+80x24, and replay keeping the file in view when a step has no frame."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from tui_helpers import ENTRYPOINT, SIZE, settle, stop_at
+
+from dgym_tui.core.types import ToolCall
+from dgym_tui.trajectory import read_trajectory
+from dgym_tui.tui.actions import pdb_call
+from dgym_tui.tui.app import DgymApp
+from dgym_tui.tui.replay_model import ReplayModel
+from dgym_tui.tui.widgets.variables import VariablesPane
+
+
+def _shown_lines(log) -> list[str]:
+    """The console lines in view (the scroll-back rows the log shows now)."""
+    top = round(log.scroll_y)
+    return [strip.text for strip in log.lines[top:top + log.scrollable_content_region.height]]
+
+
+async def test_console_rewraps_after_a_live_resize(calc_session):
+    """A long answer written at 160 columns is wrapped again when the terminal shrinks
+    (RichLog keeps the width a line was written at: its end was cut off), and the newest
+    line stays in view."""
+    app = DgymApp(session=calc_session())
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        app.act(pdb_call("p list(range(40))"))
+        await settle(app, pilot)
+        await pilot.resize_terminal(100, 30)
+        await pilot.pause()
+        await pilot.pause()
+        log = app.pdb_console.log_widget
+        width = log.scrollable_content_region.width
+        assert all(len(strip.text.rstrip()) <= width for strip in log.lines)
+        assert "13, 14, 15" in " ".join(strip.text for strip in log.lines)
+        assert "39]" in " ".join(_shown_lines(log))
+
+
+async def test_task_description_is_in_view_at_start(calc_session):
+    """The task's description is the first thing the console shows, not scrolled away by
+    the initial eval's output."""
+    app = DgymApp(session=calc_session(task="Why is the average of [4] not 4?"))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        for _ in range(3):
+            await pilot.pause()
+        shown = " ".join(_shown_lines(app.pdb_console.log_widget))
+        assert "Why is the average of [4] not 4?" in shown
+
+
+async def test_library_frame_note_shows_its_path_and_line(calc_session):
+    """A frame outside the repository: the Debug tab's note shows the whole path:line
+    (it was cut after "frame outside the repository:" in the side column)."""
+    app = DgymApp(session=calc_session())
+    async with app.run_test(size=SIZE) as pilot:
+        await stop_at(app, pilot, "calc.py:4")  # in average(): xs, total, x
+        app.act(pdb_call("u 2"))  # test_single, then pytest's own frame
+        await settle(app, pilot)
+        frame = app._inspection.frame
+        assert frame is not None and frame.relative is None
+        where = app.query_one("#debug-where")
+        note = where.render().plain
+        assert f"{frame.path}:{frame.line}" in note
+        wrapped = Text(note).wrap(app.console, where.content_region.width)
+        assert len(wrapped) <= where.content_region.height
+
+
+async def test_console_completes_after_the_colon_key(calc_session):
+    """`:` opens the console with ":" first; completion of the frame's names still works."""
+    app = DgymApp(session=calc_session())
+    async with app.run_test(size=SIZE) as pilot:
+        await stop_at(app, pilot, "calc.py:4")  # in average(): xs, total, x
+        await pilot.press("colon")
+        await pilot.pause()
+        await pilot.press("p", "space", "t", "o")
+        for _ in range(5):
+            await pilot.pause()
+        await pilot.press("tab")
+        await pilot.pause()
+        assert app.query_one("#console-input").value == ":p total"
+
+
+async def test_debug_tab_at_80x24_shows_variables(calc_session):
+    """At 80x24 with the side column shown (]) the variables pane keeps rows for the
+    locals (the stack and breakpoints panes took them all)."""
+    app = DgymApp(session=calc_session())
+    async with app.run_test(size=(80, 24)) as pilot:
+        await stop_at(app, pilot, "calc.py:4")  # in average(): xs, total, x
+        await pilot.press("right_square_bracket")
+        await pilot.pause()
+        assert app.query_one(VariablesPane).content_region.height >= 3
+
+
+async def test_replay_keeps_the_rewritten_file_in_view(open_repo, calc_repo, tmp_path):
+    """Replay: a step without a pdb frame shows the file its rewrite changed, and the next
+    steps keep that file (they jumped back to the start's failing file)."""
+    out = tmp_path / "t.jsonl"
+    session = open_repo(calc_repo, trajectory=out, entrypoint=ENTRYPOINT)
+    session.start()
+    session.act(ToolCall("rewrite", {"path": "test_calc.py", "start": 8, "end": 8,
+                                     "new_code": "def test_three():  # three numbers"}))
+    session.act(ToolCall("eval", {}))
+    session.finish("quit")
+    app = DgymApp(replay=ReplayModel(read_trajectory(out)))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert app.source_view.path == "calc.py"  # the start: the failing line
+        await pilot.press("l")
+        await pilot.pause()
+        assert app.source_view.path == "test_calc.py"
+        assert app.source_view.cursor_line == 8
+        await pilot.press("l")
+        await pilot.pause()
+        assert app.source_view.path == "test_calc.py"
