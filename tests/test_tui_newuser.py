@@ -68,6 +68,10 @@ async def test_library_frame_note_shows_its_path_and_line(calc_session):
         assert f"{frame.path}:{frame.line}" in note
         wrapped = Text(note).wrap(app.console, where.content_region.width)
         assert len(wrapped) <= where.content_region.height
+        app.act(pdb_call("d 2"))  # back in average(): one row again
+        await settle(app, pilot)
+        await pilot.pause()
+        assert where.size.height == 1 and "average · calc.py:4" in where.render().plain
 
 
 async def test_console_completes_after_the_colon_key(calc_session):

@@ -32,7 +32,8 @@ class DebugPanel(Vertical):
 
     DEFAULT_CSS = """
     DebugPanel { height: 1fr; }
-    DebugPanel > #debug-where { height: auto; max-height: 4; padding: 0 1; background: $panel; }
+    DebugPanel > #debug-where { height: 1; padding: 0 1; background: $panel; }
+    DebugPanel > #debug-where.-outside { height: auto; max-height: 4; }
     DebugPanel > .pane-title { height: 1; padding: 0 1; color: $text-muted;
                                background: $panel; }
     """
@@ -52,8 +53,13 @@ class DebugPanel(Vertical):
         if replay:
             note = Text("replay: variables and stack are not recorded; f forks here",
                         style="dim")
-        # one row of fixed size: no layout of the whole screen for it
-        self.query_one("#debug-where", Static).update(note, layout=False)
+        # one row of fixed size (no layout of the whole screen for it), except the note of
+        # a frame outside the repository: its path wraps (the side column is narrow)
+        where = self.query_one("#debug-where", Static)
+        outside = not replay and inspection is not None and inspection.frame is not None \
+            and inspection.frame.relative is None
+        where.update(note, layout=outside or where.has_class("-outside"))
+        where.set_class(outside, "-outside")
         self.query_one(VariablesPane).show_inspection(inspection)
         self.query_one(StackPane).show_inspection(inspection)
         rows, pane = rows_from(result, inspection), self.query_one(BreakpointsPane)
