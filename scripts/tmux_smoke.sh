@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Drive the real dgym-tui app in a real terminal (tmux 160x48) as a person debugging would,
 # checking the screen with capture-pane after every key:
-#   key help; a pdb command in the console; `:9` then `b` (breakpoint) and `c` (continue);
+#   the task's description in view at start; key help; a pdb command in the console; a live
+#   resize to 80x24 (side columns hidden, source and console kept, the console's newest
+#   line in view) and back; `:9` then `b` (breakpoint) and `c` (continue);
 #   `s` into a call: the variables pane shows the local `number` = 2; a click in the stack
 #   pane selects the caller (pdb `u 1`), `d` goes back; `/` search; `E` edits line 41 (the
 #   fix) while pdb is stopped (the stale ▶ goes); an edit of the ORIGINAL file made
@@ -127,6 +129,7 @@ start_app "'$REPO' --trajectory '$WORK/traj.jsonl' --no-apply-prompt"
 wait_for "step 0/[0-9]+ │ human │ tests 3/5"
 grep -Eq "╭─ test_pagination\.py ─" "$WORK/screen" || fail "the failing test is not shown on start"
 grep -Eq "│ *[0-9]+ │" "$WORK/screen" || fail "no numbered source lines"
+wait_for "│Task: +" 10  # the task's description is in view at start
 
 # Key help.
 keys "?"
@@ -137,6 +140,15 @@ keys Escape
 console "p 6*7"
 wait_for "^ *│?.*│42 " 60
 step 1
+
+# A live resize to 80x24: the tree and the side column go, the source keeps numbered lines,
+# the console still shows its newest line (pdb's 42); then back to 160x48.
+tmux resize-window -t "$SESSION" -x 80 -y 24
+wait_for "^│ +[0-9]+ │" 30
+wait_for "^42 *$" 30
+tmux resize-window -t "$SESSION" -x 160 -y 48
+wait_for "Debug  Transcript  Diff" 30
+wait_for "^ *│?.*│42 " 30
 
 # b at line 9 (`assert paginator.page(2)...`), then c: the frame arrow stands there.
 console "9" "$SOURCE_FOOTER"

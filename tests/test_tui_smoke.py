@@ -1,5 +1,5 @@
 """The real app in a real terminal: scripts/tmux_smoke.sh drives `dgym-tui` in tmux through
-b, c, the variables and stack panes, a search, an edit, `w` with an outside edit of the
+the task's description at start, a live resize to 80x24 and back, b, c, the variables and stack panes, a search, an edit, `w` with an outside edit of the
 original present, and a replay of the recorded episode (see the script's header)."""
 
 from __future__ import annotations
