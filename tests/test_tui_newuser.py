@@ -13,6 +13,7 @@ from dgym_tui.trajectory import read_trajectory
 from dgym_tui.tui.actions import pdb_call
 from dgym_tui.tui.app import DgymApp
 from dgym_tui.tui.replay_model import ReplayModel
+from dgym_tui.tui.widgets.file_tree import FileTree
 from dgym_tui.tui.widgets.variables import VariablesPane
 
 
@@ -121,3 +122,19 @@ async def test_replay_keeps_the_rewritten_file_in_view(open_repo, calc_repo, tmp
         await pilot.press("l")
         await pilot.pause()
         assert app.source_view.path == "test_calc.py"
+
+
+async def test_a_binary_file_says_so_under_its_own_name(calc_repo, calc_session):
+    """Choosing a binary file in the tree: the source pane's title names it (it kept the
+    previous file's name) and says why nothing is shown (it said "at this step", replay's
+    words)."""
+    (calc_repo / "blob.bin").write_bytes(bytes(range(256)) * 20)
+    app = DgymApp(session=calc_session())
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        assert app.source_view.border_title == "calc.py"
+        app.query_one(FileTree).post_message(FileTree.FileChosen("blob.bin"))
+        await settle(app, pilot)
+        view = app.source_view
+        assert view.border_title == "blob.bin"
+        assert "binary" in view.placeholder and "at this step" not in view.placeholder

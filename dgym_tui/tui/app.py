@@ -418,10 +418,11 @@ class DgymApp(AppKeys, SessionCalls, AgentTurns, CodeEdits, ReplayMode, WidgetEv
             return
         view = self.source_view
         if text is None:
-            why = (self.replay.unavailable if self.replay is not None else "") or (
-                "source not available at this step")
+            why = (self.replay.unavailable or "source not available at this step") \
+                if self.replay is not None else "not shown: binary, not UTF-8, or gone"
             view.placeholder = f"({path}: {why})"
             view.load(None, "")
+            view.border_title = path
             self._current_path = None
             return
         self._current_path = path
