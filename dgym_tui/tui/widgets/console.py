@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-from collections import deque
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
-from textual.events import Resize
 from textual.message import Message
 from textual.suggester import SuggestFromList
-from textual.widgets import Input, RichLog
+from textual.widgets import Input
+
+if TYPE_CHECKING:
+    from dgym_tui.tui.widgets.console_log import ConsoleLog
 
 #: What the console completes: pdb commands, then tool calls in human syntax.
 COMPLETIONS = [
@@ -86,51 +87,18 @@ class HistoryInput(Input):
             self.screen.focus_next()
 
 
-class ConsoleLog(RichLog):
-    """A RichLog that wraps its lines again when its width changes and keeps its newest
-    line in view after any resize. (RichLog keeps each line at the width it was written
-    at: after the terminal shrank, the ends of long lines were cut off.)"""
-
-    #: Entries kept to wrap again (the oldest are dropped from the scroll-back then).
-    KEPT = 2000
-
-    def __init__(self, **kwargs) -> None:
-        super().__init__(**kwargs)
-        self._entries: deque[Text] = deque(maxlen=self.KEPT)
-        self._wrap_width = 0
-
-    def add(self, text: Text) -> None:
-        """Write ``text`` at the end (without scrolling), keeping it to wrap again after a
-        resize."""
-        self._entries.append(text)
-        self.write(text, scroll_end=False)
-
-    def clear(self) -> ConsoleLog:
-        self._entries.clear()
-        return super().clear()
-
-    def on_resize(self, event: Resize) -> None:  # RichLog's own on_resize runs after this
-        width = self.scrollable_content_region.width
-        if width and self._wrap_width and width != self._wrap_width:
-            entries = list(self._entries)
-            super().clear()
-            for text in entries:
-                self.write(text, scroll_end=False)
-        if width and self._wrap_width:
-            self.scroll_end(animate=False, immediate=False)
-        self._wrap_width = width or self._wrap_width
-
-
 class PdbConsole(Vertical):
     """pdb console. Posts :class:`PdbConsole.Submitted` with the typed line."""
 
     ALLOW_MAXIMIZE = True  # the app's zoom key maximizes the whole console
 
     DEFAULT_CSS = """
-    PdbConsole { height: 14; border-top: solid $panel-lighten-2; }
+    PdbConsole { height: 14; border-top: solid $panel-lighten-2; align-vertical: bottom; }
     PdbConsole RichLog { height: 1fr; background: $surface; scrollbar-gutter: stable; }
     PdbConsole HistoryInput { height: 3; }
     """
+
+    _log: ConsoleLog | None = None
 
     class Submitted(Message):
         """A console line: a pdb command or a tool call in human syntax."""
@@ -140,14 +108,29 @@ class PdbConsole(Vertical):
             super().__init__()
 
     def compose(self) -> ComposeResult:
-        # min_width: RichLog renders at least 78 cells wide by default, cutting the end of
-        # wrapped lines off in a narrower console
-        yield ConsoleLog(id="console-log", wrap=True, max_lines=5000, markup=False, min_width=20)
         yield HistoryInput(placeholder=PLACEHOLDER, id="console-input")
+
+    def on_mount(self) -> None:
+        # The scroll-back joins after the first frame (it is empty until the episode
+        # starts): Textual's RichLog imports rich.pretty and attrs, ~25 ms of the first paint.
+        self.call_after_refresh(self._ensure_log)
+
+    def _ensure_log(self) -> ConsoleLog:
+        """The scroll-back, mounted above the input on first use."""
+        if self._log is None:
+            from dgym_tui.tui.widgets.console_log import ConsoleLog
+
+            # min_width: RichLog renders at least 78 cells wide by default, cutting the end
+            # of wrapped lines off in a narrower console
+            self._log = ConsoleLog(id="console-log", wrap=True, max_lines=5000, markup=False,
+                                   min_width=20)
+            self.mount(self._log, before=0)
+        return self._log
 
     @property
     def log_widget(self) -> ConsoleLog:
-        return self.query_one(ConsoleLog)
+        """The scroll-back (a :class:`~dgym_tui.tui.widgets.console_log.ConsoleLog`)."""
+        return self._ensure_log()
 
     @property
     def input(self) -> HistoryInput:

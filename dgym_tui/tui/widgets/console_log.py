@@ -1,0 +1,48 @@
+"""The console's scroll-back: a RichLog that wraps its lines again when its width changes.
+
+A module of its own: Textual's RichLog imports rich.pretty and attrs (~25 ms), so the
+console imports it only when the scroll-back is mounted, after the first frame.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from rich.text import Text
+from textual.events import Resize
+from textual.widgets import RichLog
+
+
+class ConsoleLog(RichLog):
+    """A RichLog that wraps its lines again when its width changes and keeps its newest
+    line in view after any resize. (RichLog keeps each line at the width it was written
+    at: after the terminal shrank, the ends of long lines were cut off.)"""
+
+    #: Entries kept to wrap again (the oldest are dropped from the scroll-back then).
+    KEPT = 2000
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self._entries: deque[Text] = deque(maxlen=self.KEPT)
+        self._wrap_width = 0
+
+    def add(self, text: Text) -> None:
+        """Write ``text`` at the end (without scrolling), keeping it to wrap again after a
+        resize."""
+        self._entries.append(text)
+        self.write(text, scroll_end=False)
+
+    def clear(self) -> ConsoleLog:
+        self._entries.clear()
+        return super().clear()
+
+    def on_resize(self, event: Resize) -> None:  # RichLog's own on_resize runs after this
+        width = self.scrollable_content_region.width
+        if width and self._wrap_width and width != self._wrap_width:
+            entries = list(self._entries)
+            super().clear()
+            for text in entries:
+                self.write(text, scroll_end=False)
+        if width and self._wrap_width:
+            self.scroll_end(animate=False, immediate=False)
+        self._wrap_width = width or self._wrap_width
