@@ -10,7 +10,7 @@ from textual.app import SystemCommand
 from textual.binding import Binding
 from textual.message_pump import MessagePump
 from textual.screen import Screen
-from textual.widgets import Input, TextArea
+from textual.widgets import Input
 
 from dgym_tui.tui.keys import QuietKeys, action_name
 from dgym_tui.tui.screens.modals import HelpScreen
@@ -170,9 +170,9 @@ class AppKeys(QuietKeys, MessagePump):
 
     def _typing_or_modal(self) -> bool:
         """True while a dialog is open or a text field has the focus."""
-        if len(self.screen_stack) > 1:
+        if len(self.screen_stack) > 1:  # the text areas are in dialogs only
             return True
-        return isinstance(self.focused, (Input, TextArea))
+        return isinstance(self.focused, Input)
 
     def action_help(self) -> None:
         """Show the keys that work now, the source view's keys and the console's syntax."""

@@ -12,10 +12,9 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Button, Input, Static, TextArea
+from textual.widgets import Button, Input, Static
 
 from dgym_tui.core.types import ToolCall
-from dgym_tui.tui.widgets.code_area import CodeArea
 
 ResultType = TypeVar("ResultType")
 
@@ -77,6 +76,8 @@ class EditActionScreen(Dialog[ToolCall | None]):
         self.action = action
 
     def compose(self) -> ComposeResult:
+        from textual.widgets import TextArea  # the editors load with their dialog (~10 ms)
+
         text = json.dumps({"name": self.action.name, "arguments": self.action.arguments},
                           indent=2, ensure_ascii=False)
         with Vertical():
@@ -90,7 +91,7 @@ class EditActionScreen(Dialog[ToolCall | None]):
 
     def action_save(self) -> None:
         try:
-            call = parse_action_json(self.query_one(TextArea).text, self.action.id)
+            call = parse_action_json(self.query_one("#edit-json").text, self.action.id)
         except ValueError as exc:
             self.query_one("#edit-error", Static).update(Text(str(exc)))
             return
@@ -127,6 +128,8 @@ class CodeEditScreen(Dialog[str | None]):
         self.text = text
 
     def compose(self) -> ComposeResult:
+        from dgym_tui.tui.widgets.code_area import CodeArea
+
         lines = f"line {self.start}" if self.start == self.end else \
             f"lines {self.start}-{self.end}"
         with Vertical():
@@ -139,7 +142,7 @@ class CodeEditScreen(Dialog[str | None]):
                 yield Button("Rewrite", action="screen.save", variant="primary")
 
     def action_save(self) -> None:
-        self.dismiss(self.query_one(CodeArea).text)
+        self.dismiss(self.query_one("#code-edit").text)
 
 
 class PromptScreen(Dialog[str | None]):
