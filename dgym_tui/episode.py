@@ -154,8 +154,8 @@ def open_session(task: Task, policy: Policy | None = None, mode: str = "human",
         hidden = [p for p in hidden_patterns(task.path, [trajectory]) if p not in task.ignore]
         task = replace(task, ignore=[*task.ignore, *hidden])
     env = task.make_env(**options)
-    environment = {"tools": list(env.tools), "eval_timeout": env.eval_timeout,
-                   "pdb_timeout": env.pdb_timeout, "max_output": env.max_output}
+    environment = {key: list(env.tools) if key == "tools" else getattr(env, key)
+                   for key in ENV_OPTIONS}
     try:
         return Session(env, policy, mode=mode, max_steps=max_steps, trajectory_path=trajectory,
                        task_name=task.name if task.benchmark == "local" else task.ref,
