@@ -44,7 +44,7 @@ import re
 import shutil
 import socket
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -113,11 +113,10 @@ class Study:
         return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:12]
 
     def record(self) -> dict[str, Any]:
-        """JSON-ready description written to ``study.json`` and each header (no paths)."""
-        return {"id": self.id, "benchmark": self.benchmark, "tasks": list(self.tasks),
-                "tools": list(self.tools), "condition": self.condition,
-                "time_limit": self.time_limit, "show_time": self.show_time,
-                "order": self.order, "seed": self.seed, "max_steps": self.max_steps}
+        """JSON-ready description written to ``study.json`` and each header: every field
+        but ``results`` (no paths), tuples as lists."""
+        return {key: list(value) if isinstance(value, tuple) else value
+                for key, value in asdict(self).items() if key != "results"}
 
 
 def load_study(path: str | Path) -> Study:
