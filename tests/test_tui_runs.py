@@ -241,6 +241,10 @@ async def test_review_queue_shows_the_diff_and_the_trajectory_one_key_away(tmp_p
         await pilot.press("escape")
         await pilot.pause()
         table = app.screen.query_one(DataTable)
+        for _ in range(50):  # saving the note and re-reading the runs follow the dialogs' close
+            if _at(table, 2)[11] == "accept":
+                break
+            await pilot.pause(0.1)
         assert [_at(table, i)[11] for i in range(3)] == ["reject", "", "accept"]
     records = [json.loads(x) for x in (run / REVIEWS_FILE).read_text().splitlines()]
     assert [(r["episode"], r["verdict"], r["note"]) for r in records] == [
