@@ -13,6 +13,7 @@ from dgym_tui.trajectory import read_trajectory
 from dgym_tui.tui.actions import pdb_call
 from dgym_tui.tui.app import DgymApp
 from dgym_tui.tui.replay_model import ReplayModel
+from dgym_tui.tui.widgets.console_log import ConsoleLog
 from dgym_tui.tui.widgets.file_tree import FileTree
 from dgym_tui.tui.widgets.variables import VariablesPane
 
@@ -138,3 +139,20 @@ async def test_a_binary_file_says_so_under_its_own_name(calc_repo, calc_session)
         view = app.source_view
         assert view.border_title == "blob.bin"
         assert "binary" in view.placeholder and "at this step" not in view.placeholder
+
+
+async def test_console_resize_wraps_only_the_newest_lines(calc_session, monkeypatch):
+    """A resize wraps about LINES_KEPT of the newest lines again (wrapping costs ~0.15 ms a
+    line); the older entries go, and one line says how many."""
+    monkeypatch.setattr(ConsoleLog, "LINES_KEPT", 6)
+    app = DgymApp(session=calc_session())
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        for i in range(10):
+            app.pdb_console.write(f"entry {i}")
+        await pilot.resize_terminal(100, 30)
+        await pilot.pause()
+        texts = [strip.text.strip() for strip in app.pdb_console.log_widget.lines]
+        assert texts[-6:] == [f"entry {i}" for i in range(4, 10)]
+        dropped = " ".join(texts[:-6])  # the initial observation and entries 0-3
+        assert dropped == "[5 older entries dropped when the console was resized]"
