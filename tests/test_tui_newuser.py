@@ -156,3 +156,33 @@ async def test_console_resize_wraps_only_the_newest_lines(calc_session, monkeypa
         assert texts[-6:] == [f"entry {i}" for i in range(4, 10)]
         dropped = " ".join(texts[:-6])  # the initial observation and entries 0-3
         assert dropped == "[5 older entries dropped when the console was resized]"
+
+
+async def test_key_help_names_keys_as_typed(calc_session):
+    """`?` names every key as it is typed (`[`, `]`, not "left_square_bracket")."""
+    app = DgymApp(session=calc_session())
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        await pilot.press("question_mark")
+        await pilot.pause()
+        keys = [key for title, section in app.screen.sections for key, _text in section
+                if not title.startswith("Console")]  # that one lists tool-call syntax
+        assert "[" in keys and "]" in keys
+        assert not [key for key in keys if "_" in key], keys
+
+
+async def test_dialogs_fit_an_80_column_terminal(calc_session):
+    """At 80x24 the key help and the code editor fit the screen (they were 90 and 100
+    columns wide: their right side, the help's text and the editor's buttons, was cut)."""
+    app = DgymApp(session=calc_session())
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app, pilot)
+        for key in ("question_mark", "E"):
+            app.source_view.focus()
+            await pilot.press(key)
+            for _ in range(3):
+                await pilot.pause()
+            box = app.screen.query_one("Vertical")
+            assert box.region.right <= 80, (key, box.region)
+            await pilot.press("escape")
+            await pilot.pause()

@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 
 from textual.app import SystemCommand
 from textual.binding import Binding
+from textual.keys import format_key
 from textual.message_pump import MessagePump
 from textual.screen import Screen
 from textual.widgets import Input
@@ -213,8 +214,7 @@ class AppKeys(QuietKeys, MessagePump):
 
     @staticmethod
     def _key_label(binding: Binding) -> str:
-        names = {"question_mark": "?", "dollar_sign": "$", "colon": ":", "space": "space"}
-        return " / ".join(names.get(k, k) for k in binding.key.split(","))
+        return " / ".join(format_key(k) for k in binding.key.split(","))
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         """Built-in commands (themes, quit, ...) plus one per key action available now."""

@@ -50,8 +50,8 @@ class Dialog(ModalScreen[ResultType]):
 
     DEFAULT_CSS = """
     Dialog { align: center middle; }
-    Dialog > Vertical { width: 90; height: auto; max-height: 90%; border: thick $accent;
-                        background: $surface; padding: 1 2; }
+    Dialog > Vertical { width: 90; max-width: 100%; height: auto; max-height: 90%;
+                        border: thick $accent; background: $surface; padding: 1 2; }
     Dialog .modal-title { text-style: bold; margin-bottom: 1; }
     Dialog .modal-error { color: $error; height: auto; }
     Dialog Horizontal { height: auto; align-horizontal: right; margin-top: 1; }
