@@ -99,7 +99,8 @@ class SessionCalls(MessagePump):
             self.notify("the episode is over", severity="warning")
             return False
         self._set_busy(label)
-        self.source_view.set_preview(None)  # a decision (or a step) ends the preview
+        if self.source_view.preview is not None:  # a decision (or a step) ends the preview
+            self.source_view.set_preview(None)
         self._run_session_call(fn, failed or self._step_failed)
         return True
 

@@ -254,10 +254,12 @@ class SourceView(QuietKeys, ScrollView, can_focus=True):
             follow: scroll so the frame line is visible when it is set.
         """
         changed_frame = frame != self.frame_line
+        rows = {self.frame_line, frame} | {
+            n for n, _ in set(self.breakpoints.items()) ^ set(breakpoints.items())}
         self.breakpoints, self.frame_line = dict(breakpoints), frame
         if follow and frame is not None and changed_frame:
             self.go_to(frame)
-        self.refresh()
+        self._redraw(*rows)
 
     def set_preview(self, preview: Preview | None) -> None:
         """Preview a proposed rewrite or breakpoint (None: end the preview).
@@ -359,11 +361,21 @@ class SourceView(QuietKeys, ScrollView, can_focus=True):
     def go_to(self, line: int) -> None:
         """Move the cursor to ``line`` (1-based, clamped) and centre it if off screen."""
         line = max(1, min(line, max(len(self.lines), 1)))
+        before, top = self.cursor_line, self.scroll_offset.y
         self.cursor_line = line
         self._ensure_visible(line)
         # A new virtual size is applied at the next layout: scroll again after it.
         self.call_after_refresh(self._ensure_visible, line)
-        self.refresh()
+        self._redraw(before, line, whole=self._anchor is not None or self.scroll_offset.y != top)
+
+    def _redraw(self, *lines: int | None, whole: bool = False) -> None:
+        """Redraw the rows of file ``lines`` only (a step moves the frame arrow and the
+        cursor: redrawing every row cost a stop ~5 ms), or every row when ``whole``."""
+        if whole:
+            self.refresh()
+            return
+        for line in {n for n in lines if n}:
+            self.refresh_line(self._row_of(line))
 
     def _ensure_visible(self, line: int) -> None:
         if line != self.cursor_line:
