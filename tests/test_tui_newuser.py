@@ -186,3 +186,23 @@ async def test_dialogs_fit_an_80_column_terminal(calc_session):
             assert box.region.right <= 80, (key, box.region)
             await pilot.press("escape")
             await pilot.pause()
+
+
+async def test_source_keeps_the_cursor_line_in_view_after_a_resize(calc_session, calc_repo):
+    """A resize (or a panel shown under the source) keeps the cursor line in view: at 80x24
+    the source shows 3 rows and a proposal's preview at the cursor was out of sight."""
+    (calc_repo / "calc.py").write_text("".join(f"x{i} = {i}\n" for i in range(1, 80)))
+    app = DgymApp(session=calc_session())
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        app.query_one(FileTree).post_message(FileTree.FileChosen("calc.py"))
+        await settle(app, pilot)
+        view = app.source_view
+        view.go_to(30)
+        await pilot.pause()
+        assert view.path == "calc.py" and view.cursor_line == 30
+        await pilot.resize_terminal(80, 24)
+        for _ in range(3):
+            await pilot.pause()
+        top = round(view.scroll_offset.y)
+        assert top <= 29 < top + view.scrollable_content_region.height

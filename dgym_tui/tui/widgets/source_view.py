@@ -498,6 +498,11 @@ class SourceView(QuietKeys, ScrollView, can_focus=True):
         return self.interactive or action not in ("pdb", "toggle_breakpoint", "edit_code",
                                                   "select_lines")
 
+    def on_resize(self, event: events.Resize) -> None:
+        """Keep the cursor line in view when the view's size changes (a terminal resize, a
+        proposal panel shown under it): at 80x24 the view is a few rows high."""
+        self.call_after_refresh(self._ensure_visible, self.cursor_line)
+
     def on_click(self, event: events.Click) -> None:
         offset = event.get_content_offset(self)
         if offset is None or not self.lines:
