@@ -206,3 +206,28 @@ async def test_source_keeps_the_cursor_line_in_view_after_a_resize(calc_session,
             await pilot.pause()
         top = round(view.scroll_offset.y)
         assert top <= 29 < top + view.scrollable_content_region.height
+
+
+async def test_replay_drops_the_frame_arrow_after_a_rewrite(open_repo, calc_repo, tmp_path):
+    """Replay shows what the live app showed: after a rewrite while pdb was stopped the ▶ is
+    gone (pdb stood on the old code) until the next pdb step."""
+    out = tmp_path / "t.jsonl"
+    session = open_repo(calc_repo, trajectory=out, entrypoint=ENTRYPOINT)
+    session.start()
+    for action in (pdb_call("b calc.py:4"), pdb_call("c"),
+                   ToolCall("rewrite", {"path": "calc.py", "start": 2, "end": 2,
+                                        "new_code": "    total = 0  # start"}),
+                   ToolCall("eval", {}), pdb_call("c")):
+        session.act(action)
+    session.finish("quit")
+    app = DgymApp(replay=ReplayModel(read_trajectory(out)))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        frames = []
+        for _ in range(5):
+            await pilot.press("l")
+            await pilot.pause()
+            frames.append(app.source_view.frame_line)
+        assert frames[1] == 4  # c: stopped at calc.py:4
+        assert frames[2] is None and frames[3] is None  # the rewrite, then eval
+        assert frames[4] == 4  # c on the new code: stopped again

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from textual import on, work
@@ -44,6 +44,8 @@ class ReplayMode(MessagePump):
         step = max(0, min(step, len(model)))
         self.step_index = step
         result = model.result_at(step)
+        if result.frame is not None and _rewritten_since_pdb(model.turns[:step]):
+            result = replace(result, frame=None)  # as live: pdb is on old code
         self._last_result = result
         self.transcript.set_turns(model.turns[:step])
         turn = model.turns[step - 1] if step else None
@@ -153,3 +155,15 @@ class ReplayMode(MessagePump):
         self.pdb_console.write(f"forked: {len(session.turns)} recorded steps re-executed; live now",
                                style="bold")
         self.refresh_bindings()
+
+
+def _rewritten_since_pdb(turns: list[Any]) -> bool:
+    """True when a rewrite ran after the last pdb step of ``turns`` (the recorded frame is
+    then pdb's place in the old code, which the live app no longer marks)."""
+    for turn in reversed(turns):
+        name = turn.action.name if turn.action is not None else None
+        if name == "pdb":
+            return False
+        if name == "rewrite" and turn.result is not None and not turn.result.error:
+            return True
+    return False
