@@ -16,7 +16,6 @@ from typing import Any
 
 from dgym_tui.benchmarks.base import Task, get_benchmark
 from dgym_tui.core.errors import first_line
-from dgym_tui.core.terminals.docker import DEFAULT_IMAGE
 from dgym_tui.paths import hidden_patterns
 from dgym_tui.policy import Policy
 from dgym_tui.session import Session
@@ -149,6 +148,8 @@ def open_session(task: Task, policy: Policy | None = None, mode: str = "human",
     options = {key: value for key, value in (overrides or {}).items() if key not in spec}
     task = replace(task, **spec)
     if check and task.terminal == "docker":
+        from dgym_tui.core.terminals.docker import DEFAULT_IMAGE
+
         check_docker(task.image or DEFAULT_IMAGE)  # no image named: the sandbox image
     if trajectory is not None:  # a trajectory written inside the repository: hidden from the agent
         hidden = [p for p in hidden_patterns(task.path, [trajectory]) if p not in task.ignore]
@@ -181,6 +182,8 @@ def check_docker(image: str) -> None:
         raise UsageError(f"Docker is not reachable ({first_line(exc)[:120]}); start the Docker "
                          "daemon or use --terminal local") from None
     from docker.errors import ImageNotFound
+
+    from dgym_tui.core.terminals.docker import DEFAULT_IMAGE
 
     try:
         client.images.get(image)

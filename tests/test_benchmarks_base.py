@@ -188,7 +188,7 @@ def test_entry_point_benchmarks(plugin_dir, monkeypatch):
     def fake_entry_points(group):
         return [point] if group == base.ENTRY_POINT_GROUP else []
 
-    monkeypatch.setattr(base, "entry_points", fake_entry_points)
+    monkeypatch.setattr(importlib.metadata, "entry_points", fake_entry_points)
     assert "from-plugin" in benchmark_names()
     assert get_benchmark("from-plugin", size=3).tasks() == ["t0", "t1", "t2"]
 

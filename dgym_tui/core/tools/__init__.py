@@ -8,7 +8,6 @@ entry-point group, loaded on the first look-up.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from importlib.metadata import entry_points
 
 from . import eval, grep, listdir, pdb, rewrite, submit, view  # noqa: F401, T100
 from .base import REGISTRY, Tool, register
@@ -21,6 +20,8 @@ def _load_plugins() -> None:
     if _PLUGINS_LOADED:
         return
     _PLUGINS_LOADED = True
+    from importlib.metadata import entry_points  # ~10 ms: only when a plugin is looked for
+
     for ep in entry_points(group="dgym_tui.tools"):
         register(ep.load())
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from rich.syntax import Syntax
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
@@ -28,6 +27,8 @@ class DiffView(VerticalScroll):
         if not patch.strip():
             body.update("(no changes)")
         else:
+            from rich.syntax import Syntax  # pygments: not needed before the first change
+
             dark = self.app.current_theme.dark
             body.update(Syntax(patch, "diff", theme="monokai" if dark else "default",
                                background_color="default", word_wrap=False))

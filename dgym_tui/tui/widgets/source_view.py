@@ -3,19 +3,16 @@
 Only the lines on screen are turned into segments (Textual's Line API), so a
 10,000-line file scrolls as smoothly as a 10-line one. The file is lexed once
 with pygments when it is loaded; segments are built lazily per line and cached.
+Pygments (~20 ms to import) is imported with the first file shown.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
-from pygments.lexer import Lexer
-from pygments.lexers import TextLexer, get_lexer_for_filename
-from pygments.util import ClassNotFound
 from rich.segment import Segment
 from rich.style import Style
-from rich.syntax import PygmentsSyntaxTheme
 from textual import events
 from textual.binding import Binding, BindingType
 from textual.geometry import Size
@@ -26,6 +23,10 @@ from textual.strip import Strip
 
 from dgym_tui.tui.keys import QuietKeys, with_quiet_twins
 from dgym_tui.tui.proposal_preview import BreakpointPreview, Preview, RewritePreview
+
+if TYPE_CHECKING:
+    from pygments.lexer import Lexer
+    from rich.syntax import PygmentsSyntaxTheme
 
 #: Files larger than this (characters) are shown without highlighting.
 MAX_HIGHLIGHT_CHARS = 2_000_000
@@ -40,6 +41,9 @@ LEX_CHUNK = 250
 
 def lexer_for(path: str, size: int = 0) -> Lexer:
     """Return the pygments lexer for ``path`` (plain text when unknown or ``size`` too big)."""
+    from pygments.lexers import TextLexer, get_lexer_for_filename
+    from pygments.util import ClassNotFound
+
     if size <= MAX_HIGHLIGHT_CHARS:
         if path.endswith((".py", ".pyi")):  # most files: no first-time scan of every
             # installed package's plugins; imported with the first file shown (~25 ms)
@@ -193,14 +197,14 @@ class SourceView(QuietKeys, ScrollView, can_focus=True):
         self._text: str | None = None
         self.lines: list[str] = []
         self._chunks: dict[int, list[list[tuple[object, str]]]] = {}
-        self._lexer: Lexer = TextLexer()
+        self._lexer: Lexer | None = None  # set by load (no lines before)
         self._cache: dict[int, list[Segment]] = {}
         #: Lines of the current file with a breakpoint -> condition or None (see set_marks).
         self.breakpoints: dict[int, str | None] = {}
         #: The current frame's line in this file, or None.
         self.frame_line: int | None = None
         self._dark = True
-        self._theme = PygmentsSyntaxTheme("monokai")
+        self._theme: PygmentsSyntaxTheme | None = None  # built with the first styled token
         self._token_styles: dict[object, Style] = {}
         self.placeholder = "(no file)"
         self._anchor: int | None = None  # line where ``V`` started a selection
@@ -390,6 +394,10 @@ class SourceView(QuietKeys, ScrollView, can_focus=True):
     def _style_for(self, ttype: object) -> Style:
         style = self._token_styles.get(ttype)
         if style is None:
+            if self._theme is None:
+                from rich.syntax import PygmentsSyntaxTheme
+
+                self._theme = PygmentsSyntaxTheme("monokai" if self._dark else "default")
             style = self._theme.get_style_for_token(ttype)  # type: ignore[arg-type]
             style = Style(color=style.color, bold=style.bold, italic=style.italic)
             self._token_styles[ttype] = style
@@ -399,7 +407,7 @@ class SourceView(QuietKeys, ScrollView, can_focus=True):
         dark = self.app.current_theme.dark if self.is_attached else True
         if dark != self._dark:
             self._dark = dark
-            self._theme = PygmentsSyntaxTheme("monokai" if dark else "default")
+            self._theme = None  # rebuilt for the new theme by _style_for
             self._token_styles.clear()
             self._cache.clear()
 
