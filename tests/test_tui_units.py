@@ -9,6 +9,7 @@ from dgym_tui.tui.actions import console_action, pdb_call
 from dgym_tui.tui.locate import first_source_file, locate_failure, match_file
 from dgym_tui.tui.screens.modals import parse_action_json
 from dgym_tui.tui.themes import ThemeFileError, load_theme, load_themes
+from dgym_tui.tui.widgets.file_tree import FileTree
 from dgym_tui.tui.widgets.source_view import SourceView
 
 FILES = ["pkg/__init__.py", "pkg/cart.py", "tests/test_cart.py", "conftest.py"]
@@ -171,3 +172,33 @@ async def test_source_view_scrolls_long_lines():
         assert view.render_line(0).text.split("│", 1)[1].startswith("aaaa")
         await pilot.press("left", "left", "left")
         assert view.scroll_offset.x == 0
+
+
+async def test_file_tree_select_path_expands_only_closed_folders():
+    """Opening a file selects it in the tree; when its folders are open already the cursor
+    moves at once (a pdb stop in another file: no whole-tree redraw, no frame after)."""
+    expanded = []
+
+    class TreeApp(App):
+        def compose(self) -> ComposeResult:
+            yield FileTree(id="tree")
+
+        def on_tree_node_expanded(self, event) -> None:
+            expanded.append(str(event.node.label))
+
+    app = TreeApp()
+    async with app.run_test(size=(40, 20)) as pilot:
+        tree = app.query_one(FileTree)
+        tree.set_files([*FILES, "pkg/sub/deep.py"])
+        await pilot.pause()
+        expanded.clear()
+        tree.select_path("pkg/sub/deep.py")  # in a closed folder: moved after the refresh
+        await pilot.pause()
+        assert tree.cursor_node.data == "pkg/sub/deep.py"
+        assert expanded == ["sub/"]
+        tree.select_path("conftest.py")
+        assert tree.cursor_node.data == "conftest.py"  # at once
+        tree.select_path("pkg/sub/deep.py")
+        assert tree.cursor_node.data == "pkg/sub/deep.py"
+        await pilot.pause()
+        assert expanded == ["sub/"]

@@ -94,11 +94,16 @@ class FileTree(Tree[str]):
         node = self._leaves.get(path)
         if node is None:
             return
-        parent = node.parent
+        expanded, parent = False, node.parent
         while parent is not None:
-            parent.expand()
+            if not parent.is_expanded:  # expand() redraws the whole tree, even when open
+                parent.expand()
+                expanded = True
             parent = parent.parent
-        self.call_after_refresh(self.move_cursor, node)
+        if not expanded and node.line >= 0 and self.get_node_at_line(node.line) is node:
+            self.move_cursor(node)  # lines unchanged: in this frame, not one after it
+        else:  # the tree's lines and size change at the next refresh
+            self.call_after_refresh(self.move_cursor, node)
 
     def on_tree_node_selected(self, event: Tree.NodeSelected[str]) -> None:
         event.stop()
