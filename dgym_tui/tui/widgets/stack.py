@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from rich.text import Text
 from textual.message import Message
@@ -12,6 +12,23 @@ from textual.widgets.option_list import Option
 
 #: Frames listed at most (the innermost ones; a test runner's stack is deep).
 MAX_FRAMES = 40
+
+
+class _Row(NamedTuple):
+    """One frame as its row shows it."""
+
+    index: int  # pdb's stack index
+    function: str
+    where: str  # repository-relative path, or the full path of a library frame
+    library: bool  # outside the repository: dim
+    line: int
+    here: bool  # pdb's current frame: marked
+
+    def prompt(self) -> Text:
+        text = Text("▶ " if self.here else "  ", style="bold")
+        text.append(self.function, style="dim" if self.library else "bold")
+        text.append(f"  {self.where}:{self.line}", style="dim" if self.library else "")
+        return text
 
 
 class StackPane(OptionList):
@@ -37,27 +54,36 @@ class StackPane(OptionList):
         # (else that click selected the frame above the one clicked)
         super().__init__(id=id, compact=True)
         self.inspection: Any = None
+        self._rows: list[_Row] = []  # the rows shown
 
     def show_inspection(self, inspection: Any) -> None:
-        """List ``inspection``'s frames (None: empty)."""
+        """List ``inspection``'s frames (None: empty).
+
+        A stop with the same frames (functions and files: a step within the function, or
+        up / down) changes only the rows whose line or marker moved; the list keeps its
+        size and scroll position. Any other stop rebuilds it.
+        """
         self.inspection = inspection
-        self.clear_options()
         if inspection is None or not inspection.frames:
+            self._rows = []
+            self.clear_options()
             self.add_option(Option(Text("(no stack: pdb is not stopped)", style="dim"),
                                    disabled=True))
             return
         frames = list(enumerate(inspection.frames))[::-1][:MAX_FRAMES]
-        options = []
-        for index, frame in frames:
-            here = index == inspection.current
-            where = frame.relative or frame.path
-            text = Text("▶ " if here else "  ", style="bold")
-            text.append(f"{frame.function}", style="bold" if frame.relative else "dim")
-            text.append(f"  {where}:{frame.line}", style="" if frame.relative else "dim")
-            options.append(Option(text, id=str(index)))
-        self.add_options(options)
-        self.highlighted = next((i for i, (index, _f) in enumerate(frames)
-                                 if index == inspection.current), 0)
+        rows = [_Row(index, frame.function, frame.relative or frame.path, frame.relative is None,
+                     frame.line, index == inspection.current) for index, frame in frames]
+        if [row[:4] for row in rows] == [row[:4] for row in self._rows]:
+            for position, (row, before) in enumerate(zip(rows, self._rows, strict=True)):
+                if row != before:
+                    self.replace_option_prompt_at_index(position, row.prompt())
+        else:
+            self.clear_options()
+            self.add_options([Option(row.prompt(), id=str(row.index)) for row in rows])
+        self._rows = rows
+        current = next((i for i, row in enumerate(rows) if row.here), 0)
+        if self.highlighted != current:
+            self.highlighted = current
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         event.stop()

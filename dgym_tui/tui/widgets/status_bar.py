@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import ClassVar
 
 from rich.text import Text
-from textual.app import ComposeResult
+from textual.app import ComposeResult, RenderResult
 from textual.containers import Horizontal
-from textual.widgets import LoadingIndicator, Static
+from textual.reactive import Reactive, reactive
+from textual.widget import Widget
+from textual.widgets import LoadingIndicator
 
 
 @dataclass
@@ -54,15 +57,58 @@ class Status:
         return text
 
 
+class StatusLine(Widget):
+    """The status text, and the busy label at its right end in the theme's warning colour.
+
+    One widget of fixed size (the bar's width less the spinner's): a change of either text
+    redraws one row and never lays the screen out again.
+    """
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {"status-line--busy"}
+    DEFAULT_CSS = """
+    StatusLine { width: 1fr; height: 1; }
+    StatusLine > .status-line--busy { color: $warning; }
+    """
+
+    text: Reactive[Text] = reactive(Text, layout=False)
+    busy: Reactive[str] = reactive("", layout=False)
+
+    def render(self) -> Text:
+        if not self.busy:
+            return self.text
+        label = Text(f" {self.busy}… ", style=self.get_component_rich_style("status-line--busy"))
+        room = max(self.size.width - label.cell_len, 0)
+        line = self.text.copy()
+        line.truncate(room, overflow="ellipsis", pad=True)
+        return line + label
+
+
+class StatusSpinner(LoadingIndicator):
+    """Textual's LoadingIndicator, blank and still while nothing runs: starting or stopping
+    it redraws its six cells and lays nothing out again."""
+
+    spinning: Reactive[bool] = reactive(False)
+
+    def on_mount(self) -> None:
+        self.watch_spinning(self.spinning)  # LoadingIndicator starts its frames when mounted
+
+    def watch_spinning(self, spinning: bool) -> None:
+        self.auto_refresh = 1 / 16 if spinning else None  # LoadingIndicator's own rate
+
+    def render(self) -> RenderResult:
+        return super().render() if self.spinning else ""
+
+
 class StatusBar(Horizontal):
-    """One-line status bar with a spinner shown while something runs."""
+    """One-line status bar; while something runs, its label and a spinner at the right.
+
+    Starting or stopping the spinner changes no widget's size: a step's end lays the
+    screen out only when something else changed size.
+    """
 
     DEFAULT_CSS = """
     StatusBar { height: 1; background: $panel; }
-    StatusBar > #status-text { width: 1fr; height: 1; }
-    StatusBar > #status-busy { width: auto; height: 1; color: $warning; }
-    StatusBar > LoadingIndicator { width: 6; height: 1; min-height: 1; display: none; }
-    StatusBar.-busy > LoadingIndicator { display: block; }
+    StatusBar > StatusSpinner { width: 6; height: 1; min-height: 1; }
     """
 
     def __init__(self, *, id: str | None = None) -> None:
@@ -70,19 +116,21 @@ class StatusBar(Horizontal):
         self.status = Status()
 
     def compose(self) -> ComposeResult:
-        yield Static(self.status.render(), id="status-text")
-        yield Static("", id="status-busy")
-        yield LoadingIndicator()
+        yield StatusLine(id="status-text")
+        yield StatusSpinner()
+
+    def on_mount(self) -> None:
+        self.query_one(StatusLine).text = self.status.render()
 
     def update_status(self, **changes) -> None:
         """Change some :class:`Status` fields and redraw."""
         self.status = replace(self.status, **changes)
-        self.query_one("#status-text", Static).update(self.status.render())
+        self.query_one(StatusLine).text = self.status.render()
 
     def set_busy(self, label: str | None) -> None:
         """Show the spinner with ``label`` (e.g. ``"eval"``), or hide it with None."""
-        self.set_class(bool(label), "-busy")
-        self.query_one("#status-busy", Static).update(f" {label}… " if label else "")
+        self.query_one(StatusLine).busy = label or ""
+        self.query_one(StatusSpinner).spinning = bool(label)
 
     @property
     def text(self) -> str:

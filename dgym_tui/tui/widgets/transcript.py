@@ -109,6 +109,7 @@ class Transcript(VerticalScroll, can_focus=True):
         #: Indexes of the turns whose long observation is expanded.
         self.expanded: set[int] = set()
         self._cache: dict[tuple[int, int, bool], Text] = {}
+        self._stale = False  # turns added while the tab was hidden: drawn when it shows
 
     def compose(self) -> ComposeResult:
         yield Static("", id="transcript-earlier")
@@ -147,11 +148,21 @@ class Transcript(VerticalScroll, can_focus=True):
             self.call_after_refresh(self.scroll_end, animate=False)
 
     def add_turn(self, turn: Any) -> None:
-        """Append ``turn`` (a session Turn) and scroll to it."""
+        """Append ``turn`` (a session Turn) and scroll to it. While the transcript's tab is
+        hidden, it is drawn when the tab shows (each draw lays the whole screen out again:
+        a hidden tab would slow every pdb stop down)."""
         if not isinstance(self._turns, list):
             self._turns = list(self._turns)
         self._turns.append(turn)
+        if self.is_mounted and not self.is_on_screen:
+            self._stale = True
+            return
         self._redraw()
+
+    def on_show(self) -> None:
+        if self._stale:
+            self._stale = False
+            self._redraw()
 
     def set_turns(self, turns: Sequence[Any]) -> None:
         """Show ``turns`` (oldest first); only the last MAX_SHOWN are rendered.

@@ -6,7 +6,8 @@ long reprs arrive elided from the core (``dgym_tui.core.pdb_inspect``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from rich.text import Text
@@ -26,6 +27,45 @@ def _label(var: Any, changed: bool) -> Text:
     elif var.length and var.children is not None and len(var.children) < var.length:
         text.append(f"  (first {len(var.children)} of {var.length})", style="dim")
     return text
+
+
+@dataclass
+class _Row:
+    """One node to show: its label, the ``Variable`` it shows (None for a note) and its
+    children (empty: a leaf)."""
+
+    label: Text
+    data: Any = None
+    children: list[_Row] = field(default_factory=list)
+
+
+def _row(var: Any, changed: bool = False) -> _Row:
+    return _Row(_label(var, changed), var, [_row(child) for child in var.children or ()])
+
+
+def _shape(rows: list[_Row]) -> tuple:
+    """What a relabel must keep: each row's name (or note) and its children's shape."""
+    return tuple((row.data.name if row.data is not None else row.label.plain,
+                  _shape(row.children)) for row in rows)
+
+
+def _shape_of(nodes: Any) -> tuple:
+    return tuple((node.data.name if node.data is not None else node.label.plain,
+                  _shape_of(node.children)) for node in nodes)
+
+
+def _walk_rows(rows: list[_Row], depth: int = 0) -> Iterator[tuple[int, _Row]]:
+    """Every row with its depth (0: under the root), parents before their children."""
+    for row in rows:
+        yield depth, row
+        yield from _walk_rows(row.children, depth + 1)
+
+
+def _walk(nodes: Any, depth: int = 0) -> Iterator[tuple[int, TreeNode[Any]]]:
+    """Every tree node with its depth, in the order of :func:`_walk_rows`."""
+    for node in nodes:
+        yield depth, node
+        yield from _walk(node.children, depth + 1)
 
 
 class VariablesPane(Tree[Any]):
@@ -59,19 +99,23 @@ class VariablesPane(Tree[Any]):
         self._previous: dict[tuple[str, str, str], dict[str, str]] = {}
 
     def show_inspection(self, inspection: Any) -> None:
-        """Show ``inspection``'s variables (an ``Inspection``; None: nothing to show)."""
-        self.clear()
+        """Show ``inspection``'s variables (an ``Inspection``; None: nothing to show).
+
+        A stop that keeps the same variables (names and nesting: the next line of the same
+        function) relabels the nodes in place: only the changed rows are drawn again, the
+        tree keeps its size, scroll position and expanded nodes. Any other stop rebuilds it.
+        """
         self.changed = set()
         self.shown = {}
         if inspection is None:
-            self.border_title = "variables"
-            self.root.add_leaf(Text("(pdb is not stopped: b sets a breakpoint, c runs to it)",
-                                    style="dim"))
+            self._set_title("variables")
+            self._show([_Row(Text("(pdb is not stopped: b sets a breakpoint, c runs to it)",
+                                  style="dim"))])
             return
         frame = inspection.frame
         self.scope = inspection.scope
         where = f"{frame.function}" if frame else "?"
-        self.border_title = f"{inspection.scope} · {where}"
+        self._set_title(f"{inspection.scope} · {where}")
         key = (frame.path, frame.function, inspection.scope) if frame else ("", "", "")
         before = self._previous.get(key, {})
         now = {v.name: v.repr for v in inspection.variables}
@@ -79,21 +123,46 @@ class VariablesPane(Tree[Any]):
             set(now) - set(before) if before else set())
         self._previous[key] = now
         self.shown = now
+        rows = [_row(var, var.name in self.changed) for var in inspection.variables]
         if not inspection.variables:
-            self.root.add_leaf(Text(f"(no {inspection.scope})", style="dim"))
-        for var in inspection.variables:
-            self._add(self.root, var, var.name in self.changed)
+            rows.append(_Row(Text(f"(no {inspection.scope})", style="dim")))
         if inspection.truncated:
-            self.root.add_leaf(Text("… more values not fetched", style="dim"))
+            rows.append(_Row(Text("… more values not fetched", style="dim")))
+        self._show(rows)
 
-    def _add(self, parent: TreeNode[Any], var: Any, changed: bool = False) -> None:
-        label = _label(var, changed)
-        if var.children:
-            node = parent.add(label, data=var, expand=False)
-            for child in var.children:
+    def _set_title(self, title: str) -> None:
+        """Set the border title; setting it redraws the whole pane, even to the same text."""
+        if self.border_title != title:
+            self.border_title = title
+
+    def _show(self, rows: list[_Row]) -> None:
+        """Put ``rows`` under the root: relabelled in place when the shape is the same and no
+        line gets wider than the widest shown (the tree's width stays right), else rebuilt."""
+        nodes = list(_walk(self.root.children))
+        new = list(_walk_rows(rows))
+        if _shape(rows) == _shape_of(self.root.children) and \
+                self._widest(new) <= self._widest(nodes):
+            for (_depth, node), (_, row) in zip(nodes, new, strict=True):
+                node.data = row.data
+                if node.label != row.label:
+                    node.set_label(row.label)
+            return
+        self.clear()
+        for row in rows:
+            self._add(self.root, row)
+
+    def _widest(self, items: list[tuple[int, Any]]) -> int:
+        """The widest line (cells) of rows or nodes given with their depths."""
+        return max((depth * self.guide_depth + item.label.cell_len for depth, item in items),
+                   default=0)
+
+    def _add(self, parent: TreeNode[Any], row: _Row) -> None:
+        if row.children:
+            node = parent.add(row.label, data=row.data, expand=False)
+            for child in row.children:
                 self._add(node, child)
         else:
-            parent.add_leaf(label, data=var)
+            parent.add_leaf(row.label, data=row.data)
 
     def action_toggle_scope(self) -> None:
         self.post_message(self.ScopeChanged("globals" if self.scope == "locals" else "locals"))

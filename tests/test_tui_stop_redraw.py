@@ -1,0 +1,91 @@
+"""A pdb stop redraws what changed and lays the screen out at most once (real pdb, Pilot).
+
+Each layout of the screen costs every visible pane's scroll bars and a reflow of ~60
+widgets; a pane rebuilt from scratch redraws all its rows. ``bench/bench_tui.py``
+measures the time a stop takes; these tests pin down the behaviour that keeps it short.
+"""
+
+from __future__ import annotations
+
+from tui_helpers import SIZE, settle, stop_at
+
+from dgym_tui.tui.actions import pdb_call
+from dgym_tui.tui.app import DgymApp
+from dgym_tui.tui.widgets.status_bar import StatusLine, StatusSpinner
+
+
+async def _run(app, pilot, command: str) -> int:
+    """Run pdb ``command`` as a key does; return how many times the screen was laid out
+    from the key to the app settled."""
+    layouts = []
+    app.screen.screen_layout_refresh_signal.subscribe(app, layouts.append)
+    try:
+        assert app.act(pdb_call(command))
+        await settle(app, pilot)
+    finally:
+        app.screen.screen_layout_refresh_signal.unsubscribe(app)
+    return len(layouts)
+
+
+class TestStopRedraw:
+    async def test_next_updates_the_panes_in_place(self, calc_session):
+        """``n`` in the same function: the variables keep their nodes (an expanded one stays
+        open) and only the changed value's label changes; the stack keeps its rows and its
+        highlight; the screen is laid out once for the echoed command and once for the
+        answer (the console grew each time). ``u`` (another function) rebuilds the
+        variables and moves the stack's marker in place."""
+        app = DgymApp(session=calc_session())
+        async with app.run_test(size=SIZE) as pilot:
+            await stop_at(app, pilot, "calc.py:4")
+            variables, stack = app.query_one("#variables"), app.query_one("#stack")
+            nodes = {node.data.name: node for node in variables.root.children}
+            assert set(nodes) == {"xs", "total", "x"}
+            nodes["xs"].expand()
+            total_label = nodes["total"].label.plain
+            options, highlighted = list(stack.options), stack.highlighted
+            assert await _run(app, pilot, "n") <= 2  # the command echoed, then its answer
+            assert variables.shown["total"] == "4"
+            now = {node.data.name: node for node in variables.root.children}
+            assert all(now[name] is nodes[name] for name in nodes)  # relabelled in place
+            assert nodes["xs"].is_expanded
+            assert nodes["total"].label.plain != total_label
+            assert "total = 4" in nodes["total"].label.plain
+            assert list(stack.options) == options and stack.highlighted == highlighted
+            assert "calc.py:3" in str(stack.options[highlighted].prompt)
+
+            assert await _run(app, pilot, "u") <= 2
+            assert stack.inspection.frame.function == "test_single"
+            assert list(stack.options) == options  # same frames: the marker moved in place
+            assert str(stack.options[stack.highlighted].prompt).startswith("▶")
+            assert not str(stack.options[highlighted].prompt).startswith("▶")
+            assert not any(node is nodes["xs"] for node in variables.root.children)
+
+    async def test_hidden_transcript_is_drawn_when_shown(self, calc_session):
+        """Turns added while the Transcript tab is hidden are drawn when it shows."""
+        app = DgymApp(session=calc_session())
+        async with app.run_test(size=SIZE) as pilot:
+            await stop_at(app, pilot, "calc.py:4")
+            body = app.transcript.query_one("#transcript-body")
+            assert "b calc.py:4" not in str(body.render())  # not drawn while hidden
+            assert "b calc.py:4" in app.transcript.text
+            app.query_one("#side").active = "tab-transcript"
+            await settle(app, pilot)
+            assert "b calc.py:4" in str(body.render()) and "command=\"c\"" in str(body.render())
+
+    async def test_busy_changes_no_size(self, calc_session):
+        """The busy label and spinner come and go without any widget changing size; the
+        idle spinner draws no frames."""
+        app = DgymApp(session=calc_session())
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(app, pilot)
+            line, spinner = app.query_one(StatusLine), app.query_one(StatusSpinner)
+            regions = (line.region, spinner.region)
+            assert spinner.auto_refresh is None and "tests" in str(line.render())
+            app.status.set_busy("eval")
+            await pilot.pause()
+            assert (line.region, spinner.region) == regions
+            assert str(line.render()).endswith(" eval… ") and spinner.auto_refresh
+            app.status.set_busy(None)
+            await pilot.pause()
+            assert (line.region, spinner.region) == regions
+            assert "eval" not in str(line.render()) and spinner.auto_refresh is None
