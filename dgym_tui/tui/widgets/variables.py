@@ -43,29 +43,18 @@ def _row(var: Any, changed: bool = False) -> _Row:
     return _Row(_label(var, changed), var, [_row(child) for child in var.children or ()])
 
 
-def _shape(rows: list[_Row]) -> tuple:
-    """What a relabel must keep: each row's name (or note) and its children's shape."""
-    return tuple((row.data.name if row.data is not None else row.label.plain,
-                  _shape(row.children)) for row in rows)
+def _shape(items: Any) -> tuple:
+    """What a relabel must keep, of rows or tree nodes (both have ``label``, ``data`` and
+    ``children``): each one's name (or note) and its children's shape."""
+    return tuple((item.data.name if item.data is not None else item.label.plain,
+                  _shape(item.children)) for item in items)
 
 
-def _shape_of(nodes: Any) -> tuple:
-    return tuple((node.data.name if node.data is not None else node.label.plain,
-                  _shape_of(node.children)) for node in nodes)
-
-
-def _walk_rows(rows: list[_Row], depth: int = 0) -> Iterator[tuple[int, _Row]]:
-    """Every row with its depth (0: under the root), parents before their children."""
-    for row in rows:
-        yield depth, row
-        yield from _walk_rows(row.children, depth + 1)
-
-
-def _walk(nodes: Any, depth: int = 0) -> Iterator[tuple[int, TreeNode[Any]]]:
-    """Every tree node with its depth, in the order of :func:`_walk_rows`."""
-    for node in nodes:
-        yield depth, node
-        yield from _walk(node.children, depth + 1)
+def _walk(items: Any, depth: int = 0) -> Iterator[tuple[int, Any]]:
+    """Every row or tree node with its depth (0: under the root), parents first."""
+    for item in items:
+        yield depth, item
+        yield from _walk(item.children, depth + 1)
 
 
 class VariablesPane(Tree[Any]):
@@ -138,9 +127,8 @@ class VariablesPane(Tree[Any]):
     def _show(self, rows: list[_Row]) -> None:
         """Put ``rows`` under the root: relabelled in place when the shape is the same and no
         line gets wider than the widest shown (the tree's width stays right), else rebuilt."""
-        nodes = list(_walk(self.root.children))
-        new = list(_walk_rows(rows))
-        if _shape(rows) == _shape_of(self.root.children) and \
+        nodes, new = list(_walk(self.root.children)), list(_walk(rows))
+        if _shape(rows) == _shape(self.root.children) and \
                 self._widest(new) <= self._widest(nodes):
             for (_depth, node), (_, row) in zip(nodes, new, strict=True):
                 node.data = row.data
