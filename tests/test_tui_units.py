@@ -135,6 +135,40 @@ async def test_source_view_renders_only_visible_lines_of_a_big_file():
         assert len(view._cache) <= 200
 
 
+async def test_source_view_lexes_a_file_shown_again_once(monkeypatch):
+    """u / d between two files: the file shown before is drawn from its kept lexed lines;
+    a changed text is lexed again; a new theme colours the kept lines again."""
+    from dgym_tui.tui.widgets import source_view
+
+    lexed = []
+
+    def counting(lexer, text):
+        lexed.append(text.split("\n", 1)[0])
+        return real(lexer, text)
+
+    real = source_view.lex_lines
+    monkeypatch.setattr(source_view, "lex_lines", counting)
+    app = ViewApp()
+    async with app.run_test(size=(100, 30)) as pilot:
+        view = app.query_one(SourceView)
+        for path, text in [("a.py", "a = 1\n"), ("b.py", "b = 2\n"), ("a.py", "a = 1\n"),
+                           ("b.py", "b = 2\n"), ("a.py", "a = 3\n")]:
+            view.load(path, text, 1)
+            await pilot.pause()
+            assert path[0] in view.render_line(0).text
+        assert lexed == ["a = 1", "b = 2", "a = 3"]
+        view.load("b.py", "b = 2\n", 1)
+        await pilot.pause()
+        dark = list(view.render_line(0))
+        view.load("a.py", "a = 3\n", 1)
+        app.theme = "textual-light" if app.current_theme.dark else "textual-dark"
+        await pilot.pause()
+        view.load("b.py", "b = 2\n", 1)
+        await pilot.pause()
+        assert list(view.render_line(0)) != dark and "b = 2" in view.render_line(0).text
+        assert lexed == ["a = 1", "b = 2", "a = 3"]
+
+
 async def test_source_view_gutter_click_and_pdb_keys():
     messages = []
 
