@@ -7,6 +7,9 @@ measures the time a stop takes; these tests pin down the behaviour that keeps it
 
 from __future__ import annotations
 
+import html
+import re
+
 from tui_helpers import SIZE, settle, stop_at
 
 from dgym_tui.tui.actions import pdb_call
@@ -25,6 +28,12 @@ async def _run(app, pilot, command: str) -> int:
     finally:
         app.screen.screen_layout_refresh_signal.unsubscribe(app)
     return len(layouts)
+
+
+def _screen_text(app) -> str:
+    """The characters on the app's screen as its last frame drew them."""
+    svg = app.export_screenshot()
+    return html.unescape(re.sub(r"<[^>]+>", "", svg)).replace("\xa0", " ")
 
 
 class TestStopRedraw:
@@ -52,12 +61,19 @@ class TestStopRedraw:
             assert "total = 4" in nodes["total"].label.plain
             assert list(stack.options) == options and stack.highlighted == highlighted
             assert "calc.py:3" in str(stack.options[highlighted].prompt)
+            rows = [stack.render_line(y).text for y in range(stack.size.height)]
+            assert "calc.py:3" in rows[highlighted] and "calc.py:4" not in "".join(rows)
+            assert "▶ average  calc.py:3" in _screen_text(app)  # the row on screen, too
 
             assert await _run(app, pilot, "u") <= 2
             assert stack.inspection.frame.function == "test_single"
             assert list(stack.options) == options  # same frames: the marker moved in place
             assert str(stack.options[stack.highlighted].prompt).startswith("▶")
             assert not str(stack.options[highlighted].prompt).startswith("▶")
+            rows = [stack.render_line(y).text for y in range(stack.size.height)]
+            assert [row.startswith("▶") for row in rows[:2]] == [False, True]
+            screen = _screen_text(app)
+            assert "▶ test_single" in screen and "▶ average" not in screen
             assert not any(node is nodes["xs"] for node in variables.root.children)
 
     async def test_hidden_transcript_is_drawn_when_shown(self, calc_session):

@@ -7,6 +7,7 @@ from typing import Any, NamedTuple
 
 from rich.text import Text
 from textual.message import Message
+from textual.visual import VisualType
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
@@ -84,6 +85,26 @@ class StackPane(OptionList):
         current = next((i for i, row in enumerate(rows) if row.here), 0)
         if self.highlighted != current:
             self.highlighted = current
+
+    def _replace_option_prompt(self, index: int, prompt: VisualType) -> None:
+        """OptionList's, redrawing only this option's rows when its height stays the same.
+
+        OptionList drops every option's rendering and redraws the whole list for one new
+        prompt (~0.4 ms an option); a step changes one or two rows. Uses OptionList's
+        render cache (keyed by the option first) and line tables: Textual is pinned in
+        constraints.txt, and tests/test_tui_stop_redraw.py checks the rows drawn."""
+        option = self.get_option_at_index(index)
+        height = self._heights.get(index)
+        option._set_prompt(prompt)
+        padding = self.get_component_styles("option-list--option").padding
+        width = self.scrollable_content_region.width - self._get_left_gutter_width()
+        if height != self._get_visual(option).get_height(self.styles, width - padding.width):
+            self._clear_caches()  # the rows below it move: OptionList's own way
+            return
+        cache = self._option_render_cache
+        for key in [key for key in cache.keys() if key[0] is option]:
+            cache.discard(key)
+        self.refresh_lines(self._index_to_line[index], height)
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         event.stop()
