@@ -1,5 +1,6 @@
 """KeyFooter: rebuilt once at start, skipped when the keys are the same, rebuilt when
-the focused widget brings other keys (Textual app through Pilot)."""
+the focused widget brings other keys, built before the first frame by show_keys (Textual
+app through Pilot)."""
 
 from __future__ import annotations
 
@@ -42,8 +43,9 @@ def _keys(app: App) -> set[str]:
     return {key.key for key in app.query(FooterKey)}
 
 
-async def test_footer_follows_focus_with_fewer_rebuilds(monkeypatch):
-    builds = []
+def _count_builds(monkeypatch) -> list[int]:
+    """A list that grows by one each time a KeyFooter builds its keys (compose)."""
+    builds: list[int] = []
     original = KeyFooter.compose
 
     def counting(self):
@@ -51,6 +53,11 @@ async def test_footer_follows_focus_with_fewer_rebuilds(monkeypatch):
         return original(self)
 
     monkeypatch.setattr(KeyFooter, "compose", counting)
+    return builds
+
+
+async def test_footer_follows_focus_with_fewer_rebuilds(monkeypatch):
+    builds = _count_builds(monkeypatch)
     app = FooterApp()
     async with app.run_test() as pilot:
         await pilot.pause()
@@ -64,3 +71,28 @@ async def test_footer_follows_focus_with_fewer_rebuilds(monkeypatch):
         await pilot.pause()
         assert len(builds) == start + 1
         assert "y" in _keys(app) and "x" not in _keys(app)
+
+
+class KeysAtOnce(FooterApp):
+    def on_mount(self) -> None:  # as DgymApp does: focus now, then the footer's keys
+        self.screen.set_focus(self.query_one("#left"))
+        self.query_one(KeyFooter).show_keys()
+
+
+async def test_show_keys_draws_the_focused_keys_in_the_first_frame(monkeypatch):
+    builds = _count_builds(monkeypatch)
+    app = KeysAtOnce()
+    first: list[set[str]] = []
+    display = app._display
+
+    def first_frame(screen, update) -> None:  # the keys laid out in the first frame drawn
+        display(screen, update)
+        if update is not None and not app._batch_count and not first:
+            first.append({key.key for key in screen.query(FooterKey) if key.region})
+
+    app._display = first_frame
+    async with app.run_test() as pilot:
+        await pilot.pause()
+        assert first and "x" in first[0] and "y" not in first[0]
+        assert len(builds) == 2  # the mount's empty compose, show_keys: no rebuild after
+        assert "x" in _keys(app)

@@ -5,7 +5,9 @@ nor do the modules of what the first frame does not show: pygments' Python lexer
 yet), Textual's RichLog (rich.pretty: the console's log is mounted after the first frame)
 and the edit dialogs' text area (bench/bench_tui.py measures the first paint; this keeps
 what it gained); nor importlib.metadata (plugins are looked up only for a tool or
-benchmark that is not built in), rich.syntax (the Diff tab, hidden) or the Docker terminal."""
+benchmark that is not built in), rich.syntax (the Diff tab, hidden) or the Docker terminal.
+The first frame already has the footer's keys (Textual's footer builds them only after the
+first refresh; the app builds them before)."""
 
 from __future__ import annotations
 
@@ -33,13 +35,14 @@ async def main():
 
     def first_frame(screen, update):  # the modules loaded when the first frame is drawn
         display(screen, update)
-        if update is not None and not seen:
+        if update is not None and not app._batch_count and not seen:
             seen["modules"] = sorted(sys.modules)
+            seen["keys"] = [key.key for key in screen.query("FooterKey") if key.region]
 
     app._display = first_frame
     async with app.run_test(size=(160, 48)) as pilot:
         await pilot.pause()
-        print(json.dumps({"modules": seen["modules"],
+        print(json.dumps({"modules": seen["modules"], "keys": seen["keys"],
                           "later": "rich.pretty" in sys.modules}))
     app.close_session()
 
@@ -65,6 +68,8 @@ def test_first_paint_leaves_step_libraries_unloaded(tmp_path):
     # built-in tools and benchmark: no read of every installed package's metadata (its
     # module is not even imported)
     assert seen["later"]  # the console's log was mounted after the first frame
+    # the footer's keys (the focused source view's first) are drawn in the first frame
+    assert seen["keys"][:3] == ["b", "n", "s"] and "q" in seen["keys"]
 
 
 def test_a_tool_that_is_not_built_in_is_found_among_the_plugins(tmp_path, monkeypatch):

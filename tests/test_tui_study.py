@@ -5,7 +5,7 @@
   pause with F7), the third runs out of time; the final screen shows the
   participant's summary, and ``dgym study summary``'s counts match the
   trajectories written.
-- A quit (q) mid-task leaves the task to restart.
+- A quit (q) mid-task leaves the task to restart; the episode was reset once.
 - The real app in tmux is killed with SIGKILL mid-task and started again with
   the same id: it resumes at the unfinished task, marked restarted, and the
   finished task's files are untouched.
@@ -177,12 +177,16 @@ async def test_quit_mid_task_restarts_it(tmp_path):
     study = load_study(write_study(tmp_path, tasks=["bank_account", "log_parser"]))
     open_results(study)
     task = open_task(study, "P02", remaining(study, "P02")[0])
+    starts = []
+    session_start = task.session.start
+    task.session.start = lambda: starts.append(1) or session_start()
     app = StudyApp(task)
     async with app.run_test(size=SIZE) as pilot:
         await start(app, pilot)
         app.source_view.focus()
         await pilot.press("q")
         await exited(app)
+    assert len(starts) == 1  # the episode was reset once (it was twice: on_mount ran twice)
     assert task.session.footer["reason"] == "quit"
     assert task.close().state == "interrupted"
     first = remaining(study, "P02")[0]

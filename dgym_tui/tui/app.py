@@ -219,11 +219,16 @@ class DgymApp(AppKeys, SessionCalls, AgentTurns, CodeEdits, ReplayMode, WidgetEv
         return self.session.env if self.session is not None else None
 
     def on_mount(self) -> None:
-        self.source_view.focus()
+        # Focus at once, not after the next refresh (Widget.focus), so that the footer
+        # builds the keys of the focused source view into the first frame. The view's own
+        # screen: a subclass may have pushed a dialog over it (the study's instructions).
+        view = self.source_view
+        view.screen.set_focus(view)
         if self.replay is not None:
             self._mount_replay()
         else:
             self._mount_session()
+        view.screen.query_one(KeyFooter).show_keys()
 
     # -- live session ----------------------------------------------------------
     def _mount_session(self) -> None:

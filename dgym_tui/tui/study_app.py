@@ -46,7 +46,8 @@ class StudyApp(DgymApp):
         self._leaving = False
 
     def on_mount(self) -> None:
-        super().on_mount()
+        # Textual runs DgymApp.on_mount after this one (handlers along the classes): calling
+        # it here too reset the episode twice.
         task = self.study_task
         item = task.item
         tools = task.session.env.instructions() if task.session.env else ""

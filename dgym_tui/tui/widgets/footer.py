@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from textual.app import ComposeResult
+from textual.compose import compose
 from textual.screen import Screen
 from textual.widgets import Footer
 from textual.widgets._footer import FooterKey
@@ -48,6 +49,21 @@ class KeyFooter(Footer):
             if isinstance(widget, FooterKey) and "compact" in (widget._reactive_connect or {}):
                 widget.set_reactive(FooterKey.compact, self.compact)
             yield widget
+
+    def show_keys(self) -> None:
+        """Build the keys now from the screen's current bindings (the footer must have none).
+
+        Textual's footer builds no keys until the screen publishes its bindings, which it
+        does only after its first refresh: the first frame had no keys, and they came
+        4-5 frames (~0.15 s) later. The app calls this from its mount handler, once its
+        first focus is set, so that its first frame has them. A rebuild scheduled
+        meanwhile finds the same keys and is skipped.
+        """
+        self.set_reactive(Footer._bindings_ready, True)
+        self._shown = self._keys_shown()
+        with self._context():  # the keys bind to this footer's reactives (data_bind)
+            keys = compose(self)
+        self.mount_all(keys)  # not awaited: drawn in the first frame with the rest
 
     async def recompose(self) -> None:
         """Rebuild the keys from the screen's bindings, unless they are the ones shown."""
