@@ -182,8 +182,19 @@ class SessionCalls(MessagePump):
         self._unfreeze_gc()
         self._close_done.set()
 
+    def _freeze_gc(self) -> None:
+        """Keep the objects made so far (imported modules, the app's widgets, a loaded
+        trajectory) out of the garbage collector's full passes until the app closes.
+
+        They live as long as the app; a full pass re-scans them all (~80 ms for the
+        ~100,000 objects of a live session on a 2-core machine: one stop in ~15 took that
+        much longer). Undone by :meth:`_unfreeze_gc`."""
+        if not self._gc_frozen:
+            gc.freeze()
+            self._gc_frozen = True
+
     def _unfreeze_gc(self) -> None:
-        """Hand the objects frozen for the replay back to the garbage collector."""
+        """Hand the objects frozen by :meth:`_freeze_gc` back to the garbage collector."""
         if self._gc_frozen:
             self._gc_frozen = False
             gc.unfreeze()
