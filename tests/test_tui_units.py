@@ -169,6 +169,35 @@ async def test_source_view_lexes_a_file_shown_again_once(monkeypatch):
         assert lexed == ["a = 1", "b = 2", "a = 3"]
 
 
+async def test_source_view_keeps_drawn_rows_until_they_change():
+    """A row drawn before is reused while nothing it shows changed (u / d back to a file
+    redraws only the rows whose arrow or cursor moved); a breakpoint, the frame, the
+    cursor, a selection, a theme or style change draw it again."""
+    app = ViewApp()
+    async with app.run_test(size=(100, 30)) as pilot:
+        view = app.query_one(SourceView)
+        view.load("a.py", "a = 1\nb = 2\nc = 3\n", 1)
+        await pilot.pause()
+        row = view.render_line(1)
+        view.load("b.py", "x = 1\n", 1)
+        await pilot.pause()
+        view.load("a.py", "a = 1\nb = 2\nc = 3\n", 1)
+        await pilot.pause()
+        assert view.render_line(1) is row  # kept with the file
+        view.set_marks({2: None}, None)
+        assert view.render_line(1).text.startswith("●")
+        view.set_marks({2: "b > 1"}, 2, follow=False)  # the cursor stays on line 1
+        assert view.render_line(1).text.startswith("◆▶")
+        view.set_marks({}, None)
+        assert view.render_line(1) is row
+        view.go_to(2)
+        await pilot.pause()
+        assert list(view.render_line(1)) != list(row)  # the cursor's highlight
+        app.theme = "textual-light" if app.current_theme.dark else "textual-dark"
+        await pilot.pause()
+        assert view.render_line(1) is not row and "b = 2" in view.render_line(1).text
+
+
 async def test_source_view_gutter_click_and_pdb_keys():
     messages = []
 

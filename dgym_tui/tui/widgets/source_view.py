@@ -203,8 +203,10 @@ class SourceView(QuietKeys, ScrollView, can_focus=True):
         self._chunks: dict[int, list[list[tuple[object, str]]]] = {}
         self._lexer: Lexer | None = None  # set by load (no lines before)
         self._cache: dict[int, list[Segment]] = {}
-        #: (path, text) -> (lexed chunks, line segments) of files shown before, newest last.
-        self._recent: dict[tuple[str, str], tuple[dict, dict]] = {}
+        self._strips: dict[tuple, Strip] = {}  # drawn rows, see _line_row
+        #: (path, text) -> (lexed chunks, line segments, drawn rows) of files shown before,
+        #: newest last.
+        self._recent: dict[tuple[str, str], tuple[dict, dict, dict]] = {}
         #: Lines of the current file with a breakpoint -> condition or None (see set_marks).
         self.breakpoints: dict[int, str | None] = {}
         #: The current frame's line in this file, or None.
@@ -238,11 +240,11 @@ class SourceView(QuietKeys, ScrollView, can_focus=True):
                 self.go_to(line)
             return
         if self.path is not None and self._text is not None:
-            self._recent[(self.path, self._text)] = (self._chunks, self._cache)
+            self._recent[(self.path, self._text)] = (self._chunks, self._cache, self._strips)
             while len(self._recent) > RECENT_FILES:
                 del self._recent[next(iter(self._recent))]
         recent = self._recent.pop((path, text), None) if path is not None else None
-        self._chunks, self._cache = recent or ({}, {})
+        self._chunks, self._cache, self._strips = recent or ({}, {}, {})
         self.path = path
         self._text = text
         self._anchor = None
@@ -420,8 +422,19 @@ class SourceView(QuietKeys, ScrollView, can_focus=True):
             self._theme = None  # rebuilt for the new theme by _style_for
             self._token_styles.clear()
             self._cache.clear()
-            for _chunks, segments in self._recent.values():
+            for _chunks, segments, _rows in self._recent.values():
                 segments.clear()  # the old theme's colours (the lexed lines stay right)
+            self._forget_rows()
+
+    def notify_style_update(self) -> None:
+        self._forget_rows()  # the gutter's and highlights' colours may have changed
+        super().notify_style_update()
+
+    def _forget_rows(self) -> None:
+        """Drop the drawn rows of every file kept (a style or theme changed)."""
+        self._strips.clear()
+        for _chunks, _segments, rows in self._recent.values():
+            rows.clear()
 
     def _code_segments(self, index: int) -> list[Segment]:
         segments = self._cache.get(index)
@@ -456,39 +469,59 @@ class SourceView(QuietKeys, ScrollView, can_focus=True):
         if index >= len(self.lines) + len(self._added):
             return Strip.blank(width, base)
         kind, lineno = self._row(index)
-        gutter = self._style("gutter")
         if kind == "added":  # a new line of the previewed rewrite: ``+``, no number
             strip = self._code_row([Segment("+", self._style("added")),
-                                    Segment(" " * (self.gutter_width - 3) + " │", gutter)],
+                                    Segment(" " * (self.gutter_width - 3) + " │",
+                                            self._style("gutter"))],
                                    self._added[lineno], scroll_x, width)
             return strip.apply_style(self._style("added")).apply_style(base)
         proposed = self.preview
         if kind == "removed":
-            mark = Segment("-", self._style("removed"))
+            mark = "-"
         elif lineno in self.breakpoints:
-            cond = self.breakpoints[lineno]
-            mark = Segment("◆" if cond else "●", self._style("condition" if cond else "breakpoint"))
+            mark = "◆" if self.breakpoints[lineno] else "●"
         elif (isinstance(proposed, BreakpointPreview) and proposed.path == self.path
               and proposed.line == lineno):
-            mark = Segment("○", self._style("proposed-breakpoint"))
+            mark = "○"
         else:
-            mark = Segment(" ", gutter)
-        arrow = Segment("▶", self._style("frame-arrow")) if self.frame_line == lineno \
-            else Segment(" ", gutter)
+            mark = " "
+        first, last = self.selection
+        key = (kind, lineno, mark, self.frame_line == lineno,
+               self._anchor is not None and first <= lineno <= last,
+               lineno == self.cursor_line and self.has_focus, scroll_x, width, base)
+        strip = self._strips.get(key)
+        if strip is None:
+            strip = self._line_row(*key)
+            if len(self._strips) >= CACHE_LINES:
+                self._strips.clear()
+            self._strips[key] = strip
+        return strip
+
+    def _line_row(self, kind: str, lineno: int, mark: str, frame: bool, selected: bool,
+                  cursor: bool, scroll_x: int, width: int, base: Style) -> Strip:
+        """Draw file line ``lineno``: ``mark`` in the gutter ("●" breakpoint, "◆" with a
+        condition, "○" proposed, "-" removed by the previewed rewrite, " " none), the
+        frame arrow, the number (marked when ``selected``), the code scrolled ``scroll_x``
+        cells; the row highlighted for the frame or the ``cursor``. ``render_line`` keeps
+        what this returns, keyed by all these arguments: a row is drawn again only when
+        one changes (u / d back to a file shown before redraws two rows, not 32)."""
+        gutter = self._style("gutter")
+        style = {"-": "removed", "●": "breakpoint", "◆": "condition",
+                 "○": "proposed-breakpoint"}.get(mark)
+        marks = [Segment(mark, self._style(style) if style else gutter),
+                 Segment("▶", self._style("frame-arrow")) if frame else Segment(" ", gutter)]
         digits = self.gutter_width - 4
         number = [Segment(f"{lineno:>{digits}} │", gutter)]
-        if self._anchor is not None:
-            first, last = self.selection
-            if first <= lineno <= last:  # the selection is marked on the line numbers
-                number = [Segment(f"{lineno:>{digits}}", self._style("selection")),
-                          Segment(" │", gutter)]
-        strip = self._code_row([mark, arrow, *number], self._code_segments(lineno - 1),
+        if selected:  # the selection is marked on the line numbers
+            number = [Segment(f"{lineno:>{digits}}", self._style("selection")),
+                      Segment(" │", gutter)]
+        strip = self._code_row([*marks, *number], self._code_segments(lineno - 1),
                                scroll_x, width)
         if kind == "removed":
             strip = strip.apply_style(self._style("removed"))
-        elif self.frame_line == lineno:
+        elif frame:
             strip = strip.apply_style(self._style("frame"))
-        elif lineno == self.cursor_line and self.has_focus:
+        elif cursor:
             strip = strip.apply_style(self._style("cursor"))
         return strip.apply_style(base)
 
