@@ -43,7 +43,8 @@ class TestStopRedraw:
         open) and only the changed value's label changes; the stack keeps its rows and its
         highlight; the screen is laid out once for the echoed command and once for the
         answer (the console grew each time). ``u`` (another function) rebuilds the
-        variables and moves the stack's marker in place."""
+        variables and moves the stack's marker in place. The tree is as tall as its rows
+        (its pane's blank rows are not drawn with it)."""
         app = DgymApp(session=calc_session())
         async with app.run_test(size=SIZE) as pilot:
             await stop_at(app, pilot, "calc.py:4")
@@ -51,6 +52,7 @@ class TestStopRedraw:
             nodes = {node.data.name: node for node in variables.root.children}
             assert set(nodes) == {"xs", "total", "x"}
             nodes["xs"].expand()
+            await settle(app, pilot)  # the tree grew a row: laid out before the count
             total_label = nodes["total"].label.plain
             options, highlighted = list(stack.options), stack.highlighted
             assert await _run(app, pilot, "n") <= 2  # the command echoed, then its answer
@@ -66,7 +68,9 @@ class TestStopRedraw:
             assert "calc.py:3" in rows[highlighted] and "calc.py:4" not in "".join(rows)
             assert "▶ average  calc.py:3" in _screen_text(app)  # the row on screen, too
 
-            assert await _run(app, pilot, "u") <= 2
+            # the variables tree, rebuilt at another height, is laid out once more after
+            # the frame that drew it (Textual's Tree rebuilds its lines when resized)
+            assert await _run(app, pilot, "u") <= 3
             assert stack.inspection.frame.function == "test_single"
             assert list(stack.options) == options  # same frames: the marker moved in place
             assert str(stack.options[stack.highlighted].prompt).startswith("▶")
@@ -76,6 +80,11 @@ class TestStopRedraw:
             screen = _screen_text(app)
             assert "▶ test_single" in screen and "▶ average" not in screen
             assert not any(node is nodes["xs"] for node in variables.root.children)
+            assert variables.size.height == len(variables.root.children)
+            box = app.query_one("#variables-box")
+            assert box.size.height > variables.size.height
+            await pilot.click("#variables-box", offset=(2, box.size.height - 1))
+            assert variables.has_focus  # a click below its rows focuses the tree
 
     async def test_hidden_transcript_is_drawn_when_shown(self, calc_session):
         """Turns added while the Transcript tab is hidden are drawn when it shows."""

@@ -5,8 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from rich.text import Text
+from textual import on
 from textual.app import ComposeResult
 from textual.containers import Vertical
+from textual.events import Click
 from textual.widgets import Static
 
 from dgym_tui.tui.widgets.breakpoints import BreakpointsPane, rows_from
@@ -36,15 +38,25 @@ class DebugPanel(Vertical):
     DebugPanel > #debug-where.-outside { height: auto; max-height: 4; }
     DebugPanel > .pane-title { height: 1; padding: 0 1; color: $text-muted;
                                background: $panel; }
+    DebugPanel > #variables-box { height: 1fr; background: $surface; }
+    DebugPanel > #variables-box:focus-within { background-tint: $foreground 5%; }
     """
 
     def compose(self) -> ComposeResult:
         yield Static(where_text(None), id="debug-where")
-        yield VariablesPane(id="variables")
+        # the tree is as tall as its rows, in a box that fills the pane's room: a stop
+        # that rebuilds the tree (another frame) draws its rows, not the pane's blank rows
+        with Vertical(id="variables-box"):
+            yield VariablesPane(id="variables")
         yield Static("stack (enter: select)", classes="pane-title")
         yield StackPane(id="stack")
         yield Static("breakpoints (enter: on/off · del · c: condition)", classes="pane-title")
         yield BreakpointsPane(id="breakpoints")
+
+    @on(Click, "#variables-box")
+    def _focus_variables(self) -> None:
+        """A click below the variables' rows focuses them, as a click in the pane did."""
+        self.query_one(VariablesPane).focus()
 
     def show(self, inspection: Any, result: Any, replay: bool = False) -> None:
         """Show one stop: ``inspection`` (None: pdb not stopped / not recorded) and the

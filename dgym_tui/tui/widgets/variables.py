@@ -69,7 +69,7 @@ class VariablesPane(Tree[Any]):
     ]
 
     DEFAULT_CSS = """
-    VariablesPane { height: 1fr; background: $surface; padding: 0; }
+    VariablesPane { height: auto; max-height: 100%; background: $surface; padding: 0; }
     """
 
     @dataclass
@@ -98,7 +98,7 @@ class VariablesPane(Tree[Any]):
         self.shown = {}
         if inspection is None:
             self._set_title("variables")
-            self._show([_Row(Text("(pdb is not stopped: b sets a breakpoint, c runs to it)",
+            self._show([_Row(Text("(b sets a breakpoint, c runs to it)",
                                   style="dim"))])
             return
         frame = inspection.frame
