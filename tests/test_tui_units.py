@@ -198,6 +198,35 @@ async def test_source_view_keeps_drawn_rows_until_they_change():
         assert view.render_line(1) is not row and "b = 2" in view.render_line(1).text
 
 
+async def test_stack_pane_new_prompt_of_another_height():
+    """A frame's row that wraps to another number of lines after a step (a longer line
+    number in a narrow pane) moves the rows below it: OptionList's full redraw is used."""
+    from rich.text import Text
+    from textual.widgets.option_list import Option
+
+    from dgym_tui.tui.widgets.stack import StackPane
+
+    class StackApp(App):
+        CSS = "StackPane { width: 20; height: 6; }"
+
+        def compose(self) -> ComposeResult:
+            yield StackPane(id="stack")
+
+    app = StackApp()
+    async with app.run_test(size=(40, 10)) as pilot:
+        stack = app.query_one(StackPane)
+        stack.add_options([Option(Text("f  a.py:9")), Option(Text("g  b.py:2"))])
+        await pilot.pause()
+        stack.replace_option_prompt_at_index(0, Text("f  a.py:10"))  # same height
+        await pilot.pause()
+        assert [stack.render_line(y).text.strip() for y in range(2)] == ["f  a.py:10", "g  b.py:2"]
+        stack.replace_option_prompt_at_index(0, Text("f  a_very_long_name.py:11"))  # 2 lines
+        await pilot.pause()
+        rows = [stack.render_line(y).text.strip() for y in range(stack.size.height)]
+        below = rows.index("g  b.py:2")  # moved down by the wrapped row
+        assert below > 1 and "".join(rows[:below]).replace(" ", "") == "fa_very_long_name.py:11"
+
+
 async def test_source_view_gutter_click_and_pdb_keys():
     messages = []
 
