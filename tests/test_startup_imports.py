@@ -7,7 +7,7 @@ and the edit dialogs' text area (bench/bench_tui.py measures the first paint; th
 what it gained); nor importlib.metadata (plugins are looked up only for a tool or
 benchmark that is not built in), rich.syntax (the Diff tab, hidden) or the Docker terminal.
 The first frame already has the footer's keys (Textual's footer builds them only after the
-first refresh; the app builds them before)."""
+first refresh; the app builds them before), and the episode's reset starts after it."""
 
 from __future__ import annotations
 
@@ -29,7 +29,6 @@ from dgym_tui.tui.cli import build_app, build_parser
 async def main():
     app = build_app(build_parser().parse_args(
         [sys.argv[1], "--terminal", "local", "--trajectory", sys.argv[2]]))
-    type(app)._start_session = lambda self: None  # the reset's imports are not the point
     seen = {}
     display = app._display
 
@@ -38,11 +37,15 @@ async def main():
         if update is not None and not app._batch_count and not seen:
             seen["modules"] = sorted(sys.modules)
             seen["keys"] = [key.key for key in screen.query("FooterKey") if key.region]
+            seen["workers"] = [worker.name for worker in app.workers]
 
     app._display = first_frame
     async with app.run_test(size=(160, 48)) as pilot:
         await pilot.pause()
+        await app.workers.wait_for_complete()
+        await pilot.pause()
         print(json.dumps({"modules": seen["modules"], "keys": seen["keys"],
+                          "workers": seen["workers"], "started": app.started,
                           "later": "rich.pretty" in sys.modules}))
     app.close_session()
 
@@ -70,6 +73,7 @@ def test_first_paint_leaves_step_libraries_unloaded(tmp_path):
     assert seen["later"]  # the console's log was mounted after the first frame
     # the footer's keys (the focused source view's first) are drawn in the first frame
     assert seen["keys"][:3] == ["b", "n", "s"] and "q" in seen["keys"]
+    assert seen["workers"] == [] and seen["started"]  # the reset starts after the first frame
 
 
 def test_a_tool_that_is_not_built_in_is_found_among_the_plugins(tmp_path, monkeypatch):

@@ -234,7 +234,9 @@ class DgymApp(AppKeys, SessionCalls, AgentTurns, CodeEdits, ReplayMode, WidgetEv
                                   mode=session.mode, agent=session.policy is not None)
         self._subscribe(session)
         self._set_busy("starting the episode (copy, terminal, eval)")
-        self._start_session()
+        # The reset's thread starts after the first frame: it held the GIL for part of the
+        # first layout and paint (~0.07-0.15 s later), and the episode is not ready later.
+        self.call_after_refresh(self._start_session)
 
     def _subscribe(self, session: Any) -> SessionBridge:
         self._bridge = SessionBridge(session, self.post_message, lambda: self._current_path)
