@@ -188,10 +188,10 @@ class SessionCalls(MessagePump):
 
         They live as long as the app; a full pass re-scans them all (~80 ms for the
         ~100,000 objects of a live session on a 2-core machine: one stop in ~15 took that
-        much longer). Undone by :meth:`_unfreeze_gc`."""
-        if not self._gc_frozen:
-            gc.freeze()
-            self._gc_frozen = True
+        much longer). Each call also freezes the objects made since the last one. Undone
+        by :meth:`_unfreeze_gc`."""
+        gc.freeze()
+        self._gc_frozen = True
 
     def _unfreeze_gc(self) -> None:
         """Hand the objects frozen by :meth:`_freeze_gc` back to the garbage collector."""
