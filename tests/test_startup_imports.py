@@ -5,7 +5,9 @@ nor do the modules of what the first frame does not show: pygments' Python lexer
 yet), Textual's RichLog (rich.pretty: the console's log is mounted after the first frame)
 and the edit dialogs' text area (bench/bench_tui.py measures the first paint; this keeps
 what it gained); nor importlib.metadata (plugins are looked up only for a tool or
-benchmark that is not built in), rich.syntax (the Diff tab, hidden) or the Docker terminal.
+benchmark that is not built in), rich.syntax (the Diff tab, hidden), the Docker terminal,
+PyYAML (the themes are TOML; a folder's dgym.yaml is read when there is one) or psutil (the
+terminal's clean-up at its close).
 The first frame already has the footer's keys (Textual's footer builds them only after the
 first refresh; the app builds them before), and the episode's reset starts after it."""
 
@@ -20,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 DEFERRED = ("jsonschema", "re2", "pathspec", "pygments.lexers.python", "rich.pretty",
             "textual.widgets._rich_log", "textual.widgets._text_area", "importlib.metadata",
-            "rich.syntax", "dgym_tui.core.terminals.docker")
+            "rich.syntax", "dgym_tui.core.terminals.docker", "yaml", "psutil")
 
 SCRIPT = """
 import asyncio, json, sys

@@ -95,12 +95,15 @@ def test_edit_dialog_json():
 def test_themes_load_dark_and_light(tmp_path):
     themes = {t.name: t for t in load_themes()}
     assert themes["dgym-dark"].dark is True and themes["dgym-light"].dark is False
-    bad = tmp_path / "bad.yaml"
-    bad.write_text("name: x\nprimary: '#fff'\ncolour: red\n")
+    bad = tmp_path / "bad.toml"
+    bad.write_text("name = 'x'\nprimary = '#fff'\ncolour = 'red'\n")
     with pytest.raises(ThemeFileError, match="unknown theme keys"):
         load_theme(bad)
-    bad.write_text("- a list\n")
-    with pytest.raises(ThemeFileError):
+    bad.write_text("name: x\nprimary: '#fff'\n")  # YAML, not TOML
+    with pytest.raises(ThemeFileError, match="cannot read theme"):
+        load_theme(bad)
+    bad.write_text("name = 'x'\n")
+    with pytest.raises(ThemeFileError, match="at least 'name' and 'primary'"):
         load_theme(bad)
 
 

@@ -37,8 +37,6 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import psutil
-
 from dgym_tui.core.gitpatch import MODE_EXEC, MODE_LINK, Blob, blob_id, file_patch, git_mode, merge3
 from dgym_tui.core.safefs import (
     DIR_FLAGS,
@@ -111,6 +109,8 @@ def remove_stale_workspaces(folder: str | None = None) -> list[str]:
     Returns:
         The host paths removed.
     """
+    import psutil  # here: ~10 ms of the app's start otherwise
+
     folder = folder or tempfile.gettempdir()
     removed = []
     try:

@@ -1,13 +1,17 @@
-"""Load the app's Textual themes from the ``themes/`` resource folder (YAML files)."""
+"""Load the app's Textual themes from the ``themes/`` resource folder (TOML files).
+
+TOML, read by the standard library's ``tomllib`` (~4 ms to import), not YAML: PyYAML's
+import (~20 ms) was the largest single import before the app's first frame.
+"""
 
 from __future__ import annotations
 
+import tomllib
 from pathlib import Path
 
-import yaml
 from textual.theme import Theme
 
-#: Theme fields a YAML file may set (everything else is refused).
+#: Theme fields a theme file may set (everything else is refused).
 _FIELDS = set(Theme.__dataclass_fields__)
 
 
@@ -16,22 +20,23 @@ class ThemeFileError(Exception):
 
 
 def load_theme(path: Path) -> Theme:
-    """Read one theme YAML file.
+    """Read one theme TOML file.
 
     Args:
-        path: a ``.yaml`` / ``.yml`` file with at least ``name`` and ``primary``.
+        path: a ``.toml`` file with at least ``name`` and ``primary``.
 
     Returns:
         The Textual :class:`~textual.theme.Theme`.
 
     Raises:
-        ThemeFileError: not a mapping, missing ``name`` / ``primary``, or unknown keys.
+        ThemeFileError: unreadable or not TOML, missing ``name`` / ``primary``, or
+            unknown keys.
     """
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
         raise ThemeFileError(f"{path}: cannot read theme: {exc}") from None
-    if not isinstance(data, dict) or "name" not in data or "primary" not in data:
+    if "name" not in data or "primary" not in data:
         raise ThemeFileError(f"{path}: a theme needs at least 'name' and 'primary'")
     unknown = set(data) - _FIELDS
     if unknown:
@@ -41,7 +46,7 @@ def load_theme(path: Path) -> Theme:
 
 
 def load_themes(folder: Path | None = None) -> list[Theme]:
-    """Load every ``*.yaml`` / ``*.yml`` theme in ``folder`` (default: the themes resource).
+    """Load every ``*.toml`` theme in ``folder`` (default: the themes resource).
 
     Returns:
         Themes sorted by file name; an absent folder gives an empty list.
@@ -57,5 +62,4 @@ def load_themes(folder: Path | None = None) -> list[Theme]:
             return []
     if not folder.is_dir():
         return []
-    files = sorted(p for p in folder.iterdir() if p.suffix in (".yaml", ".yml"))
-    return [load_theme(p) for p in files]
+    return [load_theme(p) for p in sorted(folder.glob("*.toml"))]
