@@ -15,7 +15,7 @@ from rich.segment import Segment
 from rich.style import Style
 from textual import events
 from textual.binding import Binding, BindingType
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.message import Message
 from textual.reactive import reactive
 from textual.scroll_view import ScrollView
@@ -220,6 +220,7 @@ class SourceView(QuietKeys, ScrollView, can_focus=True):
         #: The proposal previewed (whichever file it is for), or None (see set_preview).
         self.preview: Preview | None = None
         self._added: list[list[Segment]] = []  # highlighted new lines of a rewrite preview
+        self._pass: tuple | None = None  # what every row needs, while render_lines runs
 
     # -- content -----------------------------------------------------------------
     def load(self, path: str | None, text: str, line: int | None = None) -> None:
@@ -455,13 +456,29 @@ class SourceView(QuietKeys, ScrollView, can_focus=True):
             self._cache[index] = segments
         return segments
 
+    def render_lines(self, crop: Region) -> list[Strip]:
+        """Render the rows in ``crop``, with what every row needs (the theme check, the
+        view's style: a walk up every ancestor's styles, its width, the rewrite preview)
+        read once for all of them: most rows then come from the drawn-row cache."""
+        self._check_theme()
+        self._pass = (self.rich_style, self.scrollable_content_region.width, self.selection,
+                      self.has_focus)
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._pass = None
+
     def render_line(self, y: int) -> Strip:
         """Render screen row ``y`` (Line API)."""
-        self._check_theme()
+        if self._pass is None:  # called on its own, not from render_lines
+            self._check_theme()
+            base, width, selection, focused = (self.rich_style,
+                                               self.scrollable_content_region.width,
+                                               self.selection, self.has_focus)
+        else:
+            base, width, selection, focused = self._pass
         scroll_x, scroll_y = self.scroll_offset
         index = scroll_y + y
-        width = self.scrollable_content_region.width
-        base = self.rich_style
         if not self.lines:
             if y == 0:
                 return Strip([Segment(self.placeholder, base)]).adjust_cell_length(width, base)
@@ -485,10 +502,10 @@ class SourceView(QuietKeys, ScrollView, can_focus=True):
             mark = "○"
         else:
             mark = " "
-        first, last = self.selection
+        first, last = selection
         key = (kind, lineno, mark, self.frame_line == lineno,
                self._anchor is not None and first <= lineno <= last,
-               lineno == self.cursor_line and self.has_focus, scroll_x, width, base)
+               lineno == self.cursor_line and focused, scroll_x, width, base)
         strip = self._strips.get(key)
         if strip is None:
             strip = self._line_row(*key)
