@@ -37,6 +37,22 @@ def _screen_text(app) -> str:
     return html.unescape(re.sub(r"<[^>]+>", "", svg)).replace("\xa0", " ")
 
 
+def _backgrounds(app, widget) -> list[set[str]]:
+    """The background colours on the app's screen, per row of ``widget``'s content (scroll
+    bars left out; the exported SVG's cell rectangles: 12.2 px wide, 24.4 px tall, from
+    y 1.5)."""
+    region = widget.scrollable_content_region
+    rows: list[set[str]] = [set() for _ in range(region.height)]
+    for fill, x, y, width in re.findall(
+            r'<rect fill="([^"]+)" x="([^"]+)" y="([^"]+)" width="([^"]+)"',
+            app.export_screenshot()):
+        row, first = round((float(y) - 1.5) / 24.4), round(float(x) / 12.2)
+        last = first + round(float(width) / 12.2)
+        if region.y <= row < region.bottom and first < region.right and last > region.x:
+            rows[row - region.y].add(fill)
+    return rows
+
+
 class TestStopRedraw:
     async def test_next_updates_the_panes_in_place(self, calc_session):
         """``n`` in the same function: the variables keep their nodes (an expanded one stays
@@ -79,6 +95,15 @@ class TestStopRedraw:
             assert [row.startswith("▶") for row in rows[:2]] == [False, True]
             screen = _screen_text(app)
             assert "▶ test_single" in screen and "▶ average" not in screen
+            colours = _backgrounds(app, stack)  # the highlight moved to row 1 on screen
+            assert colours[1] != colours[0] and colours[0] == colours[2]
+            stack.focus()
+            await pilot.press("down")  # the cursor only: option 2 highlighted, no pdb call
+            assert stack.highlighted == 2
+            stack.show_inspection(stack.inspection)  # the same stop again: back to option 1
+            await pilot.pause()
+            colours = _backgrounds(app, stack)
+            assert stack.highlighted == 1 and colours[2] == colours[0] != colours[1]
             assert not any(node is nodes["xs"] for node in variables.root.children)
             assert variables.size.height == len(variables.root.children)
             box = app.query_one("#variables-box")

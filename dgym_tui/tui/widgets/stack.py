@@ -74,17 +74,27 @@ class StackPane(OptionList):
         frames = list(enumerate(inspection.frames))[::-1][:MAX_FRAMES]
         rows = [_Row(index, frame.function, frame.relative or frame.path, frame.relative is None,
                      frame.line, index == inspection.current) for index, frame in frames]
-        if [row[:4] for row in rows] == [row[:4] for row in self._rows]:
+        if [row[:4] for row in rows] != [row[:4] for row in self._rows]:
+            self.clear_options()
+            self.add_options([Option(row.prompt(), id=str(row.index)) for row in rows])
+        else:
             for position, (row, before) in enumerate(zip(rows, self._rows, strict=True)):
                 if row != before:
                     self.replace_option_prompt_at_index(position, row.prompt())
-        else:
-            self.clear_options()
-            self.add_options([Option(row.prompt(), id=str(row.index)) for row in rows])
         self._rows = rows
         current = next((i for i, row in enumerate(rows) if row.here), 0)
-        if self.highlighted != current:
+        if self.highlighted == current:
+            return
+        before = self.highlighted
+        if before is None:  # a new list
             self.highlighted = current
+            return
+        # OptionList redraws every row when the highlight moves (a reactive repaint); here
+        # only the two rows it leaves and reaches are drawn again (u / d moves it each time)
+        self.set_reactive(OptionList.highlighted, current)
+        for index in (before, current):
+            self.refresh_lines(self._index_to_line[index], self._heights[index])
+        self.scroll_to_highlight()
 
     def _replace_option_prompt(self, index: int, prompt: VisualType) -> None:
         """OptionList's, redrawing only this option's rows when its height stays the same.
