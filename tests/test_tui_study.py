@@ -197,8 +197,15 @@ class Tmux:
     """The real app in a tmux session of its own server (socket), read as plain text."""
 
     def __init__(self, folder: Path) -> None:
-        self.server = ["tmux", "-L", f"dgym-study-{os.getpid()}"]
         self.folder = folder
+        self.servers = 0
+        self.server = self._next_server()
+
+    def _next_server(self) -> list[str]:
+        """A tmux server (socket) of its own: a session started right after ``close`` could
+        reach the server still shutting down and fail ("server exited unexpectedly")."""
+        self.servers += 1
+        return ["tmux", "-L", f"dgym-study-{os.getpid()}-{self.servers}"]
 
     def start(self, command: str) -> None:
         subprocess.run([*self.server, "new-session", "-d", "-s", "study", "-x", "160", "-y", "48",
@@ -227,6 +234,7 @@ class Tmux:
 
     def close(self) -> None:
         subprocess.run([*self.server, "kill-server"], capture_output=True, check=False)
+        self.server = self._next_server()
 
 
 @pytest.fixture
