@@ -460,23 +460,22 @@ class SourceView(QuietKeys, ScrollView, can_focus=True):
         """Render the rows in ``crop``, with what every row needs (the theme check, the
         view's style: a walk up every ancestor's styles, its width, the rewrite preview)
         read once for all of them: most rows then come from the drawn-row cache."""
-        self._check_theme()
-        self._pass = (self.rich_style, self.scrollable_content_region.width, self.selection,
-                      self.has_focus)
+        self._pass = self._row_context()
         try:
             return super().render_lines(crop)
         finally:
             self._pass = None
 
+    def _row_context(self) -> tuple[Style, int, tuple[int, int], bool]:
+        """Check the theme; return the view's style, width, selection and focus."""
+        self._check_theme()
+        return (self.rich_style, self.scrollable_content_region.width, self.selection,
+                self.has_focus)
+
     def render_line(self, y: int) -> Strip:
         """Render screen row ``y`` (Line API)."""
-        if self._pass is None:  # called on its own, not from render_lines
-            self._check_theme()
-            base, width, selection, focused = (self.rich_style,
-                                               self.scrollable_content_region.width,
-                                               self.selection, self.has_focus)
-        else:
-            base, width, selection, focused = self._pass
+        # called on its own (not from render_lines), it reads what every row needs itself
+        base, width, selection, focused = self._pass or self._row_context()
         scroll_x, scroll_y = self.scroll_offset
         index = scroll_y + y
         if not self.lines:

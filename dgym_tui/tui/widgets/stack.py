@@ -93,7 +93,7 @@ class StackPane(OptionList):
         # only the two rows it leaves and reaches are drawn again (u / d moves it each time)
         self.set_reactive(OptionList.highlighted, current)
         for index in (before, current):
-            self.refresh_lines(self._index_to_line[index], self._heights[index])
+            self._refresh_option(index)
         self.scroll_to_highlight()
 
     def _replace_option_prompt(self, index: int, prompt: VisualType) -> None:
@@ -114,7 +114,11 @@ class StackPane(OptionList):
         cache = self._option_render_cache
         for key in [key for key in cache.keys() if key[0] is option]:
             cache.discard(key)
-        self.refresh_lines(self._index_to_line[index], height)
+        self._refresh_option(index)
+
+    def _refresh_option(self, index: int) -> None:
+        """Draw the rows of option ``index`` again (OptionList's line tables)."""
+        self.refresh_lines(self._index_to_line[index], self._heights[index])
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         event.stop()
