@@ -147,14 +147,19 @@ asyncio.run(main())
 """
 
 
-def _fresh(code: str, *args: str) -> list[float]:
+def _fresh(code: str, *args: str, fps: int | None = None) -> list[float]:
     """Run ``code`` in a fresh interpreter; return the numbers it prints (seconds).
 
     Bytecode is written and read as in an installed package (pip compiles it);
     with ``PYTHONDONTWRITEBYTECODE`` set, every run would compile our modules again.
+    ``TEXTUAL_FPS`` is taken out of the environment (the app sets its own frame rate,
+    a bare Textual app runs at Textual's default), or set to ``fps``.
     """
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PYTHONDONTWRITEBYTECODE", "TEXTUAL_FPS")}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    if fps is not None:
+        env["TEXTUAL_FPS"] = str(fps)
     out = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
                          env=env)
     if out.returncode:
@@ -168,17 +173,25 @@ def bench_first_paint(repo: Path, tmp: Path, rounds: int) -> dict[str, list[floa
     ``import``, ``build`` (the app built), ``first`` (its first frame), ``full`` (its
     first frame with the footer's keys), ``cpu`` (main thread CPU time to ``full``,
     which machine load disturbs less than wall time), and the bare app's ``bare first``,
-    ``bare full``, ``bare cpu``."""
+    ``bare full``, ``bare cpu`` at Textual's default frame rate (the floor), and
+    ``bare full at ours`` / ``bare cpu at ours`` at the app's frame rate
+    (:data:`dgym_tui.tui.FRAMES_PER_SECOND`)."""
+    from dgym_tui.tui import FRAMES_PER_SECOND
+
     _fresh(OURS_APP, str(repo), str(tmp / "paint-warm.jsonl"))
     _fresh(BARE_APP)
     names = ("import", "build", "first", "full", "cpu", "bare first", "bare full", "bare cpu")
     times: dict[str, list[float]] = {k: [] for k in names}
+    times.update({"bare full at ours": [], "bare cpu at ours": []})
     for i in range(rounds):
         for key, value in zip(names[5:], _fresh(BARE_APP), strict=True):
             times[key].append(value)
         ours = _fresh(OURS_APP, str(repo), str(tmp / f"paint-{i}.jsonl"))
         for key, value in zip(names[:5], ours, strict=True):
             times[key].append(value)
+        _, full, cpu = _fresh(BARE_APP, fps=FRAMES_PER_SECOND)
+        times["bare full at ours"].append(full)
+        times["bare cpu at ours"].append(cpu)
     return times
 
 
@@ -360,10 +373,16 @@ async def bench_stop(repo: Path, tmp: Path) -> dict[str, tuple[float, ...]]:
 
 
 async def run(rounds: int) -> list[tuple[str, float, str]]:
+    # first: the app's package sets TEXTUAL_FPS, which Textual reads on its first import
+    from dgym_tui.tui import FRAMES_PER_SECOND  # noqa: I001
+    from textual.constants import MAX_FPS
+
     with tempfile.TemporaryDirectory() as name:
         tmp = Path(name)
         repo = _repo(tmp)
         rows = [("load average (1 min) at start", os.getloadavg()[0], f"{os.cpu_count()} cores")]
+        rows.append(("frames per second at most (TEXTUAL_FPS): first paint / stops",
+                     FRAMES_PER_SECOND, f"{MAX_FPS} (Textual's default: 60)"))
         paint = {k: statistics.median(v) for k, v in bench_first_paint(repo, tmp, rounds).items()}
         rows.append((f"dgym-tui PATH: imports done (median of {rounds})", paint["import"], "-"))
         rows.append(("dgym-tui PATH: + parse, open session, build app", paint["build"], "-"))
@@ -379,6 +398,12 @@ async def run(rounds: int) -> list[tuple[str, float, str]]:
         rows.append(("main thread CPU to the keys' frame: dgym-tui PATH", paint["cpu"], "-"))
         rows.append(("main thread CPU to the keys' frame: bare app", paint["bare cpu"], "floor"))
         rows.append(("ratio of the CPU times (medians)", paint["cpu"] / paint["bare cpu"], "-"))
+        rows.append((f"bare Textual app at the app's {FRAMES_PER_SECOND} fps: frame with keys",
+                     paint["bare full at ours"], "-"))
+        rows.append(("ratio frames with keys / bare app at the app's fps (medians)",
+                     paint["full"] / paint["bare full at ours"], "-"))
+        rows.append(("ratio CPU times / bare app at the app's fps (medians)",
+                     paint["cpu"] / paint["bare cpu at ours"], "-"))
         opened, page = await bench_big_file()
         rows.append(("open a 10,000-line file (load + paint)", opened, "smooth"))
         rows.append(("scroll one page in it (median of 60)", page, "smooth"))

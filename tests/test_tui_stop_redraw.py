@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import gc
 import html
+import os
 import re
+import subprocess
+import sys
 
 from tui_helpers import SIZE, settle, stop_at
 
@@ -151,3 +154,31 @@ class TestStopRedraw:
             assert gc.get_freeze_count() > 10_000
             await pilot.press("q")
         assert gc.get_freeze_count() == 0
+
+
+_FPS = """
+import dgym_tui.tui
+import textual.constants, textual.screen
+print(textual.constants.MAX_FPS, round(1 / textual.screen.UPDATE_PERIOD))
+"""
+
+
+def _frame_rate(**env) -> list[int]:
+    """Textual's frame rate and screen update rate in a fresh interpreter that imports the
+    app's package before Textual, with ``env`` added to (or, for None, taken out of) the
+    environment."""
+    environ = {k: v for k, v in os.environ.items() if k not in env}
+    environ.update({k: v for k, v in env.items() if v is not None})
+    out = subprocess.run([sys.executable, "-c", _FPS], capture_output=True, text=True,
+                         env=environ, timeout=60, check=True)
+    return [int(x) for x in out.stdout.split()]
+
+
+def test_screen_updates_at_the_app_frame_rate_unless_the_user_set_one():
+    """A stop's panes wait for the screen's next update tick (1 / TEXTUAL_FPS s): the app
+    raises Textual's default of 60 to 120; a TEXTUAL_FPS the user set is kept."""
+    from dgym_tui.tui import FRAMES_PER_SECOND
+
+    assert FRAMES_PER_SECOND == 120
+    assert _frame_rate(TEXTUAL_FPS=None) == [120, 120]
+    assert _frame_rate(TEXTUAL_FPS="30") == [30, 30]
