@@ -13,9 +13,11 @@ import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 from tui_helpers import SIZE, settle, stop_at
 
+from dgym_tui.tui import app as app_module
 from dgym_tui.tui.actions import pdb_call
 from dgym_tui.tui.app import DgymApp
 from dgym_tui.tui.widgets.status_bar import StatusLine, StatusSpinner
@@ -154,6 +156,37 @@ class TestStopRedraw:
             assert gc.get_freeze_count() > 10_000
             await pilot.press("q")
         assert gc.get_freeze_count() == 0
+
+    async def test_collector_paused_from_load_to_the_first_frame(self, calc_session):
+        """The collector is off while the first screen is mounted and on again once it
+        was drawn (and after an app that never drew a frame); a collector the program
+        had disabled stays disabled."""
+        frames = []
+
+        class Watched(DgymApp):
+            CSS_PATH = Path(app_module.__file__).with_name(DgymApp.CSS_PATH)
+
+            def on_mount(self) -> None:
+                frames.append(("mount", gc.isenabled()))
+
+            def _display(self, screen, update) -> None:
+                super()._display(screen, update)
+                frames.append(("frame", gc.isenabled()))
+
+        assert gc.isenabled()
+        app = Watched(session=calc_session())
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(app, pilot)
+            assert gc.isenabled()
+        assert ("mount", False) in frames and frames[-1] == ("frame", True)
+        gc.disable()
+        try:
+            app = DgymApp(session=calc_session())
+            async with app.run_test(size=SIZE) as pilot:
+                await settle(app, pilot)
+                assert not gc.isenabled()
+        finally:
+            gc.enable()
 
 
 _FPS = """
