@@ -26,7 +26,8 @@ def total_of(xs, table):
 
 
 def test_total():
-    assert total_of(list(range(100)), {"a": 1, "b": [1, 2]}) == 4950
+    xs = list(range(100))
+    assert total_of(xs, {"a": 1, "b": [1, 2]}) == 4950
 """
 
 
@@ -68,7 +69,8 @@ def test_inspect_locals_stack_breakpoints(env):
 
     # another frame's variables without moving pdb
     caller = tool.inspect(frame=got.selected - 1)
-    assert caller.variables and all(v.name.startswith("@py_assert") for v in caller.variables)
+    assert caller.frame.function == "test_total"
+    assert [v.name for v in caller.variables] == ["xs"]  # not pytest's @py_assert temporaries
     assert caller.current == got.current
     # no trace: globals, the next observation, an empty line's repeat
     seen = pdb(env, "p sorted(k for k in globals() if 'dgym' in k or k == 'A')").observation
@@ -82,3 +84,29 @@ def test_parse_rejects_missing_or_broken_replies():
     assert len(inspect_command()) < 3000  # a terminal line (4 KB) carries it
     with pytest.raises(ValueError):
         inspect_command(scope="everything")
+
+
+ASSERTS = """\
+def test_asserts():
+    x = 1
+    assert x == 1
+    y = [x]
+    assert y == [1], y
+    z = 2
+"""
+
+
+def test_inspect_hides_pytest_assert_temporaries(make_repo, make_env, fast_pytest):
+    # pytest rewrites the asserts of a test module into code that keeps its
+    # intermediate values in locals named ``@py_assert1``, ``@py_format3``, ...
+    # (set to None once the assert passed): noise in a variables pane, not program state.
+    env = make_env(make_repo({"test_asserts.py": ASSERTS}),
+                   entrypoint=f"{fast_pytest} test_asserts.py")
+    env.reset()
+    pdb(env, "b test_asserts.py:6")
+    pdb(env, "c")
+    got = env.tools["pdb"].inspect()
+    assert got is not None and got.frame.function == "test_asserts"
+    assert {v.name for v in got.variables} == {"x", "y"}
+    shown = pdb(env, "p sorted(k for k in locals() if k.startswith('@'))").observation
+    assert "@py_assert" in shown  # the temporaries are there: the pane hides them

@@ -82,7 +82,7 @@ if fr is not None:
     for k in sorted(src, key=str):
         if budget[0] <= 0:
             break
-        if k.startswith("__") and k not in ("__return__", "__exception__"):
+        if k.startswith(("__", "@")) and k not in ("__return__", "__exception__"):
             continue
         v = src[k]
         if A["scope"] == "globals" and type(v).__name__ == "module":
@@ -158,7 +158,9 @@ class Inspection:
         frames: outermost first (pdb's ``where`` order, runner frames included).
         current: index in ``frames`` of pdb's current frame.
         selected: index of the frame whose variables are in ``variables``.
-        variables: the selected frame's locals (or globals), sorted by name.
+        variables: the selected frame's locals (or globals), sorted by name; dunder names
+            and the ``@py_assert1`` / ``@py_format3`` ... temporaries of pytest's assert
+            rewriting (not the program's state) are left out.
         scope: ``"locals"`` or ``"globals"``.
         breakpoints: every breakpoint pdb holds.
         truncated: True when the value budget ran out (some values missing).
