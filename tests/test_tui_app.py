@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
-from tui_helpers import CALC, ENTRYPOINT, FIX, SIZE, records, settle, stub_agent, type_console
+from tui_helpers import CALC, ENTRYPOINT, FIX, SIZE, records, screen_text, settle, stub_agent, type_console
 
 from dgym_tui.benchmarks.local import folder_task
 from dgym_tui.core.types import ToolCall
@@ -176,6 +176,36 @@ async def test_approve_mode_episode(calc_session, tmp_path, llm_server):
     decisions = [r["decision"] for r in records(out) if r["type"] == "step"]
     assert decisions == ["approved", "edited", "rejected", "manual"]
     assert llm_server.remaining == 0
+
+
+async def test_approve_keys_stay_in_view_under_long_reasoning(calc_session, llm_server):
+    """At 100x30 (a short screen: the panel shows 5 rows) a proposal whose reasoning is
+    longer than the approve panel is tall: the reasoning and arguments scroll, the keys hint
+    stays on the panel's last row (it was scrolled out of view below them), on one row cut
+    with an ellipsis, so the proposal keeps the panel's other rows."""
+    reasoning = "\n".join(f"thought {i}: the division looks wrong" for i in range(30))
+    llm_server.script([{"content": reasoning, "usage": {"prompt_tokens": 100, "completion_tokens": 10},
+                        "tool_calls": [{"name": "pdb", "arguments": {"command": "b calc.py:5"}}]}])
+    app = DgymApp(session=calc_session(stub_agent(llm_server), "approve"))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(app, pilot)
+        panel = app.query_one("#approve")
+        assert panel.proposal.reasoning.count("thought") == 30
+        assert panel.max_scroll_y > 0  # the panel does scroll: the proposal is taller than it
+        assert app.screen.has_class("-short")
+        keys = panel.query_one("#approve-keys").region
+        assert keys.height == 1 and panel.content_region.contains_region(keys)
+        assert keys.bottom == panel.content_region.bottom
+        assert panel.content_region.height - keys.height >= 3  # rows left for the proposal
+        hint = panel.query_one("#approve-keys").render_line(0).text.rstrip()
+        assert hint.startswith("[a] approve  [e] edit") and hint.endswith("…")
+        assert "[a] approve  [e] edit" in screen_text(app)
+        panel.scroll_end(animate=False)
+        await pilot.pause()
+        keys = panel.query_one("#approve-keys").region
+        assert panel.content_region.contains_region(keys)
+        # scrolled to the end, the arguments' last row is just above the hint, not under it
+        assert panel.query_one("#approve-action").region.bottom == keys.y
 
 
 async def _record_episode(repo: Path, out: Path) -> None:

@@ -8,14 +8,13 @@ measures the time a stop takes; these tests pin down the behaviour that keeps it
 from __future__ import annotations
 
 import gc
-import html
 import os
 import re
 import subprocess
 import sys
 from pathlib import Path
 
-from tui_helpers import SIZE, settle, stop_at
+from tui_helpers import SIZE, screen_text, settle, stop_at
 
 from dgym_tui.tui import app as app_module
 from dgym_tui.tui.actions import pdb_call
@@ -34,12 +33,6 @@ async def _run(app, pilot, command: str) -> int:
     finally:
         app.screen.screen_layout_refresh_signal.unsubscribe(app)
     return len(layouts)
-
-
-def _screen_text(app) -> str:
-    """The characters on the app's screen as its last frame drew them."""
-    svg = app.export_screenshot()
-    return html.unescape(re.sub(r"<[^>]+>", "", svg)).replace("\xa0", " ")
 
 
 def _backgrounds(app, widget) -> list[set[str]]:
@@ -87,7 +80,7 @@ class TestStopRedraw:
             assert "calc.py:3" in str(stack.options[highlighted].prompt)
             rows = [stack.render_line(y).text for y in range(stack.size.height)]
             assert "calc.py:3" in rows[highlighted] and "calc.py:4" not in "".join(rows)
-            assert "▶ average  calc.py:3" in _screen_text(app)  # the row on screen, too
+            assert "▶ average  calc.py:3" in screen_text(app)  # the row on screen, too
 
             # the variables tree, rebuilt at another height, is laid out once more after
             # the frame that drew it (Textual's Tree rebuilds its lines when resized)
@@ -98,7 +91,7 @@ class TestStopRedraw:
             assert not str(stack.options[highlighted].prompt).startswith("▶")
             rows = [stack.render_line(y).text for y in range(stack.size.height)]
             assert [row.startswith("▶") for row in rows[:2]] == [False, True]
-            screen = _screen_text(app)
+            screen = screen_text(app)
             assert "▶ test_single" in screen and "▶ average" not in screen
             colours = _backgrounds(app, stack)  # the highlight moved to row 1 on screen
             assert colours[1] != colours[0] and colours[0] == colours[2]

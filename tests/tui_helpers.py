@@ -6,7 +6,9 @@ app to settle, typing in the console, reading a trajectory, a stub-backed agent.
 
 from __future__ import annotations
 
+import html
 import json
+import re
 from pathlib import Path
 
 ENTRYPOINT = "python -m pytest -q -p no:cacheprovider"
@@ -61,6 +63,12 @@ async def stop_at(app, pilot, where: str) -> None:
 def console_text(app) -> str:
     """The console's scroll-back as plain text, whitespace (and wrapping) collapsed."""
     return " ".join(" ".join(strip.text for strip in app.pdb_console.log_widget.lines).split())
+
+
+def screen_text(app) -> str:
+    """The characters on the app's screen as its last frame drew them."""
+    svg = app.export_screenshot()
+    return html.unescape(re.sub(r"<[^>]+>", "", svg)).replace("\xa0", " ")
 
 
 async def type_console(app, pilot, line: str) -> None:

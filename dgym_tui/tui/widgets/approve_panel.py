@@ -22,7 +22,8 @@ class ApprovePanel(VerticalScroll):
     ApprovePanel { height: auto; max-height: 14; border: round $accent; display: none;
                    padding: 0 1; }
     ApprovePanel.-shown { display: block; }
-    ApprovePanel > #approve-keys { color: $accent; text-style: bold; }
+    /* docked: the keys stay on the panel's last rows while a long proposal scrolls above */
+    ApprovePanel > #approve-keys { color: $accent; text-style: bold; dock: bottom; }
     ApprovePanel > #approve-reasoning { color: $text-muted; }
     """
 
