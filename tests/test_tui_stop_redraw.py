@@ -208,3 +208,31 @@ def test_screen_updates_at_the_app_frame_rate_unless_the_user_set_one():
     assert FRAMES_PER_SECOND == 120
     assert _frame_rate(TEXTUAL_FPS=None) == [120, 120]
     assert _frame_rate(TEXTUAL_FPS="30") == [30, 30]
+
+
+WIDE = {"wide.py": "def total(xs):\n    s = 0\n    for x in xs:\n        s += x\n    return s\n",
+        "test_wide.py": "from wide import total\n\n\ndef test_total():\n"
+                        "    assert total(list(range(1000, 1040))) == 0\n"}
+
+
+async def test_a_value_wider_than_the_variables_pane_is_cut(make_repo, open_repo):
+    """A frame whose value is wider than the variables pane: its line is cut at the pane's
+    edge, with no horizontal scroll bar. With one, the pane's height and its scroll bars
+    took Textual a layout more per stop to settle, drawn after the stop's frame (the
+    pane's text moved by two columns and back): 4 layouts from the key, now 3 (the echo,
+    the answer, the tree's rebuild at another height)."""
+    from tui_helpers import ENTRYPOINT
+
+    app = DgymApp(session=open_repo(make_repo(WIDE), entrypoint=ENTRYPOINT))
+    async with app.run_test(size=SIZE) as pilot:
+        await stop_at(app, pilot, "wide.py:4")
+        variables = app.query_one("#variables")
+        for command in ("u", "d", "u", "d"):
+            assert await _run(app, pilot, command) <= 3
+            assert not variables.show_horizontal_scrollbar
+        assert set(variables.shown) == {"xs", "s", "x"}
+        assert variables.virtual_size.width > variables.size.width  # the line is wider
+        assert variables.size.height == 3  # a row each, none for a scroll bar
+        rows = [variables.render_line(y).text for y in range(3)]
+        xs = next(row for row in rows if "xs = [1000, 1001" in row)
+        assert len(xs) == variables.size.width  # cut at the pane's edge
