@@ -194,7 +194,8 @@ class SessionCalls(MessagePump):
         self._gc_frozen = True
 
     def _unfreeze_gc(self) -> None:
-        """Hand the objects frozen by :meth:`_freeze_gc` back to the garbage collector."""
+        """Hand the objects frozen by :meth:`_freeze_gc` back to the garbage collector
+        (and resume it, for an app closed before its first frame: :meth:`_pause_gc`)."""
         self._resume_gc()
         if self._gc_frozen:
             self._gc_frozen = False
