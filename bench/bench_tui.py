@@ -95,14 +95,16 @@ async def until(frames):
         await asyncio.sleep(0.005)
 """
 
-#: ``dgym-tui PATH`` up to its first frames, in a fresh interpreter: the command line's
-#: own modules, the argument parsing and session opening (``build_app``: theme check,
-#: bwrap probe, task, environment, trajectory file), the app built and mounted. The
-#: episode's reset starts in its worker after the first frame, as in real use, and is
-#: not waited for. Prints
+#: ``dgym-tui PATH`` up to its first frames, in a fresh interpreter: the garbage
+#: collector paused as the command does, the command line's own modules, the argument
+#: parsing and session opening (``build_app``: theme check, bwrap probe, task,
+#: environment, trajectory file), the app built and mounted. The episode's reset starts
+#: in its worker after the first frame, as in real use, and is not waited for. Prints
 #: seconds: import, + build, first frame, first frame with the footer's keys (wall),
 #: and that one's main thread CPU.
 OURS_APP = FIRST_FRAME + """
+from dgym_tui.tui import pause_gc
+pause_gc()  # as the command's entry point does first (dgym_tui.cli.tui_main)
 from dgym_tui.tui.cli import build_app, build_parser
 t1 = time.perf_counter()
 

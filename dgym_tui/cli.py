@@ -623,11 +623,20 @@ def _sigterm_as_interrupt() -> Any:
 
 
 def tui_main(argv: list[str] | None = None) -> int:
-    """Entry point of ``dgym-tui``: delegates to ``dgym_tui.tui.cli.main`` (imported lazily)."""
-    from dgym_tui.tui.cli import main as tui
+    """Entry point of ``dgym-tui``: delegates to ``dgym_tui.tui.cli.main`` (imported lazily).
 
-    _own_python_first()
-    return int(tui(sys.argv[1:] if argv is None else argv) or 0)
+    The garbage collector is paused from here to the app's first frame (the app resumes
+    it; so does this function on its way out): ``dgym_tui.tui.pause_gc``."""
+    from dgym_tui.tui import pause_gc, resume_gc
+
+    pause_gc()
+    try:
+        from dgym_tui.tui.cli import main as tui
+
+        _own_python_first()
+        return int(tui(sys.argv[1:] if argv is None else argv) or 0)
+    finally:
+        resume_gc()
 
 
 if __name__ == "__main__":  # python -m dgym_tui.cli ...

@@ -138,3 +138,33 @@ def test_entrypoint_from_the_folder_config(tmp_path):
     assert env_of("--entrypoint", "python -m pytest -x")[0] == "python -m pytest -x"
     (repo / "task.yaml").unlink()
     assert env_of()[0] == DEFAULT_ENTRYPOINT
+
+
+def test_entry_point_pauses_the_collector_until_the_app_or_its_error(tmp_path, capsys,
+                                                                     monkeypatch):
+    """``dgym-tui`` pauses the garbage collector before it imports the app (resumed after
+    the app's first frame): a usage error on the way resumes it too, and a collector the
+    program had disabled stays disabled."""
+    import gc
+
+    import dgym_tui.tui.cli as tui_cli
+    from dgym_tui.cli import tui_main
+
+    seen = []
+    real_main = tui_cli.main
+
+    def spy(argv):
+        seen.append(gc.isenabled())
+        return real_main(argv)
+
+    monkeypatch.setattr(tui_cli, "main", spy)
+    assert gc.isenabled()
+    assert tui_main([str(tmp_path / "missing")]) == 2
+    assert seen == [False] and gc.isenabled()
+    assert "no such folder" in capsys.readouterr().err
+    gc.disable()
+    try:
+        assert tui_main([str(tmp_path / "missing")]) == 2
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

@@ -37,6 +37,7 @@ from textual.widgets import Input, TabbedContent, TabPane
 
 from dgym_tui.core.types import StepResult, ToolCall
 from dgym_tui.records import Turn
+from dgym_tui.tui import pause_gc, resume_gc
 from dgym_tui.tui.actions import pdb_call
 from dgym_tui.tui.agent_turns import AgentTurns
 from dgym_tui.tui.app_keys import AppKeys
@@ -137,7 +138,6 @@ class DgymApp(AppKeys, SessionCalls, AgentTurns, CodeEdits, ReplayMode, WidgetEv
         self._quit_after_apply = False
         self._quit_confirmed = False  # "quit anyway" was answered
         self._gc_frozen = False
-        self._gc_paused = False  # from the app's load to its first frame (_pause_gc)
         self._agent_error: str | None = None  # the last failed proposal's error
         self._agent_failures = 0  # failed proposals in a row (backoff)
         self._retry_timer: Any = None
@@ -217,10 +217,10 @@ class DgymApp(AppKeys, SessionCalls, AgentTurns, CodeEdits, ReplayMode, WidgetEv
         return self.session.env if self.session is not None else None
 
     def on_load(self) -> None:
-        self._pause_gc()  # the app runs: until its first frame (on_mount)
+        pause_gc()  # the app runs: until its first frame (on_mount), if dgym-tui did not yet
 
     def on_mount(self) -> None:
-        self.call_after_refresh(self._resume_gc)  # after the first frame
+        self.call_after_refresh(resume_gc)  # after the first frame
         # Focus at once, not after the next refresh (Widget.focus), so that the footer
         # builds the keys of the focused source view into the first frame. The view's own
         # screen: a subclass may have pushed a dialog over it (the study's instructions).

@@ -14,6 +14,7 @@ from textual.message import Message
 from textual.message_pump import MessagePump
 
 from dgym_tui.core.errors import first_line
+from dgym_tui.tui import resume_gc
 from dgym_tui.tui.screens.modals import QuitScreen
 
 log = logging.getLogger(__name__)
@@ -195,29 +196,11 @@ class SessionCalls(MessagePump):
 
     def _unfreeze_gc(self) -> None:
         """Hand the objects frozen by :meth:`_freeze_gc` back to the garbage collector
-        (and resume it, for an app closed before its first frame: :meth:`_pause_gc`)."""
-        self._resume_gc()
+        (and resume it, for an app closed before its first frame: ``dgym_tui.tui.pause_gc``)."""
+        resume_gc()
         if self._gc_frozen:
             self._gc_frozen = False
             gc.unfreeze()
-
-    def _pause_gc(self) -> None:
-        """Pause the garbage collector until :meth:`_resume_gc` (the app's first frame).
-
-        Mounting the ~55 widgets of the first screen makes enough objects for many
-        young-generation passes, none of which finds garbage worth the time: paused,
-        the first frame came ~10 ms sooner (``bench/bench_tui.py``'s first paint, 11
-        rounds, 0.238 -> 0.227 s of main-thread CPU, 2026-11-26). A collector the
-        program had already disabled stays disabled."""
-        if gc.isenabled():
-            gc.disable()
-            self._gc_paused = True
-
-    def _resume_gc(self) -> None:
-        """Undo :meth:`_pause_gc` (idempotent)."""
-        if self._gc_paused:
-            self._gc_paused = False
-            gc.enable()
 
     @staticmethod
     def _finish(session: Any, reason: str, timeout: float) -> None:
