@@ -70,9 +70,9 @@ class VariablesPane(Tree[Any]):
 
     #: No horizontal scroll bar: a line wider than the pane is cut at its edge (the core
     #: elides long reprs; ``z`` widens the column, ``p NAME`` prints the whole value). With
-    #: one, the pane's height (``auto``) and its two scroll bars took Textual two or three
-    #: layouts to settle after a stop whose frame had a wide value: the pane's text moved
-    #: by two columns and back in frames drawn after the stop's (~25 ms later).
+    #: one, the pane's height (``auto``) and its two scroll bars took Textual one more
+    #: layout to settle after a stop into or out of a frame with a wide value: the pane's
+    #: text moved by two columns and back in frames drawn after the stop's (~25 ms later).
     DEFAULT_CSS = """
     VariablesPane { height: auto; max-height: 100%; background: $surface; padding: 0;
                     overflow-x: hidden; }
