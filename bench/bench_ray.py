@@ -69,10 +69,10 @@ def main() -> None:
     from ray.cluster_utils import Cluster
 
     from dgym_tui.benchmarks import get_benchmark
-    from dgym_tui.config import load_config
-    from dgym_tui.executors import LocalExecutor
-    from dgym_tui.ray_executor import RayExecutor
-    from dgym_tui.runner import RunJob, load_benchmark
+    from dgym_tui.runs.config import load_config
+    from dgym_tui.runs.executors.local import LocalExecutor
+    from dgym_tui.runs.executors.ray import RayExecutor
+    from dgym_tui.runs.runner import RunJob, load_benchmark
 
     names = get_benchmark("mini").tasks()[:args.tasks]
     config = load_config("mini_solution", [f"tasks=[{', '.join(names)}]", "terminal=local"])

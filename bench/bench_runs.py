@@ -33,8 +33,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from run_folders import write_episode, write_run  # noqa: E402
 
-from dgym_tui.runs import RunIndex  # noqa: E402
-from dgym_tui.trajectory import TrajectoryWriter  # noqa: E402
+from dgym_tui.episode.trajectory import TrajectoryWriter  # noqa: E402
+from dgym_tui.runs.index import RunIndex  # noqa: E402
 
 SIZE = (160, 40)
 

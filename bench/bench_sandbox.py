@@ -40,7 +40,7 @@ from pathlib import Path
 import pexpect
 
 from dgym_tui.core.env import RepoEnv
-from dgym_tui.core.pdb_session import PdbSession
+from dgym_tui.core.pdb.session import PdbSession
 from dgym_tui.core.types import ToolCall
 
 PYTEST = "PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 python -m pytest -q -p no:cacheprovider"

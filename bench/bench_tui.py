@@ -104,8 +104,8 @@ async def until(frames):
 #: and that one's main thread CPU.
 OURS_APP = FIRST_FRAME + """
 from dgym_tui.tui import pause_gc
-pause_gc()  # as the command's entry point does first (dgym_tui.cli.tui_main)
-from dgym_tui.tui.cli import build_app, build_parser
+pause_gc()  # as the command's entry point does first (dgym_tui.cli.main.tui_main)
+from dgym_tui.cli.tui import build_app, build_parser
 t1 = time.perf_counter()
 
 async def main():
@@ -230,7 +230,7 @@ def _make_trajectory(repo: Path, tmp: Path, steps: int) -> Path:
     """Record a short real episode, then repeat its step records up to ``steps``."""
     from dgym_tui.core.env import RepoEnv
     from dgym_tui.core.types import ToolCall
-    from dgym_tui.session import Session
+    from dgym_tui.episode.session import Session
 
     short = tmp / "short.jsonl"
     env = RepoEnv(repo)
@@ -256,7 +256,7 @@ def _make_trajectory(repo: Path, tmp: Path, steps: int) -> Path:
 
 
 async def bench_trajectory(path: Path) -> tuple[float, float]:
-    from dgym_tui.trajectory import read_trajectory
+    from dgym_tui.episode.trajectory import read_trajectory
     from dgym_tui.tui.app import DgymApp
     from dgym_tui.tui.replay_model import ReplayModel
 
@@ -350,7 +350,7 @@ async def bench_stop(repo: Path, tmp: Path) -> dict[str, tuple[float, ...]]:
     percentile of panes painted (seconds) and the share of stops whose panes took 50 ms
     or more."""
     from dgym_tui.core.env import RepoEnv
-    from dgym_tui.session import Session
+    from dgym_tui.episode.session import Session
     from dgym_tui.tui.app import DgymApp
 
     session = Session(RepoEnv(repo, terminal="local"), trajectory_path=tmp / "stop.jsonl",

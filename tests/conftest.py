@@ -212,7 +212,7 @@ def open_repo():
     environment is closed when the test ends.
     """
     from dgym_tui.benchmarks.local import folder_task
-    from dgym_tui.episode import open_session
+    from dgym_tui.launch.open import open_session
 
     opened = []
 
@@ -246,7 +246,7 @@ def calc_session(calc_repo, tmp_path):
     from tui_helpers import ENTRYPOINT
 
     from dgym_tui.core.env import RepoEnv
-    from dgym_tui.session import Session
+    from dgym_tui.episode.session import Session
 
     def make(policy=None, mode="human", out=None, *, task_name="", **env_kwargs):
         env = RepoEnv(calc_repo, **{"entrypoint": ENTRYPOINT, **env_kwargs})

@@ -1,6 +1,6 @@
 """Write ``dgym run`` output folders for tests and benches, with the real trajectory writer.
 
-``write_episode`` writes what :func:`dgym_tui.runner.run_task` leaves in an episode
+``write_episode`` writes what :func:`dgym_tui.runs.runner.run_task` leaves in an episode
 folder (header, steps, footer, ``patch.diff``, ``status.json``); ``write_run``
 writes many of them plus ``summary.json``.
 """
@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from dgym_tui.runner import PATCH_FILE, STATUS_FILE, TRAJECTORY_FILE, TaskStatus
-from dgym_tui.trajectory import TrajectoryWriter
+from dgym_tui.episode.trajectory import TrajectoryWriter
+from dgym_tui.runs.runner import PATCH_FILE, STATUS_FILE, TRAJECTORY_FILE, TaskStatus
 
 BUGGY = "def add(a, b):\n    return a - b\n"
 

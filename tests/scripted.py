@@ -7,9 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from dgym_tui.benchmarks import Benchmark, Task
-from dgym_tui.config import load_config
 from dgym_tui.core.types import ToolCall
-from dgym_tui.records import EpisodeInfo, Proposal, Usage
+from dgym_tui.episode.records import EpisodeInfo, Proposal, Usage
+from dgym_tui.runs.config import load_config
 
 # pytest without third-party plugins: starts in ~0.2 s instead of seconds.
 ENTRYPOINT = "env PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 python -m pytest -q -p no:cacheprovider test_calc.py"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dgym_tui.core.types import StepResult
-from dgym_tui.solution import SolutionPolicy
+from dgym_tui.policies.solution import SolutionPolicy
 
 
 def play_solution(env, task) -> list[StepResult]:

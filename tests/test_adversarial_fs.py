@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dgym_tui import ToolCall
-from dgym_tui.core.workspace import (
+from dgym_tui.core.fs.workspace import (
     ApplyConflictError,
     Workspace,
     remove_stale_workspaces,
@@ -348,7 +348,7 @@ def test_grep_sees_changes_made_by_running_code(env):
 
 @given(st.text(_NAME_CHARS, min_size=1, max_size=8))
 def test_git_quoting_round_trips(name):
-    from dgym_tui.core.gitpatch import quote_path, unquote_path
+    from dgym_tui.core.fs.gitpatch import quote_path, unquote_path
 
     assert unquote_path(quote_path(name)) == name
 

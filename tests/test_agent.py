@@ -6,11 +6,11 @@ import json
 
 import pytest
 
-from dgym_tui.agent import AgentSpecError, LLMAgent, load_agent_spec
 from dgym_tui.core.types import StepResult, ToolCall
-from dgym_tui.llm import LLM, LLMConfig
-from dgym_tui.policy import Policy
-from dgym_tui.records import EpisodeInfo, Turn
+from dgym_tui.episode.policy import Policy
+from dgym_tui.episode.records import EpisodeInfo, Turn
+from dgym_tui.llm.client import LLM, LLMConfig
+from dgym_tui.policies.agent import AgentSpecError, LLMAgent, load_agent_spec
 
 
 def schema(name: str, **properties: str) -> dict:
@@ -259,7 +259,7 @@ def test_user_agent_renders_inline_template(llm_server, tmp_path):
 
 
 def test_agent_runs_a_real_episode(llm_server, make_repo, make_env, fast_pytest, tmp_path):
-    from dgym_tui.session import Session
+    from dgym_tui.episode.session import Session
 
     repo = make_repo({
         "cart.py": "def total(items):\n    return sum(items) - 1\n",
@@ -342,8 +342,8 @@ def test_native_mode_recovers_a_call_written_in_the_content(llm_server):
 
 def test_same_invalid_reply_three_times_ends_the_episode_stuck(llm_server, make_repo, make_env,
                                                                fast_pytest, tmp_path):
-    from dgym_tui.session import Session
-    from dgym_tui.trajectory import read_trajectory
+    from dgym_tui.episode.session import Session
+    from dgym_tui.episode.trajectory import read_trajectory
 
     repo = make_repo({"test_a.py": "def test_a():\n    assert False\n"})
     env = make_env(repo, entrypoint=f"{fast_pytest} test_a.py", tools=("view", "eval", "submit"))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import grimp
@@ -18,7 +19,19 @@ def test_import_contracts_hold():
     proc = subprocess.run([str(lint), "--no-cache"], cwd=ROOT, capture_output=True, text=True,
                           env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
-    assert "Contracts: 5 kept, 0 broken." in proc.stdout
+    assert "Contracts: 7 kept, 0 broken." in proc.stdout
+
+
+def test_every_top_level_package_is_layered():
+    """A new top-level subpackage cannot land outside the layers contract (nor a root module)."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+    layers = next(c for c in config["contracts"] if c["type"] == "layers" and "containers" not in c)
+    named = {name.strip() for layer in layers["layers"] for name in layer.split("|")}
+    package = ROOT / "dgym_tui"
+    found = {f"dgym_tui.{p.name}" for p in package.iterdir() if (p / "__init__.py").is_file()}
+    assert found == named
+    modules = sorted(p.name for p in package.glob("*.py"))
+    assert modules == ["__init__.py"], f"modules at the package root: {modules}"
 
 
 def _graph() -> grimp.ImportGraph:
@@ -29,9 +42,9 @@ def test_graph_sees_function_level_imports():
     """The cycle check below is only as good as the graph: lazy imports are in it."""
     graph = _graph()
     # runner imports the agent inside a function (litellm stays unloaded for other policies)
-    assert graph.direct_import_exists(importer="dgym_tui.runner", imported="dgym_tui.agent")
-    details = graph.get_import_details(importer="dgym_tui.runner", imported="dgym_tui.agent")
-    lines = (ROOT / "dgym_tui" / "runner.py").read_text().splitlines()
+    assert graph.direct_import_exists(importer="dgym_tui.runs.runner", imported="dgym_tui.policies.agent")
+    details = graph.get_import_details(importer="dgym_tui.runs.runner", imported="dgym_tui.policies.agent")
+    lines = (ROOT / "dgym_tui" / "runs" / "runner.py").read_text().splitlines()
     assert details and all(lines[d["line_number"] - 1].startswith(" ") for d in details)
 
 

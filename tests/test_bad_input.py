@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from dgym_tui.cli import main as dgym
+from dgym_tui.cli.main import main as dgym
 from dgym_tui.core.terminals import bwrap
 
 
@@ -22,7 +22,7 @@ def test_play_on_a_file_says_it_is_a_file(tmp_path, capsys):
 
 
 def test_llm_yaml_values_are_checked_when_loaded(tmp_path, capsys):
-    from dgym_tui.llm import LLMConfigError, load_llm_configs
+    from dgym_tui.llm.client import LLMConfigError, load_llm_configs
 
     llm_yaml = tmp_path / "llm.yaml"
     llm_yaml.write_text("m:\n  model: openai/x\n  temperature: hot\n")
@@ -71,7 +71,7 @@ def test_docker_terminal_without_image_uses_the_sandbox_image(docker_ready, tmp_
 
 
 def test_dgym_tui_path_defaults_to_bwrap_or_says_why_not(tmp_path, capsys, monkeypatch):
-    from dgym_tui.tui.cli import build_app, build_parser
+    from dgym_tui.cli.tui import build_app, build_parser
 
     repo = tmp_path / "repo"
     repo.mkdir()

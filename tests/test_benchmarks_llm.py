@@ -18,10 +18,10 @@ import pytest
 
 from dgym_tui.benchmarks import get_benchmark
 from dgym_tui.benchmarks.swebench import default_instances
-from dgym_tui.cli import main
-from dgym_tui.core.patches import parse_patch, patched_text
-from dgym_tui.solution import SolutionPolicy
-from dgym_tui.trajectory import read_trajectory
+from dgym_tui.cli.main import main
+from dgym_tui.core.fs.patches import parse_patch, patched_text
+from dgym_tui.episode.trajectory import read_trajectory
+from dgym_tui.policies.solution import SolutionPolicy
 
 INSTANCE = "dgym__calc-1"
 #: The buggy line of the fixture: `return left + right if op == "+" else left - right`.

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from dgym_tui.core.breakpoints import BreakpointStore, Move, remap_lines
-from dgym_tui.core.workspace import Workspace
+from dgym_tui.core.fs.workspace import Workspace
 
 OLD = "def f(x):\n    y = x * 2\n    return y\n\nprint(f(3))\n"
 

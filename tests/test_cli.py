@@ -12,12 +12,12 @@ import pytest
 from scripted import ENTRYPOINT, FIX, TOOLS, ScriptedPolicy, write_repo
 
 from dgym_tui.benchmarks.local import folder_task
-from dgym_tui.cli import main
+from dgym_tui.cli.main import main
 from dgym_tui.core.types import ToolCall
-from dgym_tui.episode import open_session
-from dgym_tui.trajectory import read_trajectory
+from dgym_tui.episode.trajectory import read_trajectory
+from dgym_tui.launch.open import open_session
 
-DGYM = [sys.executable, "-c", "import sys; from dgym_tui.cli import main; sys.exit(main())"]
+DGYM = [sys.executable, "-c", "import sys; from dgym_tui.cli.main import main; sys.exit(main())"]
 
 
 @pytest.fixture
@@ -214,7 +214,7 @@ def test_init_llm_config_and_list_tasks(tmp_path, capsys):
 
 
 def test_cli_does_not_import_heavy_libraries():
-    code = ("import sys; import dgym_tui.cli; "
+    code = ("import sys; import dgym_tui.cli.main; "
             "print('litellm' in sys.modules, 'textual' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=60, check=False).stdout

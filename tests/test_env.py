@@ -9,7 +9,7 @@ import pytest
 
 from dgym_tui import RepoEnv, ToolCall
 from dgym_tui.core.env import DEFAULT_TOOLS
-from dgym_tui.core.pytest_summary import parse_pytest_summary
+from dgym_tui.core.evaluation.summary import parse_pytest_summary
 from dgym_tui.core.terminals.local import LocalTerminal
 
 CODE = "def add(a, b):\n    return a - b\n"

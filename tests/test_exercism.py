@@ -218,7 +218,7 @@ def test_every_test_file_and_helper_is_read_only(track, make_env, fast_pytest):
 
 
 def test_refactoring_exercises_are_flagged_and_left_out_unless_asked(track, capsys):
-    from dgym_tui.cli import main
+    from dgym_tui.cli.main import main
 
     assert ExercismBenchmark(path=track).tasks() == ["acronym", "affine-cipher", "paasio"]
     assert "ledger" in ExercismBenchmark(path=track, include_refactoring=True).tasks()

@@ -7,12 +7,12 @@ import json
 
 import pytest
 
-from dgym_tui.agent import LLMAgent
-from dgym_tui.cli import main
-from dgym_tui.export import rebuild_prompt, to_sft
-from dgym_tui.llm import LLM, LLMConfig
-from dgym_tui.session import Session
-from dgym_tui.trajectory import TrajectoryError, read_trajectory
+from dgym_tui.cli.main import main
+from dgym_tui.episode.session import Session
+from dgym_tui.episode.trajectory import TrajectoryError, read_trajectory
+from dgym_tui.llm.client import LLM, LLMConfig
+from dgym_tui.policies.agent import LLMAgent
+from dgym_tui.training.export import rebuild_prompt, to_sft
 
 BIG = "".join(f"def f{i}(x):\n    return x + {i}  # a line that takes some tokens\n"
               for i in range(60))

@@ -52,7 +52,7 @@ def test_entrypoint_from_the_benchmark_option_or_the_folder_file(suite):
 
 
 def test_empty_benchmark_is_an_error_naming_the_path_and_layout(tmp_path, capsys):
-    from dgym_tui.cli import main
+    from dgym_tui.cli.main import main
 
     empty = tmp_path / "empty"
     (empty / "docs").mkdir(parents=True)
@@ -63,7 +63,7 @@ def test_empty_benchmark_is_an_error_naming_the_path_and_layout(tmp_path, capsys
 
 
 def test_mini_on_a_folder_without_task_files_is_an_error(suite, capsys):
-    from dgym_tui.cli import main
+    from dgym_tui.cli.main import main
 
     assert main(["list-tasks", "mini", "-p", f"path={suite}"]) == 2
     err = capsys.readouterr().err

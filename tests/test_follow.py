@@ -7,8 +7,8 @@ import json
 import threading
 import time
 
-from dgym_tui.follow import FileWatch, TrajectoryFollower
-from dgym_tui.trajectory import TrajectoryWriter
+from dgym_tui.episode.follow import FileWatch, TrajectoryFollower
+from dgym_tui.episode.trajectory import TrajectoryWriter
 
 
 def _step(n: int) -> dict:

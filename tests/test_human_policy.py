@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from dgym_tui.console_syntax import parse_action
-from dgym_tui.human import HumanTextPolicy
-from dgym_tui.policy import Policy
-from dgym_tui.records import EpisodeInfo
+from dgym_tui.episode.policy import Policy
+from dgym_tui.episode.records import EpisodeInfo
+from dgym_tui.policies.console_syntax import parse_action
+from dgym_tui.policies.human import HumanTextPolicy
 
 TOOLS = ["listdir", "view", "eval", "pdb", "rewrite", "grep", "submit"]
 SCHEMAS = {
@@ -94,8 +94,8 @@ def test_policy_end_of_input():
 
 
 def test_typed_lines_drive_a_real_episode(make_repo, make_env, fast_pytest, tmp_path):
-    from dgym_tui.session import Session
-    from dgym_tui.trajectory import read_trajectory
+    from dgym_tui.episode.session import Session
+    from dgym_tui.episode.trajectory import read_trajectory
 
     repo = make_repo({
         "cart.py": "def total(items):\n    return sum(items) - 1\n",

@@ -7,13 +7,13 @@ import pytest
 import yaml
 from llm_stub import StubLLMServer
 
-from dgym_tui.agent import AgentSpecError, load_agent_spec
-from dgym_tui.agent_factory import make_agent
-from dgym_tui.export import rebuild_prompt, sft_conversations
-from dgym_tui.info_seek import InfoSeekAgent
-from dgym_tui.runner import agent_tools
-from dgym_tui.session import Session
-from dgym_tui.trajectory import read_trajectory
+from dgym_tui.episode.session import Session
+from dgym_tui.episode.trajectory import read_trajectory
+from dgym_tui.policies.agent import AgentSpecError, load_agent_spec
+from dgym_tui.policies.factory import make_agent
+from dgym_tui.policies.team import InfoSeekAgent
+from dgym_tui.runs.runner import agent_tools
+from dgym_tui.training.export import rebuild_prompt, sft_conversations
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ import sys
 import pytest
 import yaml
 
-from dgym_tui.llm import (
+from dgym_tui.llm.client import (
     LLM,
     ContextTooLong,
     LLMConfig,
@@ -257,13 +257,13 @@ def test_provider_overflow_with_nothing_left_to_drop(llm_server):
 
 
 def test_light_modules_do_not_import_litellm():
-    code = ("import sys, dgym_tui.llm, dgym_tui.policy, dgym_tui.agent, dgym_tui.human\n"
-            "from dgym_tui.agent import LLMAgent, load_agent_spec\n"
+    code = ("import sys, dgym_tui.llm.client, dgym_tui.episode.policy, dgym_tui.policies.agent, dgym_tui.policies.human\n"
+            "from dgym_tui.policies.agent import LLMAgent, load_agent_spec\n"
             "load_agent_spec('debug_agent')\n"
-            "from dgym_tui.llm import LLMConfig\n"
+            "from dgym_tui.llm.client import LLMConfig\n"
             "LLMAgent('debug_agent', LLMConfig(name='s', model='openai/s', api_key='x'))\n"
             "print('litellm' in sys.modules)\n"
-            "dgym_tui.llm._litellm()\n"  # the check itself can see an import
+            "dgym_tui.llm.client._litellm()\n"  # the check itself can see an import
             "print('litellm' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=120, check=True).stdout.split()

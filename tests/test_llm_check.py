@@ -6,7 +6,7 @@ import json
 
 import yaml
 
-from dgym_tui.cli import main
+from dgym_tui.cli.main import main
 
 
 def write_config(tmp_path, server, **extra):

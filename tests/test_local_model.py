@@ -34,8 +34,8 @@ from pathlib import Path
 
 import pytest
 
-from dgym_tui.cli import main
-from dgym_tui.trajectory import read_trajectory
+from dgym_tui.cli.main import main
+from dgym_tui.episode.trajectory import read_trajectory
 
 pytestmark = [pytest.mark.local_model,
               pytest.mark.skipif(os.environ.get("CI") == "true",

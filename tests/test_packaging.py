@@ -89,7 +89,7 @@ def test_metadata_declares_runtime_needs_and_scripts(wheel, names):
     # pytest: local episodes run the tasks' tests in dgym's own interpreter
     assert {"pytest", "pyyaml", "pexpect", "pathspec", "jsonschema", "rich"} <= requires
     text = scripts.decode()
-    assert "dgym = dgym_tui.cli:main" in text and "dgym-tui = dgym_tui.cli:tui_main" in text
+    assert "dgym = dgym_tui.cli.main:main" in text and "dgym-tui = dgym_tui.cli.main:tui_main" in text
 
 
 def test_cli_runs_from_the_unpacked_wheel(wheel, tmp_path):
@@ -101,10 +101,10 @@ def test_cli_runs_from_the_unpacked_wheel(wheel, tmp_path):
     cwd.mkdir()
 
     def dgym(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "dgym_tui.cli", *args], cwd=cwd, env=env,
+        return subprocess.run([sys.executable, "-m", "dgym_tui.cli.main", *args], cwd=cwd, env=env,
                               capture_output=True, text=True, timeout=120, check=False)
 
-    code = ("import dgym_tui.resources as r; "
+    code = ("import dgym_tui.support.resources as r; "
             "print(r.__file__); print(r.resource_dir('data')); print(r.resource_dir('agents'))")
     where = subprocess.run(
         [sys.executable, "-c", code],

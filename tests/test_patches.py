@@ -6,8 +6,8 @@ import subprocess
 
 import pytest
 
-from dgym_tui.core.gitpatch import text_diff
-from dgym_tui.core.patches import (
+from dgym_tui.core.fs.gitpatch import text_diff
+from dgym_tui.core.fs.patches import (
     PatchError,
     apply_patch,
     original_texts,

@@ -9,10 +9,10 @@ import sys
 
 from scripted import ENTRYPOINT, write_repo
 
-from dgym_tui.paths import hidden_patterns, runs_dir, unique_trajectory_path
-from dgym_tui.trajectory import read_trajectory
+from dgym_tui.episode.trajectory import read_trajectory
+from dgym_tui.support.paths import hidden_patterns, runs_dir, unique_trajectory_path
 
-DGYM = [sys.executable, "-c", "import sys; from dgym_tui.cli import main; sys.exit(main())"]
+DGYM = [sys.executable, "-c", "import sys; from dgym_tui.cli.main import main; sys.exit(main())"]
 
 
 def test_unique_names_in_the_data_folder(tmp_path, monkeypatch):
@@ -33,7 +33,7 @@ def test_hidden_patterns(tmp_path):
 def test_tui_default_trajectory_is_outside_and_inside_is_hidden(tmp_path, monkeypatch):
     """`dgym-tui .` no longer writes runs/ into the repository; a --trajectory inside it
     is hidden from the agent (the workspace does not show it)."""
-    from dgym_tui.tui.cli import build_app, build_parser
+    from dgym_tui.cli.tui import build_app, build_parser
 
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
     repo = write_repo(tmp_path / "repo")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import dgym_tui.core.tools.pdb  # noqa: F401  registers the pdb tool
-from dgym_tui.core.pdb_session import PdbSession, PdbStartError, last_frame
+from dgym_tui.core.pdb.session import PdbSession, PdbStartError, last_frame
 from dgym_tui.core.terminals.local import LocalTerminal
 from dgym_tui.core.tools.base import ToolError
 from dgym_tui.core.tools.pdb import debug_command

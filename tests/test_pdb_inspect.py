@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from dgym_tui.core.pdb_inspect import inspect_command, parse_inspection
+from dgym_tui.core.pdb.inspect import inspect_command, parse_inspection
 from dgym_tui.core.types import ToolCall
 
 PROG = """\

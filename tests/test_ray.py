@@ -25,9 +25,9 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from dgym_tui.config import load_config
-from dgym_tui.runner import read_status, run_tasks
-from dgym_tui.trajectory import read_trajectory
+from dgym_tui.episode.trajectory import read_trajectory
+from dgym_tui.runs.config import load_config
+from dgym_tui.runs.runner import read_status, run_tasks
 
 ray = pytest.importorskip("ray")
 
@@ -118,7 +118,7 @@ def _outcome(summary) -> list[tuple]:
 
 @inner
 def test_mini_with_the_solution_policy_matches_a_local_run(cluster, tmp_path):
-    from dgym_tui.ray_executor import RayExecutor
+    from dgym_tui.runs.executors.ray import RayExecutor
 
     config = load_config("mini_solution", ["tasks=[pagination, org_chart]", "terminal=local"])
     head, nodes = cluster
@@ -157,7 +157,7 @@ def _holders(path: Path) -> set[int]:
 def test_with_a_shared_output_path_workers_write_the_folder_themselves(cluster, tmp_path):
     """--shared-output: while the episodes run, their trajectory files in the run's folder
     are held open by the Ray workers (streaming would write them from the driver's actor)."""
-    from dgym_tui.ray_executor import RayExecutor
+    from dgym_tui.runs.executors.ray import RayExecutor
 
     head, nodes = cluster
     config = _slow_config(tmp_path, names=("a", "b"))
@@ -184,7 +184,7 @@ def test_docker_episodes_land_only_on_the_node_with_the_docker_resource(cluster,
                                                                         docker_ready):
     """Two Docker episodes, two free worker nodes of 1 CPU: both run (one after the other)
     on the node started with the ``docker`` resource, none on the other."""
-    from dgym_tui.ray_executor import RayExecutor
+    from dgym_tui.runs.executors.ray import RayExecutor
 
     head, nodes = cluster
     config = load_config("mini_solution", ["tasks=[pagination, org_chart]", "terminal=docker",
@@ -203,7 +203,7 @@ def test_steps_stream_into_the_driver_folder_and_ctrl_c_resumes(cluster, tmp_pat
     driver's folder), the queued one never starts; the next run finishes all three."""
     import _thread
 
-    from dgym_tui.ray_executor import RayExecutor
+    from dgym_tui.runs.executors.ray import RayExecutor
 
     config = _slow_config(tmp_path)
     out = tmp_path / "out"
@@ -238,7 +238,7 @@ def test_steps_stream_into_the_driver_folder_and_ctrl_c_resumes(cluster, tmp_pat
 
 @inner
 def test_a_node_dying_mid_episode_is_retried_once_elsewhere(cluster, tmp_path):
-    from dgym_tui.ray_executor import RayExecutor
+    from dgym_tui.runs.executors.ray import RayExecutor
 
     head, nodes = cluster
     config = _slow_config(tmp_path, names=("a", "b"))
@@ -268,7 +268,7 @@ def test_a_node_dying_mid_episode_is_retried_once_elsewhere(cluster, tmp_path):
 def test_a_repo_env_in_a_ray_actor_steps_like_a_local_one(cluster):
     from dgym_tui.benchmarks import get_benchmark
     from dgym_tui.core.types import StepResult, ToolCall
-    from dgym_tui.ray_env import remote_env
+    from dgym_tui.integrations.ray_env import remote_env
 
     task = get_benchmark("mini").load("pagination")
     action = ToolCall("view", {"path": "paging.py"})

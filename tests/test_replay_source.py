@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from dgym_tui.core.types import ToolCall
-from dgym_tui.trajectory import SCHEMA_VERSION, read_trajectory
+from dgym_tui.episode.trajectory import SCHEMA_VERSION, read_trajectory
 from dgym_tui.tui.app import DgymApp
 from dgym_tui.tui.replay_model import ReplayModel
 

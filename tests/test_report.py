@@ -10,10 +10,10 @@ import pytest
 from rich.console import Console
 from scripted import ScriptedPolicy, small_tools, tiny_config, tiny_policy
 
-from dgym_tui.cli import main
+from dgym_tui.cli.main import main
 from dgym_tui.core.types import ToolCall
-from dgym_tui.report import ReportError, build_report, load_episodes, render
-from dgym_tui.runner import run_tasks
+from dgym_tui.runs.report import ReportError, build_report, load_episodes, render
+from dgym_tui.runs.runner import run_tasks
 
 
 def _add_only(task):

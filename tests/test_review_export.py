@@ -7,10 +7,10 @@ import json
 import pytest
 from run_folders import BUGGY, write_episode
 
-from dgym_tui.cli import main
+from dgym_tui.cli.main import main
 from dgym_tui.core.types import ApplyConflictError
-from dgym_tui.episode_apply import apply_episode
-from dgym_tui.reviews import append_review
+from dgym_tui.runs.apply import apply_episode
+from dgym_tui.runs.reviews import append_review
 
 
 @pytest.fixture

@@ -11,9 +11,9 @@ from rich.console import Console
 from scripted import FIX, TOOLS, small_tools, tiny_config, tiny_policy
 
 from dgym_tui.benchmarks import Task
-from dgym_tui.config import ConfigError, load_config
-from dgym_tui.runner import read_status, run_tasks
-from dgym_tui.trajectory import read_trajectory
+from dgym_tui.episode.trajectory import read_trajectory
+from dgym_tui.runs.config import ConfigError, load_config
+from dgym_tui.runs.runner import read_status, run_tasks
 
 
 def test_run_two_tasks_writes_folders_and_summary(tmp_path, tiny, monkeypatch):
@@ -127,7 +127,7 @@ def test_example_configs_are_valid():
 
 def test_dgym_run_with_the_llm_agent_over_the_stub(tmp_path, tiny, llm_server, monkeypatch):
     """`dgym run` end to end: config file + llm.yaml entry -> LLMAgent -> HTTP stub."""
-    from dgym_tui.cli import main
+    from dgym_tui.cli.main import main
 
     llm_server.script([
         {"tool_calls": [{"name": "view", "arguments": {"path": "calc.py"}}],
@@ -217,7 +217,7 @@ def test_interrupt_stops_the_run_cleanly(tmp_path, workers, signum):
                       f"workers: {workers}\n")
     out = tmp_path / "out"
     proc = subprocess.Popen(
-        [sys.executable, "-c", "import sys; from dgym_tui.cli import main; sys.exit(main())",
+        [sys.executable, "-c", "import sys; from dgym_tui.cli.main import main; sys.exit(main())",
          "run", str(config), "--output", str(out), "--no-progress"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
     try:
@@ -289,7 +289,7 @@ def test_interrupt_while_an_environment_is_being_built(tmp_path, tiny, monkeypat
 def test_a_run_resumes_interrupted_episodes_from_scratch(tmp_path, tiny, monkeypatch, capsys):
     """A second run skips finished episodes and says so; an interrupted one runs again from
     an empty folder; --rerun runs everything again."""
-    from dgym_tui.cli import main
+    from dgym_tui.cli.main import main
 
     small_tools(monkeypatch)
     config = tiny_config(tmp_path, tiny)

@@ -7,8 +7,8 @@ import json
 import pytest
 from run_folders import write_bad_episodes, write_episode, write_run
 
-from dgym_tui.reviews import REVIEWS_FILE, append_review, read_reviews
-from dgym_tui.runs import RunIndex, find_runs, index_runs, is_run_folder, summarize
+from dgym_tui.runs.index import RunIndex, find_runs, index_runs, is_run_folder, summarize
+from dgym_tui.runs.reviews import REVIEWS_FILE, append_review, read_reviews
 
 
 def test_rows_of_a_finished_run(tmp_path):
@@ -77,7 +77,7 @@ def test_refresh_rereads_only_changed_episodes(tmp_path, monkeypatch):
     run = write_run(tmp_path / "run", 3)
     index = RunIndex([run])
     assert index.refresh() is True
-    import dgym_tui.runs as runs
+    import dgym_tui.runs.index as runs
 
     read = []
     real = runs.read_episode

@@ -40,7 +40,7 @@ pytestmark = pytest.mark.timeout(240)
 def test_served_command_drops_the_server_options():
     command = served_command(["runs/a", "--serve", "--host", "0.0.0.0", "--port=9000",
                               "--theme", "dgym-light", "runs/b"])
-    assert command.endswith(" -m dgym_tui.tui.cli runs/a --theme dgym-light runs/b")
+    assert command.endswith(" -m dgym_tui.cli.tui runs/a --theme dgym-light runs/b")
     assert command.startswith(sys.executable)
     assert page_url("127.0.0.1", 8000) == "http://127.0.0.1:8000"
     assert page_url("0.0.0.0", 80) == f"http://{socket.getfqdn()}:80"  # a name others reach
@@ -71,7 +71,7 @@ def served_run(tmp_path):
     port = _free_port()
     log = (tmp_path / "server.log").open("wb")
     server = subprocess.Popen(
-        [sys.executable, "-m", "dgym_tui.tui.cli", str(run), "--serve", "--host", "127.0.0.1",
+        [sys.executable, "-m", "dgym_tui.cli.tui", str(run), "--serve", "--host", "127.0.0.1",
          "--port", str(port)], stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         env={**os.environ, "PYTHONPATH": os.pathsep.join(
             [str(Path(__file__).resolve().parent.parent), os.environ.get("PYTHONPATH", "")])})

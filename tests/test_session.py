@@ -11,9 +11,9 @@ from scripted import ENTRYPOINT, FIX, TOOLS, ScriptedPolicy, write_repo
 
 from dgym_tui.core.env import RepoEnv
 from dgym_tui.core.types import ToolCall
-from dgym_tui.replay import replay
-from dgym_tui.session import Session, SessionError
-from dgym_tui.trajectory import read_trajectory
+from dgym_tui.episode.session import Session, SessionError
+from dgym_tui.episode.trajectory import read_trajectory
+from dgym_tui.launch.replay import replay
 
 VIEW = ToolCall("view", {"path": "calc.py"})
 EVAL = ToolCall("eval", {})
@@ -185,8 +185,8 @@ def test_modes_need_a_policy(env):
 
 def test_real_llm_agent_fixes_the_task_and_replays(tmp_path, llm_server, open_repo):
     """End to end: LLMAgent -> litellm -> HTTP stub; the episode is replayed with no divergence."""
-    from dgym_tui.agent import LLMAgent
-    from dgym_tui.llm import LLMConfig
+    from dgym_tui.llm.client import LLMConfig
+    from dgym_tui.policies.agent import LLMAgent
 
     llm_server.script([
         {"content": "Let me look at the code.",

@@ -26,7 +26,7 @@ DEFERRED = ("jsonschema", "re2", "pathspec", "pygments.lexers.python", "rich.pre
 
 SCRIPT = """
 import asyncio, json, sys
-from dgym_tui.tui.cli import build_app, build_parser
+from dgym_tui.cli.tui import build_app, build_parser
 
 async def main():
     app = build_app(build_parser().parse_args(

@@ -1,4 +1,4 @@
-"""Study files, participant queues, resume and results as a run folder (dgym_tui.study).
+"""Study files, participant queues, resume and results as a run folder (dgym_tui.study.plan).
 
 Episodes are real: mini tasks in their sandbox, driven through the session the
 app drives (human mode, actions from the person).
@@ -18,10 +18,11 @@ from pathlib import Path
 import pytest
 
 from dgym_tui.core.types import ToolCall
-from dgym_tui.episode import UsageError, load_task
-from dgym_tui.runs import index_runs
-from dgym_tui.solution import SolutionPolicy
-from dgym_tui.study import (
+from dgym_tui.episode.trajectory import read_trajectory
+from dgym_tui.launch.open import UsageError, load_task
+from dgym_tui.policies.solution import SolutionPolicy
+from dgym_tui.runs.index import index_runs
+from dgym_tui.study.plan import (
     StudyClock,
     check_participant,
     load_study,
@@ -31,7 +32,6 @@ from dgym_tui.study import (
     remaining,
     task_queue,
 )
-from dgym_tui.trajectory import read_trajectory
 
 TASKS = ["shopping_cart", "bank_account", "log_parser"]
 
@@ -165,7 +165,7 @@ def test_three_tasks_solved_gave_up_timed_out_then_resume(tmp_path):
     run = study.results / "P01"
     statuses = json.loads((run / "summary.json").read_text())
     assert [s["task"] for s in statuses] == TASKS
-    from dgym_tui.runner import TaskStatus
+    from dgym_tui.runs.runner import TaskStatus
     assert [outcome(TaskStatus.from_dict(s)) for s in statuses] == ["solved", "gave up", "timed out"]
     for name, restarted in zip(TASKS, (False, False, True), strict=True):
         traj = read_trajectory(run / name / "trajectory.jsonl")
@@ -206,7 +206,7 @@ def assert_no_machine_names(results: Path, *paths: Path) -> None:
 
 
 def test_scrub_names_host_and_user(monkeypatch):
-    from dgym_tui import scrub
+    from dgym_tui.study import scrub
 
     monkeypatch.setattr(scrub.socket, "gethostname", lambda: "lab-pc7.example.org")
     monkeypatch.setattr(scrub.getpass, "getuser", lambda: "alice")

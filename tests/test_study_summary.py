@@ -7,10 +7,10 @@ import io
 import json
 from pathlib import Path
 
-from dgym_tui.cli import main
-from dgym_tui.runner import STATUS_FILE, TRAJECTORY_FILE, TaskStatus
-from dgym_tui.study_summary import load_study_episodes, summarize
-from dgym_tui.trajectory import TrajectoryWriter
+from dgym_tui.cli.main import main
+from dgym_tui.episode.trajectory import TrajectoryWriter
+from dgym_tui.runs.runner import STATUS_FILE, TRAJECTORY_FILE, TaskStatus
+from dgym_tui.study.summary import load_study_episodes, summarize
 
 
 def write_human(run: Path, participant: str, condition: str, task: str, reason: str,

@@ -22,10 +22,10 @@ from dgym_tui.benchmarks.swebench import (
     hidden_file_commands,
     load_instances,
 )
-from dgym_tui.core.patches import PatchError, apply_patch, parse_patch
+from dgym_tui.core.fs.patches import PatchError, apply_patch, parse_patch
 from dgym_tui.core.types import ToolCall
-from dgym_tui.resources import resource_dir
-from dgym_tui.solution import SolutionPolicy
+from dgym_tui.policies.solution import SolutionPolicy
+from dgym_tui.support.resources import resource_dir
 
 FIXTURE_REPO = resource_dir("data") / "swebench" / "repos" / "dgym__calc-1"
 INSTANCE = "dgym__calc-1"

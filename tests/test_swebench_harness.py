@@ -307,7 +307,7 @@ def test_debug_variant_runs_script_runners_under_pdb(instance_id, started, fixtu
 
 def test_list_tasks_details_and_json(real_bench, tmp_path, capsys):
     """The CLI prints the harness's command and the test counts, without any image."""
-    from dgym_tui.cli import main
+    from dgym_tui.cli.main import main
 
     path = tmp_path / "real.jsonl"
     assert main(["list-tasks", "swebench", "-p", f"instances={path}", "--details",
@@ -328,7 +328,7 @@ def test_list_tasks_details_and_json(real_bench, tmp_path, capsys):
 
 @pytest.mark.docker
 def test_prepull_skips_images_that_are_present(fixture_images, capsys):
-    from dgym_tui.cli import main
+    from dgym_tui.cli.main import main
 
     assert SWEBenchBenchmark().prepull(progress=False) == []
     assert main(["prepull", "swebench", "--no-progress"]) == 0

@@ -12,9 +12,9 @@ from solution_helpers import play_solution
 from dgym_tui.benchmarks import get_benchmark
 from dgym_tui.benchmarks.swebench import SWEBenchError, build_fixture_image, load_instances
 from dgym_tui.benchmarks.swesmith import SWESmithBenchmark, default_instances, fix_patch
-from dgym_tui.core.patches import apply_patch
+from dgym_tui.core.fs.patches import apply_patch
 from dgym_tui.core.types import ToolCall
-from dgym_tui.resources import resource_dir
+from dgym_tui.support.resources import resource_dir
 
 REQUIRED = ("instance_id", "patch", "FAIL_TO_PASS")
 (RECORD,) = load_instances(default_instances(), required=REQUIRED)

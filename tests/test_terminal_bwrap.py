@@ -274,7 +274,7 @@ def test_dgym_run_with_terminal_bwrap(tmp_path, bwrap_ready):
     """`-p terminal=bwrap` runs a benchmark task in the sandbox to its end."""
     import json
 
-    from dgym_tui.cli import main as dgym
+    from dgym_tui.cli.main import main as dgym
 
     out = tmp_path / "out"
     assert dgym(["run", "mini_solution", "-p", "tasks=[bank_account]", "-p", "terminal=bwrap",

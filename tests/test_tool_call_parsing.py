@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from dgym_tui.agent import LLMAgent, example_call
-from dgym_tui.llm import LLM, LLMConfig
-from dgym_tui.policy import EpisodeInfo
-from dgym_tui.tool_call_parsing import FORMS, parse_reply, parse_text
+from dgym_tui.episode.policy import EpisodeInfo
+from dgym_tui.llm.client import LLM, LLMConfig
+from dgym_tui.llm.tool_calls import FORMS, parse_reply, parse_text
+from dgym_tui.policies.agent import LLMAgent, example_call
 
 CORPUS_DIR = Path(__file__).parent / "data" / "llm_replies"
 

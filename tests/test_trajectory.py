@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from dgym_tui.core.types import StepResult, ToolCall
-from dgym_tui.trajectory import SCHEMA_VERSION, TrajectoryError, TrajectoryWriter, read_trajectory
+from dgym_tui.episode.trajectory import SCHEMA_VERSION, TrajectoryError, TrajectoryWriter, read_trajectory
 
 TESTS_DIR = Path(__file__).parent
 
@@ -100,7 +100,7 @@ KILL_SCRIPT = textwrap.dedent("""
     from scripted import ENTRYPOINT, FIX, TOOLS, ScriptedPolicy, write_repo
     from dgym_tui.core.env import RepoEnv
     from dgym_tui.core.types import ToolCall
-    from dgym_tui.session import Session
+    from dgym_tui.episode.session import Session
 
     class Stalling(ScriptedPolicy):
         def propose(self, turns):

@@ -14,7 +14,7 @@ from tui_helpers import CALC, ENTRYPOINT, FIX, SIZE, records, screen_text, settl
 
 from dgym_tui.benchmarks.local import folder_task
 from dgym_tui.core.types import ToolCall
-from dgym_tui.trajectory import read_trajectory
+from dgym_tui.episode.trajectory import read_trajectory
 from dgym_tui.tui.app import DgymApp
 from dgym_tui.tui.replay_model import ReplayModel
 
@@ -209,7 +209,7 @@ async def test_approve_keys_stay_in_view_under_long_reasoning(calc_session, llm_
 
 
 async def _record_episode(repo: Path, out: Path) -> None:
-    from dgym_tui.episode import open_session
+    from dgym_tui.launch.open import open_session
 
     session = open_session(folder_task(repo, entrypoint=ENTRYPOINT, name="calc"), trajectory=out)
     env = session.env
@@ -231,7 +231,7 @@ async def test_replay_and_fork(calc_repo, tmp_path):
     forked_out = tmp_path / "forked.jsonl"
 
     def fork(step):
-        from dgym_tui.replay import fork as replay_fork
+        from dgym_tui.launch.replay import fork as replay_fork
         return replay_fork(traj, step, None, output=forked_out, mode="human", start=False)
 
     app = DgymApp(replay=ReplayModel(traj), fork=fork)
@@ -269,7 +269,7 @@ async def test_replay_and_fork(calc_repo, tmp_path):
 
 async def test_human_episode_on_a_mini_task(tmp_path):
     """`dgym-tui --task pagination` as built by the command line: debug and fix it by hand."""
-    from dgym_tui.tui.cli import build_app, build_parser
+    from dgym_tui.cli.tui import build_app, build_parser
 
     out = tmp_path / "mini.jsonl"
     app = build_app(build_parser().parse_args(["--task", "pagination", "--trajectory", str(out),
@@ -349,8 +349,8 @@ async def test_docker_episode_in_the_app(docker_ready, tmp_path):
 
     import docker
 
+    from dgym_tui.cli.tui import build_app, build_parser
     from dgym_tui.core.terminals.docker import LABEL, LABEL_PID
-    from dgym_tui.tui.cli import build_app, build_parser
 
     out = tmp_path / "docker.jsonl"
     app = build_app(build_parser().parse_args([

@@ -1,4 +1,4 @@
-"""The ``dgym-tui`` command line (dgym_tui/tui/cli.py): arguments to an app, one-line usage errors."""
+"""The ``dgym-tui`` command line (dgym_tui/cli/tui.py): arguments to an app, one-line usage errors."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from dgym_tui.tui.cli import build_app, build_parser, main
+from dgym_tui.cli.tui import build_app, build_parser, main
 
 
 def test_main_usage_errors_exit_2(tmp_path, capsys):
@@ -38,7 +38,7 @@ def test_no_docker_is_a_one_line_error(tmp_path):
     repo.mkdir()
     env = {"DOCKER_HOST": "unix:///nonexistent/docker.sock", "PATH": "/usr/bin:/bin"}
     import os
-    proc = subprocess.run(check=False, args=[sys.executable, "-m", "dgym_tui.tui.cli", str(repo), "--terminal",
+    proc = subprocess.run(check=False, args=[sys.executable, "-m", "dgym_tui.cli.tui", str(repo), "--terminal",
                            "docker", "--image", "x"], capture_output=True, text=True,
                           env={**os.environ, **env}, timeout=60)
     assert proc.returncode == 2
@@ -47,10 +47,10 @@ def test_no_docker_is_a_one_line_error(tmp_path):
 
 
 def test_human_mode_never_imports_litellm(tmp_path):
-    code = ("import sys; from dgym_tui.tui.cli import build_parser, build_app; "
+    code = ("import sys; from dgym_tui.cli.tui import build_parser, build_app; "
             f"app = build_app(build_parser().parse_args([{str(tmp_path)!r}, '--trajectory', "
             f"{str(tmp_path / 't.jsonl')!r}])); "
-            "print('litellm' in sys.modules, 'dgym_tui.agent' in sys.modules)")
+            "print('litellm' in sys.modules, 'dgym_tui.policies.agent' in sys.modules)")
     proc = subprocess.run(check=False, args=[sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=60, cwd=Path(__file__).parent.parent)
     assert proc.returncode == 0, proc.stderr
@@ -101,7 +101,7 @@ def test_missing_docker_image_is_one_line_before_the_app(tmp_path, capsys):
 
 
 def test_replay_app_from_the_command_line(tmp_path, open_repo):
-    from dgym_tui.tui.cli import build_app, build_parser
+    from dgym_tui.cli.tui import build_app, build_parser
 
     repo = tmp_path / "r"
     repo.mkdir()
@@ -119,8 +119,8 @@ def test_replay_app_from_the_command_line(tmp_path, open_repo):
 
 
 def test_entrypoint_from_the_folder_config(tmp_path):
+    from dgym_tui.cli.tui import build_app, build_parser
     from dgym_tui.core.env import DEFAULT_ENTRYPOINT
-    from dgym_tui.tui.cli import build_app, build_parser
 
     repo = tmp_path / "r"
     repo.mkdir()
@@ -147,8 +147,8 @@ def test_entry_point_pauses_the_collector_until_the_app_or_its_error(tmp_path, c
     program had disabled stays disabled."""
     import gc
 
-    import dgym_tui.tui.cli as tui_cli
-    from dgym_tui.cli import tui_main
+    import dgym_tui.cli.tui as tui_cli
+    from dgym_tui.cli.main import tui_main
 
     seen = []
     real_main = tui_cli.main

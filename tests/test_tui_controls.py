@@ -11,7 +11,7 @@ from tui_helpers import FIX, SIZE, console_text, records, settle, stub_agent
 
 import dgym_tui.core.tools  # noqa: F401  registers the built-in tools
 from dgym_tui.core.types import ToolCall
-from dgym_tui.trajectory import read_trajectory
+from dgym_tui.episode.trajectory import read_trajectory
 from dgym_tui.tui.app import DgymApp
 
 

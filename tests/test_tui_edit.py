@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from tui_helpers import CALC, FIX, SIZE, records, settle
 
+from dgym_tui.cli.tui import build_app, build_parser
 from dgym_tui.core.types import ToolCall
 from dgym_tui.tui.app import DgymApp
-from dgym_tui.tui.cli import build_app, build_parser
 from dgym_tui.tui.screens.modals import CodeEditScreen, QuitScreen
 from dgym_tui.tui.widgets.code_area import CodeArea
 

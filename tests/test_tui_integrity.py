@@ -9,8 +9,8 @@ from tui_helpers import CALC, ENTRYPOINT, SIZE, TESTS, console_text, records, se
 
 from dgym_tui.core.env import RepoEnv
 from dgym_tui.core.types import ToolCall
-from dgym_tui.session import Session
-from dgym_tui.trajectory import read_trajectory
+from dgym_tui.episode.session import Session
+from dgym_tui.episode.trajectory import read_trajectory
 from dgym_tui.tui.app import DgymApp
 from dgym_tui.tui.replay_model import ReplayModel
 

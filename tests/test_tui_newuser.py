@@ -9,7 +9,7 @@ from rich.text import Text
 from tui_helpers import ENTRYPOINT, SIZE, settle, stop_at
 
 from dgym_tui.core.types import ToolCall
-from dgym_tui.trajectory import read_trajectory
+from dgym_tui.episode.trajectory import read_trajectory
 from dgym_tui.tui.actions import pdb_call
 from dgym_tui.tui.app import DgymApp
 from dgym_tui.tui.replay_model import ReplayModel

@@ -10,7 +10,7 @@ import threading
 
 from tui_helpers import CALC, FIX, SIZE, records, settle, stub_agent
 
-from dgym_tui.core.workspace import Workspace
+from dgym_tui.core.fs.workspace import Workspace
 from dgym_tui.tui.app import DgymApp
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from tui_helpers import ENTRYPOINT, FIX, records
 
 from dgym_tui.core.types import ToolCall
-from dgym_tui.trajectory import read_trajectory
+from dgym_tui.episode.trajectory import read_trajectory
 from dgym_tui.tui.app import DgymApp
 from dgym_tui.tui.replay_model import LazyTurns, ReplayModel
 from dgym_tui.tui.widgets.transcript import MAX_SHOWN, Transcript
@@ -98,7 +98,7 @@ async def test_transcript_folds_long_observations_and_expands_on_click(calc_repo
 
 
 def test_replay_of_a_benchmark_task_whose_copy_is_gone(tmp_path):
-    from dgym_tui.episode import load_task, open_session
+    from dgym_tui.launch.open import load_task, open_session
 
     out = tmp_path / "t.jsonl"
     session = open_session(load_task("mini/pagination"), trajectory=out)

@@ -13,9 +13,9 @@ from run_folders import write_bad_episodes, write_episode, write_run
 from scripted import small_tools, tiny_config, tiny_policy
 from textual.widgets import DataTable, Static
 
-from dgym_tui.reviews import REVIEWS_FILE, append_review
-from dgym_tui.runner import run_tasks
-from dgym_tui.tui.cli import main
+from dgym_tui.cli.tui import main
+from dgym_tui.runs.reviews import REVIEWS_FILE, append_review
+from dgym_tui.runs.runner import run_tasks
 from dgym_tui.tui.screens.episode import CompareScreen, EpisodePane, EpisodeScreen
 from dgym_tui.tui.screens.review import ReviewScreen
 from dgym_tui.tui.screens.runs import RunsApp, RunsScreen, browsed_replay

@@ -27,10 +27,10 @@ from pathlib import Path
 
 import pytest
 
-from dgym_tui.study import StudyClock, load_study, open_results, open_task, remaining
-from dgym_tui.study_summary import ALL_TASKS, load_study_episodes, summarize
-from dgym_tui.trajectory import read_trajectory
-from dgym_tui.tui.cli import main
+from dgym_tui.cli.tui import main
+from dgym_tui.episode.trajectory import read_trajectory
+from dgym_tui.study.plan import StudyClock, load_study, open_results, open_task, remaining
+from dgym_tui.study.summary import ALL_TASKS, load_study_episodes, summarize
 from dgym_tui.tui.study_app import StudyApp, StudyRun
 from dgym_tui.tui.study_end import StudyEndApp
 
@@ -250,7 +250,7 @@ def tmux(tmp_path):
 def test_killed_mid_task_resumes_there(tmp_path, tmux):
     study_file = write_study(tmp_path, tasks=["bank_account", "log_parser"], time_limit=None)
     run = tmp_path / "results" / "P01"
-    app = (f"env PYTHONPATH={REPO} {sys.executable} -m dgym_tui.tui.cli --study {study_file} "
+    app = (f"env PYTHONPATH={REPO} {sys.executable} -m dgym_tui.cli.tui --study {study_file} "
            "--participant P01")
     # exec: the pane's process is the app itself, killed below without any cleanup.
     # (Textual draws on stderr: it is not redirected.)
@@ -320,7 +320,7 @@ def test_snapshot_final_screen(snap_compare, tmp_path):
     """The final screen: per task the outcome, time, steps and pdb calls, then the totals
     (real episodes; their times set to fixed values so the picture is stable)."""
     from dgym_tui.core.types import ToolCall
-    from dgym_tui.runner import STATUS_FILE, read_status, task_folder, write_json
+    from dgym_tui.runs.runner import STATUS_FILE, read_status, task_folder, write_json
 
     study = load_study(write_study(tmp_path, tasks=["bank_account", "log_parser"]))
     open_results(study)

@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from dgym_tui.core.workspace import Workspace, WorkspaceError
+from dgym_tui.core.fs.workspace import Workspace, WorkspaceError
 
 FILES = {
     "code.py": "def add(a, b):\n    return a - b\n",

@@ -87,8 +87,8 @@ def records(path: Path) -> list[dict]:
 
 def stub_agent(server):
     """The debug agent talking to the LLM stub ``server`` (native tool calls, no retries)."""
-    from dgym_tui.agent import LLMAgent
-    from dgym_tui.llm import LLMConfig
+    from dgym_tui.llm.client import LLMConfig
+    from dgym_tui.policies.agent import LLMAgent
 
     config = LLMConfig(name="stub", model="openai/stub", api_base=server.url, api_key="x",
                        retries=0, input_cost_per_token=1e-6, output_cost_per_token=2e-6)

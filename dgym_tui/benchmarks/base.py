@@ -290,7 +290,7 @@ def patched_copy(folder: Path, source: Path, patch: str, hidden: Iterable[str] =
         OSError: the copy could not be made (and no other process made it).
         PatchError: the patch does not apply.
     """
-    from dgym_tui.core.patches import apply_patch
+    from dgym_tui.core.fs.patches import apply_patch
 
     done = folder / "done.json"
     if not done.is_file():

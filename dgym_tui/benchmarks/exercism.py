@@ -42,7 +42,7 @@ from typing import Any
 
 from dgym_tui.benchmarks.base import Benchmark, Task, stage_copy
 from dgym_tui.core.env import DEFAULT_ENTRYPOINT
-from dgym_tui.resources import resource_dir
+from dgym_tui.support.resources import resource_dir
 
 #: Folders of an exercise that never reach the working copy (they hold solutions).
 PRIVATE_DIRS = (".meta", ".approaches", ".articles")

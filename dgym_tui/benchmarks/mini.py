@@ -24,7 +24,7 @@ import yaml
 
 from dgym_tui.benchmarks.base import Benchmark, Task, read_patterns, stage_copy
 from dgym_tui.core.env import DEFAULT_ENTRYPOINT
-from dgym_tui.resources import resource_dir
+from dgym_tui.support.resources import resource_dir
 
 TASK_FILE = "task.yaml"
 DEFAULT_FIX_FILE = ".fix.patch"

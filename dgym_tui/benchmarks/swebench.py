@@ -69,8 +69,8 @@ from typing import Any
 
 from dgym_tui.benchmarks.base import Benchmark, Task, patched_copy
 from dgym_tui.benchmarks.swebench_harness import HarnessGrader, HarnessSpec, harness_spec
-from dgym_tui.core.patches import parse_patch, patched_files
-from dgym_tui.resources import resource_dir
+from dgym_tui.core.fs.patches import parse_patch, patched_files
+from dgym_tui.support.resources import resource_dir
 
 #: Image name of the SWE-bench harness for one instance (namespace "swebench").
 HARNESS_IMAGE_TEMPLATE = "swebench/sweb.eval.x86_64.{harness_id}:latest"

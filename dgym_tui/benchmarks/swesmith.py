@@ -44,7 +44,7 @@ from dgym_tui.benchmarks.swebench_harness import (
     HarnessMissingError,
     HarnessSpec,
 )
-from dgym_tui.resources import resource_dir
+from dgym_tui.support.resources import resource_dir
 
 #: The published instances.
 NAMED_DATASETS = {"smith": "SWE-bench/SWE-smith", "full": "SWE-bench/SWE-smith"}

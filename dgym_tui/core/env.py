@@ -26,15 +26,15 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Self
 
-from dgym_tui.core import test_report
 from dgym_tui.core.breakpoints import BreakpointStore
-from dgym_tui.core.pytest_summary import describe_score, is_resolved, summarize
+from dgym_tui.core.evaluation import pytest_plugin
+from dgym_tui.core.evaluation.summary import describe_score, is_resolved, summarize
+from dgym_tui.core.fs.workspace import Workspace, WorkspaceError
 from dgym_tui.core.terminals import cleanup
 from dgym_tui.core.terminals.base import DEFAULT_MAX_OUTPUT, RunResult, Terminal
 from dgym_tui.core.tools import tools_for
 from dgym_tui.core.tools.base import Tool, ToolError, ToolOutput
 from dgym_tui.core.types import EvalSummary, StepResult, ToolCall
-from dgym_tui.core.workspace import Workspace, WorkspaceError
 
 log = logging.getLogger(__name__)
 
@@ -339,7 +339,7 @@ class RepoEnv:
 
         Returns:
             ``(summary, output)``: the counts and failed tests from pytest's
-            structured report (see :func:`dgym_tui.core.pytest_summary.summarize`:
+            structured report (see :func:`dgym_tui.core.evaluation.summary.summarize`:
             a pytest run cut short counts as failed; without a report, pytest's
             summary line or the exit status is used) and the output text,
             truncated to ``max_output`` bytes with a note when longer.
@@ -349,14 +349,14 @@ class RepoEnv:
         """
         if self.terminal is None:
             raise RuntimeError("no episode is running; call reset() first")
-        command, report_path = test_report.prepare(self.terminal, self.entrypoint)
+        command, report_path = pytest_plugin.prepare(self.terminal, self.entrypoint)
         res = self.terminal.run(command, timeout=self.eval_timeout,
                                 max_output=self.max_output)
         output = res.output
         if res.timed_out:
             output += (f"\n[the entrypoint was stopped after {self.eval_timeout:g} s; "
                        "look for an endless loop or a hanging call]")
-        report = test_report.read(report_path)
+        report = pytest_plugin.read(report_path)
         summary = self._grade(res)
         if summary is None:
             summary = summarize(res.output, res.exit_code, res.timed_out, report,

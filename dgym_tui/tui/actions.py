@@ -3,7 +3,7 @@
 The console accepts two kinds of lines:
 
 - a tool call in human syntax: ``rewrite path=a.py start=3 end=3 new_code="x = 1"``,
-  ``view path=a.py``, ``eval``, ``submit`` (parsed by :func:`dgym_tui.console_syntax.parse_action`
+  ``view path=a.py``, ``eval``, ``submit`` (parsed by :func:`dgym_tui.policies.console_syntax.parse_action`
   with the tools' JSON schemas);
 - anything else is one pdb command (``p x``, ``n``, ``b a.py:12``).
 """
@@ -38,7 +38,7 @@ def console_action(line: str, tools: Sequence[str],
     Raises:
         ValueError: a tool line that cannot be parsed (the message says how to fix it).
     """
-    from dgym_tui.console_syntax import parse_action
+    from dgym_tui.policies.console_syntax import parse_action
 
     words = line.split(None, 1)
     if words and words[0] == "pdb":

@@ -1,6 +1,6 @@
 """The dgym-tui Textual app: watch, step, approve, edit, reject or take over each turn.
 
-Every action, human or agent, goes through :class:`dgym_tui.session.Session`;
+Every action, human or agent, goes through :class:`dgym_tui.episode.session.Session`;
 the app never calls ``env.step`` or a tool itself. Session calls block (pdb,
 eval, Docker, LLM), so they run in thread workers; a
 :class:`~dgym_tui.tui.bridge.SessionBridge` turns the session's events into
@@ -36,7 +36,7 @@ from textual.screen import Screen
 from textual.widgets import Input, TabbedContent, TabPane
 
 from dgym_tui.core.types import StepResult, ToolCall
-from dgym_tui.records import Turn
+from dgym_tui.episode.records import Turn
 from dgym_tui.tui import pause_gc, resume_gc
 from dgym_tui.tui.actions import pdb_call
 from dgym_tui.tui.agent_turns import AgentTurns
@@ -80,7 +80,7 @@ class DgymApp(AppKeys, SessionCalls, AgentTurns, CodeEdits, ReplayMode, WidgetEv
     """The dgym-tui app.
 
     Args:
-        session: a live :class:`~dgym_tui.session.Session` (not started; the
+        session: a live :class:`~dgym_tui.episode.session.Session` (not started; the
             app starts it in a worker). Mutually exclusive with ``replay``.
         replay: a :class:`~dgym_tui.tui.replay_model.ReplayModel` to browse.
         fork: ``fork(step) -> Session`` building a live session whose first

@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterable
 from itertools import groupby
 
-from dgym_tui.core.pytest_summary import is_test_file, pick_location
+from dgym_tui.core.evaluation.summary import is_test_file, pick_location
 from dgym_tui.core.types import EvalSummary
 
 #: pytest's failure section header: ``____ test_name ____``.

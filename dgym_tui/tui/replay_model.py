@@ -24,10 +24,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from dgym_tui.core.gitpatch import blob_id
-from dgym_tui.core.patches import FilePatch, PatchError, parse_patch, patched_text
+from dgym_tui.core.fs.gitpatch import blob_id
+from dgym_tui.core.fs.patches import FilePatch, PatchError, parse_patch, patched_text
 from dgym_tui.core.types import StepResult
-from dgym_tui.records import Turn
+from dgym_tui.episode.records import Turn
 
 
 class LazyTurns(Sequence):
@@ -66,7 +66,7 @@ class LazyTurns(Sequence):
 
 
 class ReplayModel:
-    """Step-indexed view of a :class:`dgym_tui.trajectory.Trajectory`.
+    """Step-indexed view of a :class:`dgym_tui.episode.trajectory.Trajectory`.
 
     Step 0 is the state after ``reset``; step N (1-based) the state after the
     N-th recorded turn.
@@ -75,7 +75,7 @@ class ReplayModel:
         trajectory: the trajectory read by ``read_trajectory``.
 
     Attributes:
-        turns: the recorded turns (``dgym_tui.records.Turn``), oldest first, as a
+        turns: the recorded turns (``dgym_tui.episode.records.Turn``), oldest first, as a
             :class:`LazyTurns` sequence (each converted from its record when first used).
         source_root: the original repository folder, or None when it is gone.
         unavailable: why no source can be shown at all ("" when it can).
@@ -132,7 +132,7 @@ class ReplayModel:
         if self.source_root is not None or self._searched:
             return self.source_root
         self._searched = True
-        from dgym_tui.episode import task_from_header
+        from dgym_tui.launch.open import task_from_header
 
         try:
             task, _ = task_from_header(self.trajectory.header)

@@ -19,7 +19,7 @@ SERVER_OPTIONS = {"--serve": False, "--host": True, "--port": True}
 
 
 def served_command(argv: list[str]) -> str:
-    """The shell command each browser tab runs: this Python, ``-m dgym_tui.tui.cli`` and ``argv``
+    """The shell command each browser tab runs: this Python, ``-m dgym_tui.cli.tui`` and ``argv``
     without ``--serve``, ``--host H`` and ``--port P`` (also in ``--opt=value`` form)."""
     kept: list[str] = []
     args = iter(argv)
@@ -29,7 +29,7 @@ def served_command(argv: list[str]) -> str:
             kept.append(arg)
         elif SERVER_OPTIONS[name] and "=" not in arg:
             next(args, None)  # the option's value
-    return shlex.join([sys.executable, "-m", "dgym_tui.tui.cli", *kept])
+    return shlex.join([sys.executable, "-m", "dgym_tui.cli.tui", *kept])
 
 
 def page_url(host: str, port: int) -> str:

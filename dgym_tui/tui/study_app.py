@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 from textual.app import App
 from textual.binding import Binding, BindingType
 
-from dgym_tui.study import GAVE_UP, TIMED_OUT, StudyTask
+from dgym_tui.study.plan import GAVE_UP, TIMED_OUT, StudyTask
 from dgym_tui.tui.app import DgymApp
 from dgym_tui.tui.screens.modals import ConfirmScreen
 from dgym_tui.tui.study_end import StudyEndApp, minutes
@@ -30,7 +30,7 @@ class StudyApp(DgymApp):
     """The app on one study task.
 
     Args:
-        task: the :class:`~dgym_tui.study.StudyTask` (its session not started).
+        task: the :class:`~dgym_tui.study.plan.StudyTask` (its session not started).
         theme_name: the start theme.
     """
 
@@ -123,7 +123,7 @@ class StudyRun:
     goes to ``out``.
 
     Args:
-        study: the :class:`~dgym_tui.study.Study` (checked).
+        study: the :class:`~dgym_tui.study.plan.Study` (checked).
         participant: the pseudonymous id (checked).
         theme_name: the apps' theme.
         out: where the progress lines go.
@@ -143,7 +143,7 @@ class StudyRun:
         self.exit_code: int | None = None
 
     def __iter__(self) -> Iterator[App[Any]]:
-        from dgym_tui.study import open_results, open_task, outcome, remaining
+        from dgym_tui.study.plan import open_results, open_task, outcome, remaining
 
         study, participant = self.study, self.participant
         open_results(study)

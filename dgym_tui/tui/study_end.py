@@ -8,7 +8,7 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import DataTable, Footer, Header, Static
 
-from dgym_tui.study_summary import participant_episodes
+from dgym_tui.study.summary import participant_episodes
 from dgym_tui.tui.themes import load_themes
 
 
@@ -23,7 +23,7 @@ class StudyEndApp(App[None]):
     counted), steps and pdb calls; a line with the totals. q, Enter or Escape closes.
 
     Args:
-        study: the :class:`~dgym_tui.study.Study`.
+        study: the :class:`~dgym_tui.study.plan.Study`.
         participant: the pseudonymous id.
         theme_name: the theme (one of ours or a Textual built-in).
     """

@@ -55,7 +55,7 @@ def load_themes(folder: Path | None = None) -> list[Theme]:
         ThemeFileError: a file is malformed.
     """
     if folder is None:
-        from dgym_tui.resources import resource_dir
+        from dgym_tui.support.resources import resource_dir
         try:
             folder = resource_dir("themes")
         except FileNotFoundError:

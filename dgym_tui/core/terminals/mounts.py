@@ -56,7 +56,7 @@ def ignored_paths(workspace) -> list[str]:
     tests write them. A folder that is ignored is listed, not its content.
 
     Args:
-        workspace: a :class:`dgym_tui.core.workspace.Workspace`.
+        workspace: a :class:`dgym_tui.core.fs.workspace.Workspace`.
 
     Returns:
         Sorted relative POSIX paths that exist now.

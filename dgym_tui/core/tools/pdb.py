@@ -1,6 +1,6 @@
 """pdb: run one pdb command in a persistent debugging session of the debug entrypoint.
 
-The session (a :class:`~dgym_tui.core.pdb_session.PdbSession`) starts lazily on
+The session (a :class:`~dgym_tui.core.pdb.session.PdbSession`) starts lazily on
 the first command and is restarted, with every stored breakpoint re-issued,
 when the program ends, when a command times out, when pdb exits, and before
 the next command after any file of the working copy changed
@@ -23,8 +23,8 @@ import re
 import shlex
 from typing import Any, ClassVar
 
-from dgym_tui.core.pdb_inspect import Inspection, inspect_command, parse_inspection
-from dgym_tui.core.pdb_session import (
+from dgym_tui.core.pdb.inspect import Inspection, inspect_command, parse_inspection
+from dgym_tui.core.pdb.session import (
     BREAK_RE,
     DELETED_RE,
     ENDED_MARKERS,
@@ -432,7 +432,7 @@ class PdbTool(Tool):
                 timeout: float = INSPECT_TIMEOUT) -> Inspection | None:
         """Read the stack, a frame's variables and pdb's breakpoints as data.
 
-        One hidden command (:func:`~dgym_tui.core.pdb_inspect.inspect_command`)
+        One hidden command (:func:`~dgym_tui.core.pdb.inspect.inspect_command`)
         is sent to the running session; nothing is recorded, the session is
         never started or restarted for it, and pdb's current frame stays.
 
@@ -443,7 +443,7 @@ class PdbTool(Tool):
                 interrupted (pdb then prints where it was) and None is returned.
 
         Returns:
-            The :class:`~dgym_tui.core.pdb_inspect.Inspection` (paths relative
+            The :class:`~dgym_tui.core.pdb.inspect.Inspection` (paths relative
             to the repository where they lie inside it), or None when no pdb
             session is stopped at a prompt or the reply held no inspection.
         """

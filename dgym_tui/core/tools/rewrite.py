@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from dgym_tui.core.gitpatch import split_lines, text_diff
+from dgym_tui.core.fs.gitpatch import split_lines, text_diff
 from dgym_tui.core.tools.base import FILE_PATH_PARAM, Tool, ToolError, ToolOutput, register
 
 

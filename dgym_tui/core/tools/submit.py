@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dgym_tui.core.pytest_summary import describe_score
+from dgym_tui.core.evaluation.summary import describe_score
 from dgym_tui.core.tools.base import Tool, ToolOutput, register
 
 

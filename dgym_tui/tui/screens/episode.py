@@ -2,8 +2,8 @@
 
 :class:`EpisodePane` shows one trajectory's steps (number, actor, action,
 first line of the observation) and the whole selected step below; it reads the
-file with :class:`dgym_tui.follow.TrajectoryFollower` whenever a thread
-watching it (:class:`dgym_tui.follow.FileWatch`: inotify, else every
+file with :class:`dgym_tui.episode.follow.TrajectoryFollower` whenever a thread
+watching it (:class:`dgym_tui.episode.follow.FileWatch`: inotify, else every
 :data:`FOLLOW_SECONDS`) sees a write, so an episode that ``dgym run`` is still
 writing gains its new steps as they are flushed (the cursor stays on the last
 step while it was there; a finished episode opens at its first step; the watch
@@ -26,7 +26,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 from textual.worker import get_current_worker
 
-from dgym_tui.follow import FileWatch, TrajectoryFollower
+from dgym_tui.episode.follow import FileWatch, TrajectoryFollower
 
 #: Seconds between looks at a followed trajectory where there is no inotify (with it, a
 #: flushed step is read at once).

@@ -4,7 +4,7 @@
 shown rows: e.g. resolved only, or all). It shows the episode's ``patch.diff``;
 ``t`` opens its trajectory (:class:`~dgym_tui.tui.screens.episode.EpisodeScreen`,
 ``esc`` comes back), ``a`` / ``x`` / ``n`` record accept / reject / needs-work
-with a note in the run's ``reviews.jsonl`` (:func:`dgym_tui.reviews.append_review`)
+with a note in the run's ``reviews.jsonl`` (:func:`dgym_tui.runs.reviews.append_review`)
 and move to the next episode, ``]`` / ``[`` skip forward / back, ``esc`` ends.
 """
 
@@ -18,8 +18,8 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from dgym_tui.reviews import append_review, read_reviews
-from dgym_tui.runs import EpisodeRow
+from dgym_tui.runs.index import EpisodeRow
+from dgym_tui.runs.reviews import append_review, read_reviews
 from dgym_tui.tui.screens.episode import EpisodeScreen
 from dgym_tui.tui.screens.modals import PromptScreen
 from dgym_tui.tui.widgets.diff_view import DiffView

@@ -11,7 +11,7 @@ reason, review), ``r`` reviews the shown episodes' patches from the cursor on
 (:mod:`dgym_tui.tui.screens.review`), ``a`` / ``x`` / ``n`` review the episode
 (accept / reject / needs-work, with a note) into the run's ``reviews.jsonl``,
 ``q`` quits.
-The folders are re-indexed once a second (:class:`dgym_tui.runs.RunIndex`
+The folders are re-indexed once a second (:class:`dgym_tui.runs.index.RunIndex`
 re-reads only changed episodes), so a run still being written fills in.
 """
 
@@ -28,7 +28,7 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static
 
-from dgym_tui.runs import COLUMNS, EpisodeRow, RunIndex, summarize
+from dgym_tui.runs.index import COLUMNS, EpisodeRow, RunIndex, summarize
 from dgym_tui.tui.screens.episode import CompareScreen, EpisodeScreen
 from dgym_tui.tui.screens.review import (
     VERDICT_BINDINGS,
@@ -331,7 +331,7 @@ def browsed_replay(row: EpisodeRow, theme_name: str = "dgym-dark") -> App:
         TrajectoryError: the trajectory cannot be read.
     """
     import dgym_tui.tui.app as app_module
-    from dgym_tui.trajectory import read_trajectory
+    from dgym_tui.episode.trajectory import read_trajectory
     from dgym_tui.tui.app import DgymApp
     from dgym_tui.tui.replay_model import ReplayModel
 
@@ -350,7 +350,7 @@ def browse_runs(paths: list[Path], theme_name: str = "dgym-dark") -> int:
     Returns:
         The exit code (0 on a normal quit).
     """
-    from dgym_tui.trajectory import TrajectoryError
+    from dgym_tui.episode.trajectory import TrajectoryError
     from dgym_tui.tui.serve import is_served
 
     if is_served():  # one app per browser tab: its end closes the tab's session

@@ -16,7 +16,7 @@ ERROR_KEYS_HINT = "[m] ask again now  [t] take over  [g] go (auto)"
 
 
 class ApprovePanel(VerticalScroll):
-    """Shows a pending :class:`~dgym_tui.records.Proposal`; hidden when there is none."""
+    """Shows a pending :class:`~dgym_tui.episode.records.Proposal`; hidden when there is none."""
 
     DEFAULT_CSS = """
     ApprovePanel { height: auto; max-height: 14; border: round $accent; display: none;

@@ -1,7 +1,7 @@
 """The variables pane: the selected frame's locals (or globals) as an expandable tree.
 
 Values changed since the previous stop in the same function are highlighted;
-long reprs arrive elided from the core (``dgym_tui.core.pdb_inspect``).
+long reprs arrive elided from the core (``dgym_tui.core.pdb.inspect``).
 """
 
 from __future__ import annotations

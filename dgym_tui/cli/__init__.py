@@ -1,0 +1,1 @@
+"""The ``dgym`` command line."""

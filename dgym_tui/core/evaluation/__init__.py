@@ -1,0 +1,1 @@
+"""Running the entrypoint's tests: the pytest report plugin and the summary it yields."""

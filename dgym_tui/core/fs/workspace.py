@@ -1,0 +1,860 @@
+"""The working copy of a repository for one episode.
+
+The original repository (``source``) is copied into a temporary folder
+(``root``, without ``.git``) and never written during the episode. Every path
+an action names goes through :meth:`Workspace.resolve`, which refuses paths
+that leave the working copy (``..``, absolute paths, symlinks pointing
+outside) and paths hidden by ``.debugignore``.
+
+The agent's code runs concurrently and is hostile: every host-side access
+(copy, read, write, listing, change tracking, patch, apply-back) resolves
+paths from directory descriptors without following links (``safefs``), and
+only regular files are ever opened; FIFOs, sockets and device nodes are
+named in a one-line refusal. Changes are tracked by :class:`TreeIndex`
+(inotify), so a step costs what changed, not the repository's size.
+
+Two gitignore-syntax files at the repository root shape what the agent sees:
+
+- ``.debugignore``: matching files are invisible (listdir, view, grep) and
+  cannot be read or written through the workspace.
+- ``.debugreadonly``: matching files are visible but cannot be written.
+
+Both files, ``.git``, and the caches Python and pytest write
+(``__pycache__/``, ``*.pyc``, ``.pytest_cache/``) are always ignored.
+"""
+
+from __future__ import annotations
+
+import bisect
+import contextlib
+import os
+import posixpath
+import shutil
+import stat
+import sys
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from dgym_tui.core.fs.gitpatch import MODE_EXEC, MODE_LINK, Blob, blob_id, file_patch, git_mode, merge3
+from dgym_tui.core.fs.safefs import (
+    DIR_FLAGS,
+    EscapeError,
+    SafeTree,
+    SpecialFileError,
+    file_kind,
+    open_subdir,
+    read_fd,
+    scan_fd,
+)
+from dgym_tui.core.fs.treeindex import Stamp, TreeIndex, stamp
+from dgym_tui.core.types import ApplyConflictError, WorkspaceError  # defined with the shared types
+
+if TYPE_CHECKING:
+    import pathspec
+
+IGNORE_FILE = ".debugignore"
+READONLY_FILE = ".debugreadonly"
+
+#: Patterns always ignored, whatever the repository's files say.
+ALWAYS_IGNORED = (".git/", IGNORE_FILE, READONLY_FILE, "__pycache__/", "*.pyc",
+                  ".pytest_cache/")
+#: Names never copied into the working copy.
+NOT_COPIED = frozenset({".git", "__pycache__", ".pytest_cache"})
+#: Prefix of working-copy folders: ``dgym-ws-<owner pid>-<random>``.
+WS_PREFIX = "dgym-ws-"
+
+#: Bytes read to decide whether a file is binary (a NUL byte in them means binary).
+BINARY_SNIFF_BYTES = 8192
+#: Bytes read at a time when streaming a file.
+CHUNK_BYTES = 1 << 20
+#: Longest line kept when streaming (longer lines are cut; view cuts far earlier).
+MAX_KEPT_LINE = 1 << 16
+#: Bytes of unchanged file content kept in memory for grep.
+CONTENT_CACHE_BYTES = 64 << 20
+
+_swept = False
+
+
+def _read_patterns(path: Path) -> list[str]:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(1 << 20).decode("utf-8", "replace").splitlines()
+    except OSError:
+        return []
+
+
+def is_binary(data: bytes) -> bool:
+    """Return True when ``data`` (the start of a file) looks binary: NUL byte or not UTF-8."""
+    if b"\0" in data:
+        return True
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        # A multi-byte character cut at the end of the sample is still text.
+        return exc.start < len(data) - 4
+    return False
+
+
+def remove_stale_workspaces(folder: str | None = None) -> list[str]:
+    """Delete working copies (``dgym-ws-<pid>-*``) whose owner process is gone.
+
+    (A process killed with SIGKILL cannot delete its working copy.) Only
+    folders owned by this user are touched; deletion never follows links.
+
+    Args:
+        folder: where to look; the system's temporary folder by default.
+
+    Returns:
+        The host paths removed.
+    """
+    import psutil  # here: ~10 ms of the app's start otherwise
+
+    folder = folder or tempfile.gettempdir()
+    removed = []
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return removed
+    for name in names:
+        if not name.startswith(WS_PREFIX):
+            continue
+        pid = name[len(WS_PREFIX):].split("-", 1)[0]
+        if not pid.isdigit() or psutil.pid_exists(int(pid)):
+            continue
+        path = os.path.join(folder, name)
+        try:
+            st = os.lstat(path)
+        except OSError:
+            continue
+        if stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid():
+            _rmtree(path)
+            removed.append(path)
+    return removed
+
+
+def _rmtree(path: str) -> None:
+    def _retry(func, failed, _exc):
+        # A read-only folder (made by a test, say) blocks deletion: open it up.
+        os.chmod(os.path.dirname(failed), stat.S_IRWXU)
+        func(failed)
+    try:
+        if sys.version_info >= (3, 12):
+            shutil.rmtree(path, onexc=_retry)
+        else:
+            shutil.rmtree(path, onerror=_retry)
+    except OSError:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+class Workspace:
+    """A temporary working copy of ``source`` with ignore / read-only rules.
+
+    The copy leaves out ``.git``, ``__pycache__`` and ``.pytest_cache`` folders,
+    and FIFOs, sockets and device nodes (listed in ``skipped``).
+
+    Args:
+        source: path of the original repository (a folder); never written
+            except by :meth:`apply_to_source`.
+        ignore: extra gitignore-style patterns hiding files from the agent.
+        readonly: extra gitignore-style patterns making files read-only.
+
+    Attributes:
+        source: absolute ``Path`` of the original repository.
+        root: absolute ``Path`` of the working copy (a fresh temporary folder).
+        skipped: ``(relative path, kind)`` of source entries not copied.
+
+    Raises:
+        WorkspaceError: ``source`` is not an existing folder.
+    """
+
+    def __init__(self, source: str | os.PathLike, ignore: Iterable[str] = (),
+                 readonly: Iterable[str] = ()) -> None:
+        global _swept
+        self.source = Path(source).resolve()
+        if not self.source.is_dir():
+            raise WorkspaceError(f"repository folder {str(source)!r} does not exist; "
+                                 "give the path of a folder")
+        if not _swept:  # once per process: working copies of killed owners
+            _swept = True
+            remove_stale_workspaces()
+        import pathspec  # here, not at import: a front end starts without it
+
+        self._ignore = pathspec.GitIgnoreSpec.from_lines(
+            [*ALWAYS_IGNORED, *_read_patterns(self.source / IGNORE_FILE), *ignore])
+        self._readonly = pathspec.GitIgnoreSpec.from_lines(
+            [*_read_patterns(self.source / READONLY_FILE), *readonly])
+        self._visible_cache: dict[tuple[str, bool], bool] = {}
+        self.skipped: list[tuple[str, str]] = []
+        self._src_info: dict[str, tuple[Stamp, str]] = {}
+        self._index: TreeIndex | None = None
+        self._tree = self._src = None
+        self.root = Path(tempfile.mkdtemp(prefix=f"{WS_PREFIX}{os.getpid()}-")).resolve()
+        try:
+            self._tree = SafeTree(self.root)
+            self._src = SafeTree(self.source)
+            self._copy()
+            self._index = TreeIndex(self._tree, self._visible)
+        except BaseException:
+            self.cleanup()
+            raise
+        self._initial: dict[str, Stamp] = dict(self._index.entries)
+        self._touched: set[str] = set()
+        self._version = 0
+        self._same: dict[str, tuple[Stamp, bool]] = {}
+        self._base: dict[str, Blob | None] = {}
+        self._content: dict[str, tuple[Stamp, bytes]] = {}
+        self._content_bytes = 0
+        self._line_index: dict[str, tuple[Stamp, list[tuple[int, int]], int]] = {}
+        self._files_cache: tuple[int, list[str], dict] | None = None
+
+    # -------------------------------------------------------------------- copy
+    def _copy(self) -> None:
+        """Copy the source into the (empty) root through folder descriptors."""
+        stack = [(os.dup(self._src.fd), os.dup(self._tree.fd), "")]
+        while stack:
+            src, dst, prefix = stack.pop()
+            try:
+                for name, st in scan_fd(src):
+                    if name in NOT_COPIED:
+                        continue
+                    rel = prefix + name
+                    kind = file_kind(st.st_mode)
+                    if kind == "folder":
+                        sub_src = open_subdir(src, name)
+                        if sub_src is None:
+                            continue
+                        os.mkdir(name, 0o700, dir_fd=dst)
+                        sub_dst = os.open(name, DIR_FLAGS, dir_fd=dst)
+                        os.fchmod(sub_dst, stat.S_IMODE(st.st_mode) | 0o700)
+                        stack.append((sub_src, sub_dst, rel + "/"))
+                    elif kind == "file":
+                        self._copy_file(src, dst, name, rel)
+                    elif kind == "link":
+                        target = os.readlink(name, dir_fd=src)
+                        os.symlink(target, name, dir_fd=dst)
+                        self._src_info[rel] = (stamp(st), blob_id(os.fsencode(target)))
+                    else:
+                        self.skipped.append((rel, kind))
+            finally:
+                os.close(src)
+                os.close(dst)
+
+    def _copy_file(self, src: int, dst: int, name: str, rel: str) -> None:
+        try:
+            fd_in = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
+                            dir_fd=src)
+        except OSError:
+            self.skipped.append((rel, "unreadable file"))
+            return
+        try:
+            st = os.fstat(fd_in)
+            if not stat.S_ISREG(st.st_mode):
+                self.skipped.append((rel, file_kind(st.st_mode)))
+                return
+            data = read_fd(fd_in, st.st_size)
+            fd_out = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+                             | os.O_CLOEXEC, stat.S_IMODE(st.st_mode) | 0o600, dir_fd=dst)
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd_out, view):]
+                os.fchmod(fd_out, stat.S_IMODE(st.st_mode))
+                os.utime(fd_out, ns=(st.st_atime_ns, st.st_mtime_ns))
+            finally:
+                os.close(fd_out)
+            self._src_info[rel] = (stamp(st), blob_id(data))
+        finally:
+            os.close(fd_in)
+
+    # ------------------------------------------------------------------ rules
+    @staticmethod
+    def _normalize(rel: str) -> str:
+        """Return ``rel`` as a normalized POSIX path relative to the root, or raise."""
+        if not isinstance(rel, str):
+            raise WorkspaceError(f"a path must be a string, got {type(rel).__name__}")
+        if "\0" in rel:
+            raise WorkspaceError(f"path {rel!r} contains a NUL byte; give a plain file path")
+        text = rel.strip().replace("\\", "/")
+        if not text:
+            text = "."
+        if text.startswith("/") or (len(text) > 1 and text[1] == ":"):
+            raise WorkspaceError(f"path {rel!r} is absolute; give a path relative to the "
+                                 "repository root, e.g. 'src/app.py'")
+        norm = posixpath.normpath(text)
+        if norm == ".." or norm.startswith("../"):
+            raise WorkspaceError(f"path {rel!r} leads outside the repository; give a path "
+                                 "inside it, relative to its root")
+        return norm
+
+    def _visible(self, rel: str, is_dir: bool) -> bool:
+        """Is entry ``rel`` itself visible (its folders are known to be)? Cached."""
+        key = (rel, is_dir)
+        seen = self._visible_cache.get(key)
+        if seen is None:
+            match = self._ignore.match_file
+            seen = not (match(rel) or (is_dir and match(rel + "/")))
+            if len(self._visible_cache) < 200_000:
+                self._visible_cache[key] = seen
+        return seen
+
+    def _match(self, spec: pathspec.PathSpec, rel: str) -> bool:
+        if rel == ".":
+            return False
+        parts = rel.split("/")
+        # A file inside an ignored folder is ignored too (as in git).
+        for i in range(1, len(parts)):
+            if spec.match_file("/".join(parts[:i]) + "/"):
+                return True
+        if spec.match_file(rel):
+            return True
+        return spec.match_file(rel + "/") and self.kind(rel) == "folder"
+
+    def kind(self, rel: str, follow: bool = True) -> str | None:
+        """File type of canonical path ``rel`` ("file", "folder", "link", "FIFO", ...); None if missing."""
+        try:
+            return self._tree.kind(rel, follow=follow)
+        except OSError:
+            return None
+
+    def is_ignored(self, rel: str) -> bool:
+        """Return True when ``rel`` (a relative POSIX path) is hidden from the agent."""
+        return self._match(self._ignore, self._normalize(rel))
+
+    def is_readonly(self, rel: str) -> bool:
+        """Return True when ``rel`` (a relative POSIX path) may not be written by the agent."""
+        return self._match(self._readonly, self._normalize(rel))
+
+    def canonical(self, rel: str, must_exist: bool = False) -> str:
+        """Return ``rel`` with links inside the working copy resolved (a relative path).
+
+        Raises:
+            WorkspaceError: ``rel`` is absolute, leads outside the working copy
+                (``..`` or a symlink pointing outside), is hidden by
+                ``.debugignore``, or does not exist while ``must_exist``.
+        """
+        norm = self._normalize(rel)
+        hidden = WorkspaceError(f"{norm!r} does not exist or is hidden from you; "
+                                "use listdir to see the available files")
+        if self._match(self._ignore, norm):
+            raise hidden
+        try:
+            with self._tree.resolve(norm) as leaf:
+                target = leaf.rel
+                exists = leaf.lstat() is not None
+        except EscapeError:
+            raise WorkspaceError(f"path {rel!r} leads outside the repository (through a "
+                                 "symbolic link); only files inside it can be used") from None
+        except (FileNotFoundError, NotADirectoryError):
+            target, exists = norm, False
+        except OSError as exc:
+            raise WorkspaceError(f"path {rel!r} cannot be used: {exc.strerror}") from None
+        if (target != norm and self._match(self._ignore, target)) or (must_exist and not exists):
+            raise hidden
+        return target
+
+    def resolve(self, rel: str, must_exist: bool = False) -> Path:
+        """Return the host path of ``rel`` inside the working copy, for naming only.
+
+        Never open the returned path yourself: the agent may swap a folder on
+        it for a link at any time; use the workspace's read / write methods.
+
+        Args:
+            rel: path relative to the repository root (POSIX or OS separators).
+            must_exist: also refuse paths that do not exist.
+
+        Returns:
+            The absolute host ``Path`` (links inside the working copy resolved).
+
+        Raises:
+            WorkspaceError: as :meth:`canonical`.
+        """
+        target = self.canonical(rel, must_exist=must_exist)
+        return self.root if target == "." else self.root / target
+
+    # ------------------------------------------------------------- file access
+    def _refusal(self, rel: str, exc: OSError) -> WorkspaceError:
+        if isinstance(exc, SpecialFileError):
+            return WorkspaceError(f"{rel!r} is a {exc.kind}, not a regular file; only "
+                                  "regular files can be read or written")
+        if isinstance(exc, IsADirectoryError):
+            return WorkspaceError(f"{rel!r} is a folder; use listdir to see its content")
+        if isinstance(exc, EscapeError):
+            return WorkspaceError(f"path {rel!r} leads outside the repository (through a "
+                                  "symbolic link); only files inside it can be used")
+        if isinstance(exc, (FileNotFoundError, NotADirectoryError)):
+            return WorkspaceError(f"{rel!r} does not exist or is hidden from you; use "
+                                  "listdir to see the available files")
+        return WorkspaceError(f"{rel!r} cannot be used: {exc.strerror or exc}")
+
+    def read_bytes(self, rel: str, limit: int | None = None) -> bytes:
+        """Return the bytes of regular file ``rel`` (at most ``limit``).
+
+        Raises:
+            WorkspaceError: refused (see :meth:`canonical`), a folder, a FIFO /
+                socket / device node, or missing.
+        """
+        target = self.canonical(rel, must_exist=True)
+        try:
+            return self._tree.read_bytes(target, limit)
+        except OSError as exc:
+            raise self._refusal(target, exc) from None
+
+    def read_text(self, rel: str) -> str:
+        """Return the text of file ``rel`` (UTF-8, invalid bytes replaced).
+
+        Raises:
+            WorkspaceError: the path is refused by :meth:`resolve`, is a folder,
+                a FIFO / socket / device node, or a binary file.
+        """
+        data = self.read_bytes(rel)
+        if is_binary(data[:BINARY_SNIFF_BYTES]):
+            raise WorkspaceError(f"{self._normalize(rel)!r} is a binary file; only text files "
+                                 "can be shown")
+        return data.decode("utf-8", "replace")
+
+    def read_lines(self, rel: str, first: int, last: int) -> tuple[str, list[str], int]:
+        """Stream file ``rel``: lines ``first``..``last`` (1-based) and the line count.
+
+        Only the requested lines are kept (each cut at ``MAX_KEPT_LINE`` bytes);
+        the rest of the file is counted in chunks, so memory stays small for
+        big files. For a big file the line number at each chunk start is
+        remembered (while the file is unchanged), so later views read only
+        from the chunk holding ``first`` to ``last``. Lines end at "\\n"
+        only; line ends are removed.
+
+        Returns:
+            ``(canonical relative path, lines, total number of lines)``.
+
+        Raises:
+            WorkspaceError: as :meth:`read_text`.
+        """
+        target = self.canonical(rel, must_exist=True)
+        try:
+            fd, st, _ = self._tree.open_file(target)
+        except OSError as exc:
+            raise self._refusal(target, exc) from None
+        kept: list[bytes] = []
+        current: list[bytes] = []
+        number, sniffed, ends_nl, offset, total = 1, False, True, 0, None
+        hit = self._line_index.get(target)
+        if hit is not None and hit[0] == stamp(st):  # known file: start near `first`
+            total, sniffed = hit[2], True
+            offset, number = max(((o, n) for o, n in hit[1] if n < first), default=(0, 1))
+            os.lseek(fd, offset, os.SEEK_SET)
+        checkpoints: list[tuple[int, int]] = []
+        try:
+            while total is None or number <= last:
+                chunk = os.read(fd, CHUNK_BYTES)
+                if not chunk:
+                    break
+                checkpoints.append((offset, number))  # the line the chunk starts in
+                offset += len(chunk)
+                if not sniffed:
+                    sniffed = True
+                    if is_binary(chunk[:BINARY_SNIFF_BYTES]):
+                        raise WorkspaceError(f"{target!r} is a binary file; only text files "
+                                             "can be shown")
+                ends_nl = chunk.endswith(b"\n")
+                newlines = chunk.count(b"\n")
+                if number > last or number + newlines < first:
+                    number += newlines  # nothing to keep in this chunk: only count
+                    current = []
+                    continue
+                pieces = chunk.split(b"\n")
+                for i, piece in enumerate(pieces):
+                    if first <= number <= last and sum(map(len, current)) < MAX_KEPT_LINE:
+                        current.append(piece)
+                    if i < len(pieces) - 1:
+                        if first <= number <= last:
+                            kept.append(b"".join(current)[:MAX_KEPT_LINE])
+                        current = []
+                        number += 1
+        finally:
+            os.close(fd)
+        if not ends_nl and sniffed and first <= number <= last:
+            kept.append(b"".join(current)[:MAX_KEPT_LINE])
+        if total is None:
+            total = number - 1 if ends_nl or not sniffed else number
+            if st.st_size > CHUNK_BYTES:  # big: remember where its chunks start
+                self._line_index[target] = (stamp(st), checkpoints, total)
+        lines = [line.decode("utf-8", "replace").rstrip("\r") for line in kept]
+        return target, lines, total
+
+    def write_text(self, rel: str, text: str) -> Path:
+        """Write ``text`` (UTF-8) to file ``rel``, creating parent folders as needed.
+
+        The file is replaced atomically (temporary file + rename in the same
+        folder, through folder descriptors).
+
+        Returns:
+            The host path written (for naming only).
+
+        Raises:
+            WorkspaceError: the path is refused by :meth:`resolve`, is a folder,
+                a FIFO / socket / device node, or is read-only
+                (``.debugreadonly`` or ``readonly=``).
+        """
+        norm = self._normalize(rel)
+        if self._match(self._ignore, norm):
+            raise WorkspaceError(f"{norm!r} is hidden by .debugignore and cannot be "
+                                 "written; choose another path")
+        target = self.canonical(norm)
+        if self._match(self._readonly, norm) or self._match(self._readonly, target):
+            raise WorkspaceError(f"{norm!r} is read-only (.debugreadonly); change other "
+                                 "files instead")
+        try:
+            written = self._tree.write_bytes(target, text.encode("utf-8", "surrogateescape"))
+        except IsADirectoryError:
+            raise WorkspaceError(f"{norm!r} is a folder; give the path of a file") from None
+        except OSError as exc:
+            raise self._refusal(target, exc) from None
+        return self.root / written
+
+    def children(self, rel: str = ".") -> list[tuple[str, bool]]:
+        """Return the visible entries directly inside folder ``rel``.
+
+        Returns:
+            Sorted ``(relative POSIX path, is_folder)`` pairs. Hidden entries
+            and symlinks pointing outside the working copy are left out;
+            FIFOs, sockets and device nodes are listed as files.
+
+        Raises:
+            WorkspaceError: ``rel`` is refused by :meth:`resolve` or is a file.
+        """
+        target = self.canonical(rel, must_exist=True)
+        try:
+            fd, target = self._tree.open_dir(target)
+        except NotADirectoryError:
+            raise WorkspaceError(f"{self._normalize(rel)!r} is a file, not a folder; use "
+                                 "view to read it") from None
+        except OSError as exc:
+            raise self._refusal(target, exc) from None
+        prefix = "" if target == "." else target + "/"
+        out = []
+        try:
+            for name, st in scan_fd(fd):
+                child = prefix + name
+                is_dir = stat.S_ISDIR(st.st_mode)
+                if not self._visible(child, is_dir):
+                    continue
+                if stat.S_ISLNK(st.st_mode):
+                    try:
+                        linked = self.canonical(child, must_exist=True)
+                    except WorkspaceError:
+                        continue
+                    is_dir = self.kind(linked) == "folder"
+                out.append((child, is_dir))
+        finally:
+            os.close(fd)
+        return sorted(out)
+
+    # ------------------------------------------------------------ the index
+    def refresh(self) -> bool:
+        """Bring the change index up to date. Returns True when a visible entry changed.
+
+        With inotify this costs what changed since the last call; without, a scan.
+        """
+        if self._index is None:
+            return False
+        changed = self._index.refresh()
+        if changed:
+            self._touched |= changed
+            self._version += 1
+        return bool(changed)
+
+    @property
+    def version(self) -> int:
+        """A number that changes whenever :meth:`refresh` saw a visible entry change."""
+        return self._version
+
+    @property
+    def watching(self) -> bool:
+        """True while inotify keeps the change index current (else every refresh scans)."""
+        return bool(self._index is not None and self._index.watching)
+
+    def entry(self, rel: str) -> tuple[str, int] | None:
+        """``(kind, size in bytes)`` of indexed entry ``rel`` (as of the last refresh); None if absent."""
+        st = self._index.entries.get(rel) if self._index else None
+        return None if st is None else (file_kind(st.mode), st.size)
+
+    def files(self, rel: str = ".", special: bool = False) -> list[str]:
+        """Return the visible files below folder ``rel``: sorted relative POSIX paths.
+
+        Links are listed as files (a link to a folder is not entered).
+
+        Args:
+            rel: the folder.
+            special: also list FIFOs, sockets and device nodes.
+
+        Raises:
+            WorkspaceError: ``rel`` is refused by :meth:`resolve` or is a file.
+        """
+        self.refresh()
+        target = self.canonical(rel, must_exist=True)
+        if target != "." and target not in self._index.dirs:
+            raise WorkspaceError(f"{self._normalize(rel)!r} is a file, not a folder")
+        if self._files_cache is None or self._files_cache[0] != self._version:
+            self._files_cache = (self._version, sorted(self._index.entries), {})
+        every, memo = self._files_cache[1], self._files_cache[2]
+        if (target, special) in memo:
+            return list(memo[target, special])
+        if target != ".":
+            prefix = target + "/"
+            every = every[bisect.bisect_left(every, prefix):]
+            every = every[:bisect.bisect_left(every, prefix[:-1] + chr(ord("/") + 1))]
+        entries = self._index.entries
+        out = []
+        for p in every:
+            mode = entries[p].mode
+            if stat.S_ISREG(mode) or (special and not stat.S_ISLNK(mode)) or (
+                    stat.S_ISLNK(mode) and self._link_to_file(p)):
+                out.append(p)
+        memo[target, special] = out
+        return list(out)
+
+    def start_ids(self) -> dict[str, str]:
+        """Return ``{relative path: git blob id}`` of the visible files and links at the start.
+
+        The ids were computed while copying (no file is read again); after
+        :meth:`apply_to_source` the applied versions count as the start.
+        """
+        return {rel: info[1] for rel, info in self._src_info.items() if rel in self._initial}
+
+    def _link_to_file(self, rel: str) -> bool:
+        """Does link ``rel`` lead to a visible regular file inside the working copy?"""
+        try:
+            return self.kind(self.canonical(rel, must_exist=True)) == "file"
+        except WorkspaceError:
+            return False
+
+    def cached_bytes(self, rel: str, limit: int) -> bytes:
+        """Bytes of indexed regular file ``rel``, from memory while it is unchanged.
+
+        Only for callers that just refreshed (``files()`` does): unchanged
+        content is served from a bounded in-memory cache while inotify keeps
+        the index current; otherwise the file is read safely.
+
+        Raises:
+            WorkspaceError: as :meth:`read_bytes`.
+        """
+        st = self._index.entries.get(rel) if self._index else None
+        hit = self._content.get(rel)
+        if st is not None and hit is not None and hit[0] == st and self._index.watching:
+            return hit[1]
+        try:
+            fd, fst, target = self._tree.open_file(rel)
+        except OSError as exc:
+            raise self._refusal(rel, exc) from None
+        try:
+            data = read_fd(fd, min(fst.st_size, limit), limit)
+        finally:
+            os.close(fd)
+        if (target == rel and self._index.watching and len(data) < limit
+                and self._content_bytes + len(data) <= CONTENT_CACHE_BYTES):
+            old = self._content.pop(rel, None)
+            self._content_bytes += len(data) - (len(old[1]) if old else 0)
+            self._content[rel] = (stamp(fst), data)
+        return data
+
+    # ----------------------------------------------------------------- changes
+    def changed_files(self) -> list[str]:
+        """Return visible files that differ from the original: sorted relative paths.
+
+        Added, deleted and modified files (content or execute bit) count.
+        Files hidden by ``.debugignore`` (and Python / pytest caches),
+        FIFOs, sockets and device nodes never count. Cost: the files touched
+        since the episode started, each read at most once per change.
+        """
+        self.refresh()
+        return sorted(p for p in self._touched if self._differs(p))
+
+    def _current(self, rel: str) -> Stamp | None:
+        st = self._index.entries.get(rel)
+        if st is None or not (stat.S_ISREG(st.mode) or stat.S_ISLNK(st.mode)):
+            return None
+        return st
+
+    def _differs(self, rel: str) -> bool:
+        cur, init = self._current(rel), self._initial.get(rel)
+        if cur is None or init is None:
+            return (cur is None) != (init is None)
+        if cur == init:
+            return False
+        cached = self._same.get(rel)
+        if cached is not None and cached[0] == cur:
+            return cached[1]
+        blob = self._blob(self._tree, rel)
+        info = self._src_info.get(rel)
+        differs = (blob is None or info is None or blob_id(blob.data) != info[1]
+                   or blob.mode != git_mode(init.mode, stat.S_ISLNK(init.mode)))
+        self._same[rel] = (cur, differs)
+        if differs:
+            self._base_blob(rel)  # keep the starting content while the original has it
+        return differs
+
+    @staticmethod
+    def _blob(tree: SafeTree, rel: str) -> Blob | None:
+        """The git blob of file or link ``rel`` in ``tree``, read now; None if missing / special."""
+        try:
+            with tree.resolve(rel, follow=False) as leaf:
+                st = leaf.lstat()
+                if st is None:
+                    return None
+                if stat.S_ISLNK(st.st_mode):
+                    return Blob(git_mode(0, True), os.fsencode(os.readlink(leaf.name,
+                                                                           dir_fd=leaf.parent)))
+                if not stat.S_ISREG(st.st_mode):
+                    return None
+            fd, fst, _ = tree.open_file(rel)
+        except (OSError, ValueError):
+            return None
+        try:
+            return Blob(git_mode(fst.st_mode), read_fd(fd, fst.st_size))
+        finally:
+            os.close(fd)
+
+    def _base_blob(self, rel: str) -> Blob | None:
+        """The starting content of ``rel`` (None if it did not exist).
+
+        Raises:
+            KeyError: it existed, but the original changed before it was kept.
+        """
+        if rel in self._base:
+            return self._base[rel]
+        if rel not in self._initial:
+            return None
+        info = self._src_info.get(rel)
+        blob = self._blob(self._src, rel)
+        if info is None or blob is None or blob_id(blob.data) != info[1]:
+            raise KeyError(rel)
+        init = self._initial[rel]
+        blob = Blob(git_mode(init.mode, stat.S_ISLNK(init.mode)), blob.data)
+        self._base[rel] = blob
+        return blob
+
+    def patch(self) -> str:
+        """Return the episode's changes as a git patch (``git diff --binary --full-index``).
+
+        The patch turns the original repository, as it was when the episode
+        started, into the working copy: ``git apply`` takes it (binary files,
+        links, modes, new / deleted files, any file name). A file whose
+        starting content is no longer known (the original changed under the
+        session before the change was seen) is left out, named in a ``#``
+        note before the first diff. Returns "" when nothing changed.
+        """
+        parts, lost = [], []
+        for rel in self.changed_files():
+            try:
+                old = self._base_blob(rel)
+            except KeyError:
+                lost.append(rel)
+                continue
+            parts.append(file_patch(rel, old, self._blob(self._tree, rel)))
+        note = "".join(f"# not included (the original changed during the session): {rel!r}\n"
+                       for rel in lost)
+        return note + "".join(parts)
+
+    def apply_to_source(self) -> list[str]:
+        """Write the episode's changes into the original repository.
+
+        Files changed in the original since the episode started are merged
+        three-way (``git merge-file`` against the starting content); if any
+        cannot be merged, nothing is written. Writes go through folder
+        descriptors of the original (temporary file + rename), never through
+        links leading out of it.
+
+        Returns:
+            The relative paths written or deleted in ``source``.
+
+        Raises:
+            ApplyConflictError: files changed outside the session conflict
+                (or are binary / links); nothing was written.
+            WorkspaceError: a path of the original cannot be written.
+        """
+        plan, conflicts = [], []
+        for rel in self.changed_files():
+            ours = self._blob(self._tree, rel)
+            theirs = self._blob(self._src, rel)
+            try:
+                base = self._base_blob(rel)
+            except KeyError:
+                base = _LOST
+            if theirs == base:
+                plan.append((rel, ours))
+            elif theirs == ours:
+                plan.append((rel, _SAME))
+            else:
+                merged = None
+                if (isinstance(base, Blob) and ours is not None and theirs is not None
+                        and MODE_LINK not in {base.mode, ours.mode, theirs.mode}):
+                    merged = merge3(base.data, ours.data, theirs.data)
+                if merged is None:
+                    conflicts.append(rel)
+                else:
+                    plan.append((rel, Blob(ours.mode, merged)))
+        if conflicts:
+            raise ApplyConflictError(conflicts)
+        for rel, blob in plan:
+            if blob is not _SAME:
+                self._write_source(rel, blob)
+            self._accept(rel)
+        return [rel for rel, _ in plan]
+
+    def _write_source(self, rel: str, blob: Blob | None) -> None:
+        try:
+            if blob is None:
+                self._src.unlink(rel)
+            elif blob.mode == MODE_LINK:
+                with self._src.resolve(rel, follow=False, mkdirs=True) as leaf:
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(leaf.name, dir_fd=leaf.parent)
+                    os.symlink(os.fsdecode(blob.data), leaf.name, dir_fd=leaf.parent)
+            else:
+                if self._kind_src(rel) == "link":
+                    self._src.unlink(rel)
+                self._src.write_bytes(rel, blob.data)
+                fd, st, _ = self._src.open_file(rel)
+                os.close(fd)
+                perms = stat.S_IMODE(st.st_mode)
+                want = (perms | (perms & 0o444) >> 2) if blob.mode == MODE_EXEC else perms & ~0o111
+                if want != perms:
+                    self._src.chmod(rel, want)
+        except OSError as exc:
+            raise WorkspaceError(f"could not write {rel!r} in the original repository: "
+                                 f"{exc.strerror or exc}") from None
+
+    def _kind_src(self, rel: str) -> str | None:
+        try:
+            return self._src.kind(rel, follow=False)
+        except OSError:
+            return None
+
+    def _accept(self, rel: str) -> None:
+        """After apply-back: the working copy's version of ``rel`` is the new start."""
+        cur = self._current(rel)
+        blob = self._blob(self._tree, rel)
+        if cur is None or blob is None:
+            self._initial.pop(rel, None)
+            self._src_info.pop(rel, None)
+            self._base[rel] = None
+            return
+        self._initial[rel] = cur
+        self._src_info[rel] = (cur, blob_id(blob.data))
+        self._base[rel] = blob
+        self._same.pop(rel, None)
+
+    def cleanup(self) -> None:
+        """Delete the working copy. Idempotent."""
+        if self._index is not None:
+            self._index.close()
+        for tree in (self._tree, self._src):
+            if tree is not None:
+                tree.close()
+        if self.root.exists():
+            _rmtree(str(self.root))
+
+
+_SAME = object()
+_LOST = object()

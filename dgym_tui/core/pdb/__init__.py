@@ -1,0 +1,1 @@
+"""The pdb process: a session driving it and the inspection of frames."""

@@ -1,0 +1,308 @@
+"""Drive one interactive pdb process through pexpect, event-driven.
+
+A :class:`PdbSession` starts a debug entrypoint (``python -m pdb ...``) in a
+terminal and sends it one command at a time. Reading is driven by the prompt:
+each reply is everything pdb prints until its next ``(Pdb) `` prompt. The
+reader blocks in ``select`` on the pseudo-terminal (pexpect's
+``read_nonblocking`` with the time left until the deadline), so a reply is
+returned as soon as the prompt arrives: no sleeps, no polling interval, no
+extra commands per step. Output is kept in a :class:`BoundedOutput` (head and
+tail), so a program printing in a loop cannot exhaust memory.
+
+This module knows pdb's output formats (frame lines, breakpoint replies, the
+end-of-program messages) and nothing about workspaces or breakpoint policy;
+the ``pdb`` tool (``dgym_tui.core.tools.pdb``) builds on it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import time
+from dataclasses import dataclass, field
+
+import pexpect
+
+from dgym_tui.core.terminals.base import DEFAULT_MAX_OUTPUT
+from dgym_tui.core.terminals.output import BoundedOutput
+
+#: pdb's prompt (Python 3.8 - 3.13 print exactly this and wait for a line).
+PROMPT = "(Pdb) "
+
+#: Interactive questions pdb asks inside a command, and the answer we give.
+#: ``clear`` with no argument asks before deleting every breakpoint.
+CONFIRMATIONS = {"Clear all breaks? ": "y"}
+
+_KEEP = max(len(PROMPT), *(len(q) for q in CONFIRMATIONS)) - 1
+
+_ML = re.MULTILINE
+#: "> /abs/file.py(12)func()" (pdb's current-frame line; "->value" may follow on return).
+#: pytest's progress characters (". F E s x X") may stand before it on the same line.
+FRAME_RE = re.compile(r"^[.FEsxX]*> (?P<path>.+?)\((?P<line>\d+)\)(?P<func>[^\s(]*)\(\)", _ML)
+#: a frame line or a stack entry of ``where``: "> /abs/f.py(12)func()" or "  /abs/f.py(12)func()"
+STACK_RE = re.compile(r"^[> ] (?P<path>.+?)\((?P<line>\d+)\)(?P<func>[^\s(]*)\(\)", _ML)
+#: "Breakpoint 3 at /abs/file.py:12"
+BREAK_RE = re.compile(r"^Breakpoint (?P<num>\d+) at (?P<path>.+):(?P<line>\d+)\s*$", _ML)
+#: "Deleted breakpoint 3 at /abs/file.py:12" (clear, or a tbreak that was hit)
+DELETED_RE = re.compile(r"^Deleted breakpoint (?P<num>\d+) at (?P<path>.+):(?P<line>\d+)\s*$",
+                        _ML)
+#: "Disabled breakpoint 3 at /abs/file.py:12" / "Enabled breakpoint ..."
+TOGGLED_RE = re.compile(
+    r"^(?P<what>Disabled|Enabled) breakpoint (?P<num>\d+) at (?P<path>.+):(?P<line>\d+)\s*$", _ML)
+
+#: Messages pdb prints when the debugged program ends; pdb then restarts it in-process.
+ENDED_MARKERS = (
+    ("The program finished and will be restarted", "the program finished"),
+    ("The program exited via sys.exit()", "the program exited via sys.exit()"),
+    ("Post mortem debugger finished", "the post-mortem session ended"),
+)
+#: pdb entered post-mortem debugging after an uncaught exception (still usable).
+POST_MORTEM_MARKER = "Uncaught exception. Entering post mortem debugging"
+
+
+class PdbStartError(RuntimeError):
+    """pdb did not reach its first prompt (it exited or timed out).
+
+    Attributes:
+        output: what the process printed (bounded), for the observation.
+        timed_out: True when the deadline passed, False when the process exited.
+    """
+
+    def __init__(self, message: str, output: str = "", timed_out: bool = False) -> None:
+        super().__init__(message)
+        self.output = output
+        self.timed_out = timed_out
+
+
+@dataclass
+class Frame:
+    """A frame line printed by pdb: ``> path(line)func()``.
+
+    Attributes:
+        path: the path as the pdb process sees it (absolute, or ``<string>``).
+        line: 1-based line number.
+        func: function name (``<module>`` at module level).
+    """
+
+    path: str
+    line: int
+    func: str
+
+
+@dataclass
+class PdbReply:
+    """What one command (or the session start) produced.
+
+    Attributes:
+        output: pdb's output up to the next prompt, ``\\r\\n`` normalized to
+            ``\\n``, bounded to the session's ``max_output`` (head + tail + note).
+        status: ``"prompt"`` (pdb waits for the next command), ``"timeout"``
+            (no prompt before the deadline; the process still runs) or
+            ``"exited"`` (the process ended).
+        elapsed: seconds from sending the command to the end of the reply.
+        truncated_bytes: bytes of output dropped by the bound.
+    """
+
+    output: str
+    status: str
+    elapsed: float = 0.0
+    truncated_bytes: int = 0
+
+    @property
+    def ok(self) -> bool:
+        """True when pdb is back at its prompt."""
+        return self.status == "prompt"
+
+
+def normalize(text: str) -> str:
+    """Turn terminal line endings (``\\r\\n``, stray ``\\r``) into ``\\n``."""
+    return text.replace("\r\n", "\n").replace("\r", "")
+
+
+def last_frame(text: str) -> Frame | None:
+    """Return the last ``> path(line)func()`` frame line in ``text``, or None."""
+    match = None
+    for match in FRAME_RE.finditer(text):  # noqa: B007  keep the last one
+        pass
+    if match is None:
+        return None
+    return Frame(match["path"], int(match["line"]), match["func"])
+
+
+def stack_frames(text: str) -> list[Frame]:
+    """Every frame named in ``text`` (frame lines and ``where`` entries), outermost first."""
+    return [Frame(m["path"], int(m["line"]), m["func"]) for m in STACK_RE.finditer(text)]
+
+
+def program_ended(text: str) -> str | None:
+    """If ``text`` holds one of pdb's end-of-program messages, return a short reason."""
+    for marker, reason in ENDED_MARKERS:
+        if marker in text:
+            return reason
+    return None
+
+
+@dataclass
+class PdbSession:
+    """One pdb process started in a terminal, driven command by command.
+
+    Args:
+        terminal: a started ``Terminal`` (its ``spawn`` returns a pexpect object
+            opened with ``encoding="utf-8"``).
+        command: the debug entrypoint, e.g. ``"python -m pdb -m pytest -s"``.
+        env: extra environment variables for the process.
+        max_output: cap in bytes on the output kept per reply.
+
+    Use :meth:`start` once, then :meth:`send` / :meth:`send_many`; :meth:`close`
+    kills the process (also used after a timeout).
+    """
+
+    terminal: object
+    command: str
+    env: dict[str, str] = field(default_factory=dict)
+    max_output: int = DEFAULT_MAX_OUTPUT
+    child: object = None
+    _pending: str = ""
+
+    @property
+    def alive(self) -> bool:
+        """True while the pdb process runs."""
+        child = self.child
+        if child is None or getattr(child, "closed", False):
+            return False
+        try:
+            return bool(child.isalive())
+        except Exception:  # noqa: BLE001  a broken connection means not alive
+            return False
+
+    def start(self, timeout: float) -> PdbReply:
+        """Start the process and wait for pdb's first prompt.
+
+        Args:
+            timeout: seconds to wait for the first prompt.
+
+        Returns:
+            The reply with what pdb printed before its first prompt
+            (normally the first frame line).
+
+        Raises:
+            PdbStartError: the process exited or did not prompt in time; the
+                process is killed before raising.
+        """
+        self.close()
+        env = {"PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1", **self.env}
+        self.child = self.terminal.spawn(self.command, env=env)
+        self.child.delaybeforesend = None  # pexpect's default sleeps 50 ms per send
+        self._pending = ""
+        reply = self._read_reply(time.monotonic() + timeout, started=time.monotonic())
+        if not reply.ok:
+            self.close()
+            what = (f"did not reach the (Pdb) prompt within {timeout:g} s"
+                    if reply.status == "timeout" else "exited before its first prompt")
+            raise PdbStartError(f"pdb {what}", reply.output, reply.status == "timeout")
+        return reply
+
+    def send(self, command: str, timeout: float) -> PdbReply:
+        """Send one command line and read pdb's reply up to the next prompt.
+
+        Args:
+            command: one pdb command (a single line, without the newline).
+            timeout: seconds to wait for the prompt.
+
+        Returns:
+            The :class:`PdbReply`. On ``"timeout"`` the process still runs:
+            call :meth:`interrupt` and/or :meth:`close`.
+
+        Raises:
+            RuntimeError: the session is not started.
+        """
+        return self.send_many([command], timeout)[0]
+
+    def send_many(self, commands: list[str], timeout: float) -> list[PdbReply]:
+        """Send several command lines at once and read one reply per command.
+
+        All lines are written in one go (pdb reads them in order), so N
+        commands cost about one round trip. Reading stops at the first reply
+        that does not end at a prompt; later replies are then absent.
+
+        Args:
+            commands: pdb command lines.
+            timeout: seconds for the whole batch.
+
+        Returns:
+            One :class:`PdbReply` per command answered (fewer on timeout / exit).
+        """
+        if self.child is None:
+            raise RuntimeError("pdb session not started; call start() first")
+        started = time.monotonic()
+        deadline = started + timeout
+        for cmd in commands:
+            if "\n" in cmd or "\r" in cmd:
+                raise ValueError("a pdb command is a single line")
+        self.child.send("".join(cmd + "\n" for cmd in commands))
+        replies = []
+        for _ in commands:
+            reply = self._read_reply(deadline, started)
+            replies.append(reply)
+            if not reply.ok:
+                break
+        return replies
+
+    def interrupt(self, grace: float = 1.0) -> PdbReply:
+        """Send Ctrl-C (SIGINT through the terminal) and read what follows.
+
+        pdb stops a running ``continue`` with "Program interrupted" and a frame
+        line; elsewhere a KeyboardInterrupt traceback shows where the program
+        was. Waits at most ``grace`` seconds for a prompt or the end.
+        """
+        if not self.alive:
+            return PdbReply("", "exited")
+        try:
+            self.child.sendintr()
+        except Exception:  # noqa: BLE001  best effort: the caller kills the process next
+            return PdbReply("", "exited")
+        started = time.monotonic()
+        return self._read_reply(started + grace, started)
+
+    def close(self) -> None:
+        """Kill the pdb process (and its process group) and close the terminal. Idempotent."""
+        child, self.child = self.child, None
+        self._pending = ""
+        if child is None:
+            return
+        with contextlib.suppress(Exception):  # already gone
+            child.close(force=True)  # the terminals' spawns kill their whole group at once
+
+    # -- reading ---------------------------------------------------------
+    def _read_reply(self, deadline: float, started: float) -> PdbReply:
+        """Read up to the next prompt, the deadline, or the end of the process."""
+        out = BoundedOutput(self.max_output)
+        buf, self._pending = self._pending, ""
+        status = "timeout"
+        while True:
+            idx = buf.find(PROMPT)
+            if idx >= 0:
+                out.feed(buf[:idx].encode("utf-8", "replace"))
+                self._pending = buf[idx + len(PROMPT):]
+                status = "prompt"
+                break
+            for question, answer in CONFIRMATIONS.items():
+                if buf.endswith(question):
+                    self.child.send(answer + "\n")
+                    buf += answer + "\n"  # show the answer, as a terminal would
+            if len(buf) > _KEEP:  # keep a tail in case the prompt is split across reads
+                out.feed(buf[:-_KEEP].encode("utf-8", "replace"))
+                buf = buf[-_KEEP:]
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            try:
+                buf += self.child.read_nonblocking(65536, timeout=left)
+            except pexpect.TIMEOUT:
+                break
+            except (pexpect.EOF, OSError, ValueError):
+                status = "exited"
+                break
+        if status != "prompt":
+            out.feed(buf.encode("utf-8", "replace"))
+        return PdbReply(normalize(out.text()), status, time.monotonic() - started, out.dropped)

@@ -1,0 +1,583 @@
+"""The turn loop shared by every front end: propose -> decide -> step -> record.
+
+A :class:`Session` drives one episode of a :class:`~dgym_tui.core.env.RepoEnv`.
+Each turn, the policy proposes an action; depending on the mode a person
+decides about it (approve, edit, reject with a note, or take over), the
+environment executes it and the turn is appended to ``turns``, written to the
+trajectory file and announced to subscribers as :class:`SessionEvent` objects.
+
+Modes (settable at any turn through ``session.mode``):
+
+- ``"human"``: the person acts (:meth:`Session.act`); no policy is asked.
+- ``"approve"``: :meth:`Session.propose`, then :meth:`approve` / :meth:`edit` /
+  :meth:`reject` / :meth:`act` (take over for this step) / :meth:`take_over`.
+- ``"auto"``: :meth:`Session.run` loops propose -> execute until the episode
+  ends, the step budget is spent, the mode changes or a pause is requested.
+
+Recording rules (also in docs/internals.md):
+
+- ``actor`` is ``"agent"`` for decisions ``auto``, ``approved`` and
+  ``rejected``; ``"human"`` for ``edited`` (the person changed the action)
+  and ``manual``. A policy whose ``actor`` attribute is ``"human"`` (e.g. the
+  text-prompt human policy) records its turns as ``human`` / ``manual``.
+- A proposal without an action (``Proposal.action is None``: the model sent
+  no valid tool call) is recorded as a turn with ``decision="rejected"``,
+  ``proposed=None``, ``action=None``, ``result=None`` and the error in
+  ``Turn.error`` so the agent reads it on its next turn. It counts against the
+  step budget.
+- Every turn, rejected ones included, counts against ``max_steps``.
+- The same invalid reply (same text and calls) ``STUCK_REPEATS`` (3) times in
+  a row ends the episode with reason ``"stuck"`` instead of spending the budget.
+
+The loop holds no UI: it is safe to drive from a worker thread. Environment
+access is serialized by a lock; subscribers are called from the thread that
+drives the loop and must hand work over to their own thread themselves.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import platform
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from dgym_tui import __version__
+from dgym_tui.core.fs.patches import PatchError, original_texts
+from dgym_tui.core.types import StepResult, ToolCall
+from dgym_tui.episode.policy import Policy
+from dgym_tui.episode.records import EpisodeInfo, Proposal, Turn, Usage
+from dgym_tui.episode.trajectory import TrajectoryWriter
+
+if TYPE_CHECKING:
+    from dgym_tui.core.env import RepoEnv
+
+log = logging.getLogger(__name__)
+
+MODES = ("human", "approve", "auto")
+STUCK_REPEATS = 3  # the same invalid reply this many times in a row ends the episode
+
+
+class SessionError(Exception):
+    """A session method was called at the wrong time (episode over, no policy, ...)."""
+
+
+@dataclass
+class SessionEvent:
+    """Something happened in the loop.
+
+    ``kind`` / ``data``: ``"reset"`` (StepResult), ``"proposing"`` (None),
+    ``"proposal"`` (Proposal), ``"stepping"`` (ToolCall), ``"turn"`` (Turn),
+    ``"mode"`` (str), ``"done"`` (footer dict), ``"error"`` (str).
+    """
+
+    kind: str
+    data: Any = None
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def _reply_key(turn: Turn) -> str:
+    """The model's reply of a turn, without what differs between identical replies (call ids)."""
+    raw = turn.raw or {}
+    calls = [(c.get("function") or {}) for c in raw.get("tool_calls") or []]
+    return json.dumps([raw.get("content") if raw else turn.reasoning,
+                       [(c.get("name"), c.get("arguments")) for c in calls]], sort_keys=True)
+
+
+def repeats_invalid_reply(turns: list[Turn], repeats: int = STUCK_REPEATS) -> bool:
+    """True when the last ``repeats`` turns are invalid proposals with the same reply.
+
+    Args:
+        turns: the episode's turns, oldest first.
+        repeats: how many identical invalid replies in a row count as stuck.
+    """
+    last = turns[-repeats:]
+    return (len(last) == repeats and all(t.invalid for t in last)
+            and len({_reply_key(t) for t in last}) == 1)
+
+
+class Session:
+    """One episode: the environment, an optional policy, a mode and a step budget.
+
+    Args:
+        env: a RepoEnv (not yet reset; :meth:`start` resets it). The session
+            does not close it.
+        policy: who proposes actions in ``approve`` / ``auto`` modes (None for
+            a purely human session).
+        mode: ``"human"``, ``"approve"`` or ``"auto"``.
+        max_steps: step budget (turns, rejected ones included); the episode
+            ends with reason ``"max_steps"`` when it is spent.
+        trajectory_path: where to write the JSONL trajectory (None: no file).
+        task_name: the task's name shown to people (e.g. ``"mini/shopping_cart"``);
+            the header's ``task.name`` when ``task`` gives none.
+        config: the run configuration, stored in the header (JSON-ready dict).
+        stop_on_resolved: end the episode (reason ``"resolved"``) as soon as a
+            step reports ``resolved``; otherwise only submit / budget end it.
+        task: the task record for the header (``Task.to_dict()``, which
+            replay and fork read back; :func:`dgym_tui.launch.open.open_session`
+            passes it).
+        environment: the environment options for the header (tools,
+            timeouts) that are not part of the task.
+
+    Raises:
+        ValueError: unknown mode, or ``approve`` / ``auto`` without a policy,
+            or ``max_steps < 1``.
+    """
+
+    def __init__(self, env: RepoEnv, policy: Policy | None = None, mode: str = "human",
+                 max_steps: int = 50, trajectory_path: Any = None, task_name: str = "",
+                 config: dict[str, Any] | None = None, stop_on_resolved: bool = False,
+                 task: dict[str, Any] | None = None,
+                 environment: dict[str, Any] | None = None) -> None:
+        if max_steps < 1:
+            raise ValueError(f"max_steps must be at least 1, got {max_steps}")
+        self.env = env
+        self.policy = policy
+        self.max_steps = int(max_steps)
+        self.trajectory_path = trajectory_path
+        self.task_name = task_name
+        self.config = dict(config or {})
+        self.stop_on_resolved = stop_on_resolved
+        self.task_record = {"name": task_name, **(task or {})}
+        self.environment = dict(environment or {})
+        self.turns: list[Turn] = []
+        self.last: StepResult | None = None
+        self.initial: StepResult | None = None
+        self.done = False
+        self.reason = ""
+        self.footer: dict[str, Any] | None = None
+        self.pending: Proposal | None = None
+        self.usage = Usage()
+        self._check_mode(mode)
+        self._mode = mode
+        self._subscribers: list[Callable[[SessionEvent], None]] = []
+        #: serializes access to the environment: hold it to read the environment's
+        #: state (files, patch) from a thread of your own
+        self.lock = threading.RLock()
+        self._pause = threading.Event()
+        self._abort_reason: str | None = None
+        self._writer: TrajectoryWriter | None = None
+        self._propose_time: dict[int, float] = {}
+        self._started = time.monotonic()
+        # the patch after the last step that changed a file: the footer falls back
+        # to it when the environment was closed under the session (SIGTERM cleanup)
+        self._patch: str | None = None
+        self._patch_generation = 0  # RepoEnv.generation after reset
+        # git blob id of the start of each file whose starting text is recorded
+        # (None: created in the session); applying the changes to the original moves it
+        self._base_ids: dict[str, str | None] = {}
+
+    # -- mode ---------------------------------------------------------------
+    def _check_mode(self, mode: str) -> None:
+        if mode not in MODES:
+            raise ValueError(f"unknown mode {mode!r}; use one of {', '.join(MODES)}")
+        if mode != "human" and self.policy is None:
+            raise ValueError(f"mode {mode!r} needs a policy (an agent); use mode 'human'")
+
+    @property
+    def mode(self) -> str:
+        """``"human" | "approve" | "auto"``; setting it emits a ``"mode"`` event."""
+        return self._mode
+
+    @mode.setter
+    def mode(self, value: str) -> None:
+        self._check_mode(value)
+        if value != self._mode:
+            self._mode = value
+            self._emit("mode", value)
+
+    @property
+    def steps_left(self) -> int:
+        """Turns left in the step budget (never negative)."""
+        return max(0, self.max_steps - len(self.turns))
+
+    # -- events -------------------------------------------------------------
+    def subscribe(self, callback: Callable[[SessionEvent], None]) -> None:
+        """Call ``callback(SessionEvent)`` for every event, from the loop's thread.
+
+        A callback that raises is logged and otherwise ignored: a front-end bug
+        must not break the episode.
+        """
+        self._subscribers.append(callback)
+
+    def _emit(self, kind: str, data: Any = None) -> None:
+        event = SessionEvent(kind, data)
+        for callback in list(self._subscribers):
+            try:
+                callback(event)
+            except Exception:
+                log.exception("session subscriber failed on %s event", kind)
+
+    # -- episode ------------------------------------------------------------
+    def start(self) -> StepResult:
+        """Reset the environment, tell the policy about the episode, write the header.
+
+        Returns:
+            The StepResult of ``env.reset()``.
+
+        Raises:
+            Whatever ``env.reset()`` raises (e.g. the terminal cannot start);
+            an ``"error"`` event is emitted first.
+        """
+        try:
+            with self.lock:
+                result = self.env.reset()
+        except Exception as exc:
+            self._emit("error", f"reset failed: {exc}")
+            raise
+        self.initial = self.last = result
+        self._started = time.monotonic()
+        if self.policy is not None:
+            self.policy.reset(EpisodeInfo(
+                task=self.env.task or "",
+                instructions=self.env.instructions(),
+                tool_schemas=self.env.tool_schemas(),
+                initial_observation=result.observation))
+        if self.trajectory_path is not None:
+            self._writer = TrajectoryWriter(self.trajectory_path)
+            self._writer.write_header(self._header(result))
+        self._emit("reset", result)
+        return result
+
+    def _header(self, initial: StepResult) -> dict[str, Any]:
+        config = dict(self.config)
+        config.setdefault("policy", getattr(self.policy, "name", None) if self.policy else "human")
+        config.setdefault("mode", self.mode)
+        config.setdefault("max_steps", self.max_steps)
+        config.setdefault("stop_on_resolved", self.stop_on_resolved)
+        versions = {"dgym_tui": __version__, "python": sys.version.split()[0],
+                    "platform": platform.platform()}
+        header = {"task": self.task_record, "config": config, "tools": self.env.tool_schemas(),
+                  "environment": self.environment, "versions": versions, "started_at": _now(),
+                  "initial": initial.to_dict(), **self._start_files()}
+        prompt_header = getattr(self.policy, "prompt_header", None)
+        if callable(prompt_header):  # an LLM agent: its system prompt, task message, tools
+            header["prompt"] = prompt_header()
+        return header
+
+    def _start_files(self) -> dict[str, Any]:
+        """Header keys replay starts from: ``files`` (visible file -> git blob id at the
+        start) and ``readonly_files``."""
+        ws = self.env.workspace
+        if ws is None:
+            return {}
+        files = ws.start_ids()
+        return {"files": files, "readonly_files": sorted(f for f in files if ws.is_readonly(f))}
+
+    def _require_running(self) -> None:
+        if self.initial is None:
+            raise SessionError("the session has not started; call start() first")
+        if self.done:
+            raise SessionError(f"the episode is over ({self.reason}); start a new session")
+
+    def propose(self) -> Proposal:
+        """Ask the policy for the next action; emits ``"proposing"`` then ``"proposal"``.
+
+        Returns:
+            The Proposal (also kept as ``pending`` until it is decided).
+
+        Raises:
+            SessionError: not started, episode over, or no policy.
+            Whatever the policy raises (an ``"error"`` event is emitted first).
+        """
+        self._require_running()
+        if self.policy is None:
+            raise SessionError("this session has no policy to propose actions")
+        self._emit("proposing")
+        t0 = time.monotonic()
+        try:
+            proposal = self.policy.propose(list(self.turns))
+        except Exception as exc:
+            self._emit("error", f"{getattr(self.policy, 'name', 'policy')} failed: {exc}")
+            raise
+        self._propose_time = {id(proposal): time.monotonic() - t0}
+        self.pending = proposal
+        self._emit("proposal", proposal)
+        return proposal
+
+    def _think_time(self, proposal: Proposal | None) -> float:
+        return self._propose_time.pop(id(proposal), 0.0) if proposal is not None else 0.0
+
+    def approve(self, proposal: Proposal) -> Turn:
+        """Execute the proposal as is (decision ``"auto"`` in auto mode, else ``"approved"``).
+
+        A proposal without an action is recorded as an invalid, rejected turn.
+
+        Raises:
+            SessionError: not started or episode over.
+        """
+        self._require_running()
+        if proposal.action is None:
+            return self._record_rejected(proposal, None, "",
+                                         error=proposal.error or "no tool call in the reply")
+        human = getattr(self.policy, "actor", None) == "human"
+        decision = "manual" if human else ("auto" if self.mode == "auto" else "approved")
+        return self._execute("human" if human else "agent", decision,
+                             None if human else proposal.action, proposal.action, proposal)
+
+    def edit(self, proposal: Proposal, action: ToolCall) -> Turn:
+        """Execute ``action`` instead of the proposed one (decision ``"edited"``, actor human).
+
+        Raises:
+            SessionError: not started or episode over.
+        """
+        self._require_running()
+        return self._execute("human", "edited", proposal.action, action, proposal)
+
+    def reject(self, proposal: Proposal, note: str) -> Turn:
+        """Refuse the proposal; nothing is executed. ``note`` is told back to the agent.
+
+        Raises:
+            SessionError: not started or episode over.
+        """
+        self._require_running()
+        return self._record_rejected(proposal, proposal.action, note)
+
+    def act(self, action: ToolCall) -> Turn:
+        """Execute the person's own action (actor ``"human"``, decision ``"manual"``).
+
+        Allowed in any mode; a pending proposal is dropped (its tokens still count).
+
+        Raises:
+            SessionError: not started or episode over.
+        """
+        self._require_running()
+        self._drop_pending()
+        return self._execute("human", "manual", None, action, None)
+
+    def _drop_pending(self) -> None:
+        """Forget the undecided proposal; the tokens spent on it stay in ``usage``."""
+        if self.pending is not None:
+            self.usage = self.usage + self.pending.usage
+        self.pending = None
+
+    def replay_turn(self, turn: Turn) -> Turn:
+        """Re-record a turn of another trajectory (replay / fork).
+
+        The turn's action, if any, is executed again; actor, decision,
+        proposed action, note, reasoning and usage are copied. Rejected turns
+        execute nothing.
+
+        Returns:
+            The new Turn (its ``result`` is the fresh StepResult).
+
+        Raises:
+            SessionError: not started or episode over.
+        """
+        self._require_running()
+        if turn.action is None:
+            copy = Turn(index=len(self.turns) + 1, actor=turn.actor, decision=turn.decision,
+                        proposed=turn.proposed, action=None, note=turn.note, error=turn.error,
+                        reasoning=turn.reasoning, usage=turn.usage, raw=turn.raw,
+                        prompt=turn.prompt)
+            return self._record(copy)
+        proposal = Proposal(action=turn.proposed, reasoning=turn.reasoning, usage=turn.usage,
+                            raw=turn.raw, prompt=turn.prompt)
+        return self._execute(turn.actor, turn.decision, turn.proposed, turn.action, proposal,
+                             note=turn.note)
+
+    def take_over(self) -> None:
+        """Switch to ``human`` mode and drop the pending proposal (its tokens still count
+        in ``usage``)."""
+        self._drop_pending()
+        self.mode = "human"
+
+    def abort(self, reason: str = "interrupted") -> None:
+        """Mark the episode as cut short (thread-safe): call it BEFORE closing the
+        environment under a running step. That step is still recorded, but the
+        episode then ends with ``reason`` instead of ``"submitted"`` or
+        ``"resolved"``, which a killed eval must not claim."""
+        self._abort_reason = reason
+        self._pause.set()
+
+    def request_pause(self) -> None:
+        """Ask :meth:`run` to stop after the current turn (thread-safe)."""
+        self._pause.set()
+
+    @property
+    def pause_requested(self) -> bool:
+        """True when a pause was requested and :meth:`run` has not restarted since."""
+        return self._pause.is_set()
+
+    def _should_stop(self, should_pause: Callable[[], bool]) -> bool:
+        return (self.done or self.mode != "auto" or self._pause.is_set()
+                or bool(should_pause()))
+
+    def run(self, should_pause: Callable[[], bool] = lambda: False) -> None:
+        """Auto loop: propose and execute until the episode ends or the loop must stop.
+
+        Stops (returning normally) when the episode is done, the mode is no
+        longer ``auto``, ``should_pause()`` returns True, or
+        :meth:`request_pause` was called. A proposal obtained just before a
+        stop is left in ``pending`` for the person to decide.
+
+        Raises:
+            SessionError: not started, or not in auto mode at the start.
+            Whatever the policy or the environment raises.
+        """
+        self._pause.clear()
+        self._require_running()
+        if self.mode != "auto":
+            raise SessionError(f"run() needs mode 'auto' (the mode is {self.mode!r})")
+        while not self._should_stop(should_pause):
+            proposal = self.pending if self.pending is not None else self.propose()
+            if self._should_stop(should_pause):
+                break
+            self.approve(proposal)
+
+    def _record_rejected(self, proposal: Proposal, proposed: ToolCall | None, note: str,
+                         error: str = "") -> Turn:
+        """Record an agent turn with decision ``"rejected"``: nothing is executed."""
+        turn = Turn(index=len(self.turns) + 1, actor="agent", decision="rejected",
+                    proposed=proposed, action=None, note=note, error=error,
+                    reasoning=proposal.reasoning, usage=proposal.usage,
+                    wall_time=self._think_time(proposal), raw=proposal.raw,
+                    prompt=proposal.prompt)
+        return self._record(turn)
+
+    def _execute(self, actor: str, decision: str, proposed: ToolCall | None,
+                 action: ToolCall, proposal: Proposal | None, note: str = "") -> Turn:
+        self._emit("stepping", action)
+        t0 = time.monotonic()
+        try:
+            with self.lock:
+                result = self.env.step(action)
+                patch = self._remember_patch()
+                originals = self._originals(patch) if patch is not None else None
+        except Exception as exc:
+            self._emit("error", f"step failed: {exc}")
+            raise
+        turn = Turn(index=len(self.turns) + 1, actor=actor, decision=decision,
+                    proposed=proposed, action=action, note=note,
+                    reasoning=proposal.reasoning if proposal else "",
+                    result=result, usage=proposal.usage if proposal else Usage(),
+                    wall_time=time.monotonic() - t0 + self._think_time(proposal),
+                    raw=proposal.raw if proposal else None, patch=patch, originals=originals,
+                    prompt=proposal.prompt if proposal else None)
+        self.last = result
+        return self._record(turn)
+
+    def _remember_patch(self) -> str | None:
+        """Keep and return the working copy's patch when the last step changed a file
+        (None when it changed nothing or the patch cannot be computed)."""
+        generation = self.env.generation
+        if generation == self._patch_generation:
+            return None
+        try:
+            self._patch = self.env.patch()
+            self._patch_generation = generation
+        except Exception as exc:  # noqa: BLE001  the footer computes it again anyway
+            log.debug("could not compute the patch: %s", exc)
+            return None
+        return self._patch
+
+    def _originals(self, patch: str) -> dict[str, str | None]:
+        """Starting text of the files whose start replay does not know yet: changed for
+        the first time, or whose start moved because the changes were applied to the
+        original meanwhile (the patch is then against the applied version)."""
+        ws = self.env.workspace
+
+        def current(rel: str) -> str | None:
+            try:
+                return ws.read_text(rel)
+            except Exception:  # noqa: BLE001  deleted or unreadable now
+                return None
+
+        try:
+            before = original_texts(patch, current)
+        except PatchError as exc:  # replay then says the source is not available
+            log.debug("could not recover the starting texts: %s", exc)
+            return {}
+        ids = ws.start_ids()
+        texts = {}
+        for rel in sorted(set(before) | set(self._base_ids)):
+            if rel in self._base_ids and self._base_ids[rel] == ids.get(rel):
+                continue
+            texts[rel] = before[rel] if rel in before else current(rel)  # unchanged since
+            self._base_ids[rel] = ids.get(rel)
+        return texts
+
+    def _record(self, turn: Turn) -> Turn:
+        self.pending = None
+        self.turns.append(turn)
+        self.usage = self.usage + turn.usage
+        if self._writer is not None:
+            self._writer.write_step(turn.to_record())
+        self._emit("turn", turn)
+        result = turn.result
+        if self._abort_reason is not None:
+            self.finish(self._abort_reason)
+        elif result is not None and result.done:
+            self.finish("submitted")
+        elif result is not None and self.stop_on_resolved and result.resolved:
+            self.finish("resolved")
+        elif self.steps_left == 0:
+            self.finish("max_steps")
+        elif repeats_invalid_reply(self.turns):
+            self.finish("stuck")
+        return turn
+
+    def inspect(self, frame: int | None = None, scope: str = "locals") -> Any:
+        """The stopped pdb's stack, variables and breakpoints for a front end's panes.
+
+        Not an action: nothing is recorded, the agent never sees it, and pdb is
+        neither started nor moved (see ``PdbTool.inspect``).
+
+        Args:
+            frame: stack index whose variables to read (None: pdb's current frame).
+            scope: ``"locals"`` or ``"globals"``.
+
+        Returns:
+            A ``dgym_tui.core.pdb.inspect.Inspection``, or None (no pdb tool, no
+            stopped pdb session, environment closed, or the inspection failed).
+        """
+        tool = self.env.tools.get("pdb")
+        if tool is None:
+            return None
+        with self.lock:
+            try:
+                return tool.inspect(frame=frame, scope=scope)
+            except Exception as exc:  # noqa: BLE001  display data only: never fail a caller
+                log.debug("pdb inspection failed: %s", exc)
+                return None
+
+    def finish(self, reason: str = "") -> None:
+        """End the episode: write the footer, emit ``"done"``. Idempotent.
+
+        Args:
+            reason: why it ended (``"submitted"``, ``"resolved"``,
+                ``"max_steps"``, ``"stuck"``, ``"quit"``, ``"error: ..."``, ...).
+        """
+        if self.footer is not None:
+            return
+        self.done = True
+        self.reason = reason
+        self.pending = None
+        last = self.last or StepResult(observation="")
+        try:
+            with self.lock:
+                patch = self.env.patch()
+        except Exception as exc:  # noqa: BLE001  an env closed early must not lose the footer
+            log.warning("could not compute the patch: %s", exc)
+            patch = None
+        if self.env.workspace is None or patch is None:
+            patch = self._patch  # closed env (e.g. SIGTERM cleanup): the last known patch
+        self.footer = {"resolved": bool(last.resolved), "score": last.score,
+                       "max_score": last.max_score, "steps": len(self.turns),
+                       "patch": patch, "reason": reason, "ended_at": _now(),
+                       "usage": self.usage.to_dict(),
+                       "wall_time": round(time.monotonic() - self._started, 3)}
+        if self._writer is not None:
+            try:
+                self._writer.write_footer(self.footer)
+            except (OSError, ValueError) as exc:
+                log.warning("could not write the trajectory footer: %s", exc)
+        self._emit("done", self.footer)

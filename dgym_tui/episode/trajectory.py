@@ -1,0 +1,306 @@
+"""Versioned JSONL trajectories: write one line per event, read them back safely.
+
+A trajectory file holds one JSON object per line:
+
+- a ``header`` (schema version, task, run config, tool schemas, environment,
+  versions, start time, the initial observation as a StepResult dict, and
+  ``files``: every visible file's git blob id at the start);
+- one ``step`` line per turn of the episode (see :class:`dgym_tui.episode.records.Turn`;
+  a step that changed files adds the whole ``patch`` and the ``originals`` of
+  the files changed for the first time);
+- a ``footer`` (resolved, score, max score, steps, patch, reason, end time),
+  absent when the episode was interrupted.
+
+:class:`TrajectoryWriter` flushes (and by default fsyncs) every line, so a
+process killed mid-episode leaves a file readable up to its last finished
+step. :func:`read_trajectory` validates each line against a small JSON schema
+and names the line number of a corrupt entry; a final line cut off mid-write
+is tolerated (``Trajectory.truncated`` is set).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dgym_tui.core.types import StepResult
+from dgym_tui.episode.records import Turn
+
+#: Version written. 2 added what replay rebuilds the source from: the header's
+#: ``files`` / ``readonly_files`` and each file-changing step's ``patch`` /
+#: ``originals``. Version 1 files are still read (their source cannot be rebuilt).
+SCHEMA_VERSION = 2
+SUPPORTED_VERSIONS = (1, 2)
+
+
+class TrajectoryError(Exception):
+    """A trajectory file cannot be read: missing, corrupt, or of an unknown version.
+
+    The message names the file and, for a bad entry, its 1-based line number.
+    """
+
+
+_TOOL_CALL = {"type": ["object", "null"], "required": ["name"]}
+_SCHEMAS: dict[str, dict[str, Any]] = {
+    "header": {
+        "type": "object",
+        "required": ["type", "schema_version", "task", "config", "tools", "environment",
+                     "started_at", "initial"],
+        "properties": {
+            "schema_version": {"type": "integer"},
+            "task": {"type": "object"},
+            "config": {"type": "object"},
+            "tools": {"type": "array"},
+            "environment": {"type": "object"},
+            "initial": {"type": "object", "required": ["observation"]},
+        },
+    },
+    "step": {
+        "type": "object",
+        "required": ["type", "step", "actor", "decision", "proposed", "action", "observation"],
+        "properties": {
+            "step": {"type": "integer", "minimum": 1},
+            "actor": {"enum": ["agent", "human"]},
+            "decision": {"enum": ["auto", "approved", "edited", "rejected", "manual"]},
+            "proposed": _TOOL_CALL,
+            "action": _TOOL_CALL,
+            "observation": {"type": "string"},
+            "result": {"type": ["object", "null"]},
+            "usage": {"type": ["object", "null"]},
+        },
+    },
+    "footer": {
+        "type": "object",
+        "required": ["type", "resolved", "score", "max_score", "steps", "reason"],
+        "properties": {
+            "resolved": {"type": "boolean"},
+            "steps": {"type": "integer"},
+            "patch": {"type": ["string", "null"]},
+        },
+    },
+}
+
+
+@functools.cache
+def _validators() -> dict[str, Any]:
+    """``{entry type: jsonschema validator}``, built on the first read (jsonschema is
+    imported only then: writing a trajectory, as the app does at start, needs none)."""
+    from jsonschema import Draft202012Validator
+
+    return {kind: Draft202012Validator(schema) for kind, schema in _SCHEMAS.items()}
+
+
+def _json_default(value: Any) -> Any:
+    if hasattr(value, "to_dict"):
+        return value.to_dict()
+    if isinstance(value, (Path, set, frozenset, tuple)):
+        return str(value) if isinstance(value, Path) else list(value)
+    return str(value)
+
+
+def dumps(record: dict[str, Any]) -> str:
+    """Serialize one record to a single JSON line (no trailing newline).
+
+    Objects with ``to_dict`` are converted, paths become strings, anything else
+    unknown becomes its ``str``.
+    """
+    return json.dumps(record, ensure_ascii=False, default=_json_default)
+
+
+class TrajectoryWriter:
+    """Append-only writer of one trajectory file. Thread-safe.
+
+    Args:
+        path: the file to create (parent folders are made; an existing file is
+            replaced).
+        fsync: also ``os.fsync`` after every line (survives a machine crash,
+            not only a killed process). Flushing happens in any case.
+
+    Raises:
+        OSError: the file cannot be created.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], fsync: bool = True) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._fsync = fsync
+        self._lock = threading.Lock()
+        self._file = open(self.path, "w", encoding="utf-8")  # noqa: SIM115  closed in close()
+        self.lines = 0
+
+    def _write(self, record: dict[str, Any]) -> None:
+        line = dumps(record) + "\n"
+        with self._lock:
+            if self._file.closed:
+                raise ValueError(f"trajectory {self.path} is already closed")
+            self._file.write(line)
+            self._file.flush()
+            if self._fsync:
+                os.fsync(self._file.fileno())
+            self.lines += 1
+
+    def write_header(self, header: dict[str, Any]) -> None:
+        """Write the header line; ``type`` and ``schema_version`` are filled in."""
+        self._write({"type": "header", "schema_version": SCHEMA_VERSION, **header})
+
+    def write_step(self, step: dict[str, Any]) -> None:
+        """Write one step line; ``type`` is filled in."""
+        self._write({**step, "type": "step"})
+
+    def write_footer(self, footer: dict[str, Any]) -> None:
+        """Write the footer line and close the file."""
+        self._write({**footer, "type": "footer"})
+        self.close()
+
+    def close(self) -> None:
+        """Close the file; idempotent."""
+        with self._lock:
+            if not self._file.closed:
+                self._file.close()
+
+
+@dataclass
+class Trajectory:
+    """A trajectory read back from disk.
+
+    Attributes:
+        path: the file it was read from.
+        header: the header record (dict).
+        steps: the step records, oldest first; ``steps[i]["step"] == i + 1``.
+        footer: the footer record, or None when the episode did not finish.
+        truncated: the last line was cut off mid-write and was skipped.
+    """
+
+    path: Path
+    header: dict[str, Any]
+    steps: list[dict[str, Any]] = field(default_factory=list)
+    footer: dict[str, Any] | None = None
+    truncated: bool = False
+
+    def __len__(self) -> int:
+        return len(self.steps)
+
+    def __getitem__(self, index: int) -> dict[str, Any]:
+        """Return the step record at 0-based ``index`` (negative indexes allowed)."""
+        return self.steps[index]
+
+    def step(self, number: int) -> dict[str, Any]:
+        """Return the step record with 1-based step ``number``.
+
+        Raises:
+            IndexError: no such step.
+        """
+        if not 1 <= number <= len(self.steps):
+            raise IndexError(f"step {number} out of range 1..{len(self.steps)}")
+        return self.steps[number - 1]
+
+    @property
+    def finished(self) -> bool:
+        """True when the episode ended normally (a footer was written)."""
+        return self.footer is not None
+
+    @property
+    def initial(self) -> StepResult:
+        """The StepResult of ``env.reset()`` stored in the header."""
+        return StepResult.from_dict(self.header["initial"])
+
+    def result(self, number: int) -> StepResult | None:
+        """StepResult after 1-based step ``number`` (None for a rejected turn)."""
+        data = self.step(number).get("result")
+        return StepResult.from_dict(data) if data else None
+
+    def turns(self) -> list[Turn]:
+        """All steps as :class:`dgym_tui.episode.records.Turn` objects (for replay / display)."""
+        return [Turn.from_record(record) for record in self.steps]
+
+
+def _check(record: Any, lineno: int, path: Path) -> str:
+    if not isinstance(record, dict):
+        raise TrajectoryError(f"{path}:{lineno}: entry is not a JSON object")
+    kind = record.get("type")
+    validator = _validators().get(kind)
+    if validator is None:
+        raise TrajectoryError(f"{path}:{lineno}: unknown entry type {kind!r} "
+                              "(expected header, step or footer)")
+    error = next(iter(sorted(validator.iter_errors(record), key=str)), None)
+    if error is not None:
+        where = "/".join(str(p) for p in error.absolute_path) or "entry"
+        raise TrajectoryError(f"{path}:{lineno}: bad {kind} entry ({where}): {error.message}")
+    return kind
+
+
+def read_trajectory(path: str | os.PathLike[str]) -> Trajectory:
+    """Read and validate a trajectory file.
+
+    Args:
+        path: a ``.jsonl`` file written by :class:`TrajectoryWriter`.
+
+    Returns:
+        A :class:`Trajectory`. ``truncated`` is True when the final line was
+        cut off mid-write (it is skipped); ``footer`` is None for an episode
+        that did not finish.
+
+    Raises:
+        TrajectoryError: the file is missing or empty, a line is not valid
+            JSON (other than a cut-off last line), an entry lacks required keys,
+            entries are out of order, or the schema version is not supported.
+            The message names the line number.
+    """
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise TrajectoryError(f"{path}: no such trajectory file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise TrajectoryError(f"{path}: cannot read trajectory: {exc}") from None
+    lines = text.split("\n")
+    ends_with_newline = text.endswith("\n")
+    if ends_with_newline:
+        lines.pop()  # the empty string after the final newline
+    header: dict[str, Any] | None = None
+    steps: list[dict[str, Any]] = []
+    footer: dict[str, Any] | None = None
+    truncated = False
+    for lineno, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        last = lineno == len(lines)
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            if last and not ends_with_newline:
+                truncated = True
+                break
+            raise TrajectoryError(f"{path}:{lineno}: corrupt entry (not JSON: {exc.msg})") from None
+        kind = _check(record, lineno, path)
+        if footer is not None:
+            raise TrajectoryError(f"{path}:{lineno}: entry after the footer")
+        if kind == "header":
+            if header is not None:
+                raise TrajectoryError(f"{path}:{lineno}: second header")
+            version = record["schema_version"]
+            if version not in SUPPORTED_VERSIONS:
+                raise TrajectoryError(
+                    f"{path}:{lineno}: schema version {version} is not supported "
+                    f"(this dgym-tui reads versions {SUPPORTED_VERSIONS[0]} to "
+                    f"{SUPPORTED_VERSIONS[-1]}); upgrade dgym-tui")
+            header = record
+            continue
+        if header is None:
+            raise TrajectoryError(f"{path}:{lineno}: the first entry must be the header")
+        if kind == "step":
+            expected = len(steps) + 1
+            if record["step"] != expected:
+                raise TrajectoryError(
+                    f"{path}:{lineno}: step number {record['step']}, expected {expected}")
+            steps.append(record)
+        else:
+            footer = record
+    if header is None:
+        raise TrajectoryError(f"{path}: empty trajectory (no header)")
+    return Trajectory(path=path, header=header, steps=steps, footer=footer, truncated=truncated)

@@ -1,0 +1,1 @@
+"""RepoEnv inside other frameworks (a Ray actor for RL trainers)."""

@@ -1,0 +1,1 @@
+"""Task or trajectory to a session: the one assembly path (open, replay, fork)."""

@@ -1,0 +1,1 @@
+"""LLM access: llm.yaml entries, completion calls (the only litellm importer), reply parsing."""

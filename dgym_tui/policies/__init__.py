@@ -1,0 +1,1 @@
+"""Who chooses actions: LLM agents, the human policy, the solution policy."""

@@ -1,0 +1,1 @@
+"""Batch runs and their folders: runner, executors, run index, reviews, reports."""

@@ -1,0 +1,1 @@
+"""Where a run's episodes execute: local processes or a Ray cluster."""

@@ -1,0 +1,1 @@
+"""Human baseline studies: study files, participants' queues, summaries, scrubbing."""

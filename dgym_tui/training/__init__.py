@@ -1,0 +1,1 @@
+"""Training data from trajectories: SFT exports and preference pairs."""
