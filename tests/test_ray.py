@@ -284,11 +284,11 @@ def test_a_repo_env_in_a_ray_actor_steps_like_a_local_one(cluster):
 
 
 @inner
-def test_the_readme_rl_example_runs_on_a_local_ray(cluster, tmp_path):
-    """The README's RepoEnv-in-an-actor example, as written, joined to the test cluster
+def test_the_docs_rl_example_runs_on_a_local_ray(cluster, tmp_path):
+    """The docs' RepoEnv-in-an-actor example (docs/headless.md), as written, joined to the test cluster
     (its ``ray.init()`` reads ``RAY_ADDRESS``)."""
     head, _ = cluster
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    readme = (ROOT / "docs" / "headless.md").read_text(encoding="utf-8")
     code = readme.split("<!-- ray-env-example -->\n```python\n", 1)[1].split("```", 1)[0]
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=300, cwd=tmp_path,
