@@ -8,6 +8,7 @@ from pathlib import Path
 
 from dgym_tui.benchmarks import Benchmark, Task
 from dgym_tui.core.types import ToolCall
+from dgym_tui.episode.policy import Policy
 from dgym_tui.episode.records import EpisodeInfo, Proposal, Usage
 from dgym_tui.runs.config import load_config
 
@@ -29,7 +30,7 @@ def write_repo(folder: Path, source: str = BUGGY, tests: str = TESTS) -> Path:
     return folder
 
 
-class ScriptedPolicy:
+class ScriptedPolicy(Policy):
     """Proposes the given actions in order (None = an invalid reply with an error).
 
     ``seen`` records the turns passed to each ``propose`` call; ``info`` the

@@ -9,8 +9,8 @@ from llm_stub import StubLLMServer
 
 from dgym_tui.episode.session import Session
 from dgym_tui.episode.trajectory import read_trajectory
-from dgym_tui.policies.agent import AgentSpecError, load_agent_spec
-from dgym_tui.policies.factory import make_agent
+from dgym_tui.policies import PolicyError, make_policy
+from dgym_tui.policies.agent import load_agent_spec
 from dgym_tui.policies.team import InfoSeekAgent
 from dgym_tui.runs.runner import agent_tools
 from dgym_tui.training.export import rebuild_prompt, sft_conversations
@@ -39,8 +39,8 @@ def episode(llm_server, fixer_server, make_repo, make_env, fast_pytest, tmp_path
                                       "    assert total([1, 2]) == 3\n"})
     env = make_env(repo, entrypoint=f"{fast_pytest} test_cart.py",
                    tools=tuple(agent_tools("agent", "info_seek_agent")))
-    agent = make_agent("info_seek_agent", "seeker=small,fixer=big",
-                       config_path=llm_yaml(tmp_path, llm_server, fixer_server))
+    agent = make_policy("agent", "info_seek_agent", "seeker=small,fixer=big",
+                        llm_config=llm_yaml(tmp_path, llm_server, fixer_server))
     assert isinstance(agent, InfoSeekAgent)
     return env, agent
 
@@ -130,11 +130,11 @@ def test_seeker_budget_ends_with_an_asked_summary(llm_server, fixer_server, make
 
 def test_role_mapping_errors(tmp_path, llm_server):
     path = llm_yaml(tmp_path, llm_server, llm_server)
-    with pytest.raises(AgentSpecError, match="one entry per role"):
-        make_agent("info_seek_agent", "seeker=small", config_path=path)
-    with pytest.raises(AgentSpecError, match="has no roles"):
-        make_agent("debug_agent", "seeker=small,fixer=big", config_path=path)
-    same = make_agent("info_seek_agent", "small", config_path=path)
+    with pytest.raises(PolicyError, match="one entry per role"):
+        make_policy("agent", "info_seek_agent", "seeker=small", llm_config=path)
+    with pytest.raises(PolicyError, match="has no roles"):
+        make_policy("agent", "debug_agent", "seeker=small,fixer=big", llm_config=path)
+    same = make_policy("agent", "info_seek_agent", "small", llm_config=path)
     assert same.seeker.llm.config.name == same.fixer.llm.config.name == "small"
     spec = load_agent_spec("info_seek_agent")
     assert spec.max_steps == {"seeker": 12} and "rewrite" not in spec.roles["seeker"].tools

@@ -14,6 +14,7 @@ from scripted import small_tools, tiny_config, tiny_policy
 from textual.widgets import DataTable, Static
 
 from dgym_tui.cli.tui import main
+from dgym_tui.episode.policy import Policy
 from dgym_tui.runs.reviews import REVIEWS_FILE, append_review
 from dgym_tui.runs.runner import run_tasks
 from dgym_tui.tui.screens.episode import CompareScreen, EpisodePane, EpisodeScreen
@@ -302,7 +303,7 @@ async def test_served_enter_opens_the_steps_in_the_app(tmp_path):
         assert isinstance(app.screen, RunsScreen) and app.return_value is None
 
 
-class GatedPolicy:
+class GatedPolicy(Policy):
     """tiny_policy's actions, each proposed only after the test releases it."""
 
     name = "gated"

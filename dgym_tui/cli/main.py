@@ -121,7 +121,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 
 def _policy_from_args(args: argparse.Namespace) -> Any:
-    from dgym_tui.runs.runner import make_policy
+    from dgym_tui.policies import make_policy
 
     if args.human:
         return make_policy("human")
@@ -158,7 +158,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
         output = Path(args.output or traj.path.with_name(f"{traj.path.stem}.fork{args.until}.jsonl"))
         session = fork(traj, args.until, policy, output, max_steps=args.max_steps, start=False)
         try:
-            if getattr(policy, "actor", None) == "human":
+            if policy.actor == "human":
                 _drive_human(session)
             else:
                 _drive_agent(session)
@@ -341,7 +341,7 @@ def _drive_agent(session: Any) -> None:
 def _cmd_play(args: argparse.Namespace) -> int:
     from dgym_tui.benchmarks.local import folder_task
     from dgym_tui.launch.open import UsageError, load_task, open_session
-    from dgym_tui.runs.runner import make_policy
+    from dgym_tui.policies import make_policy
 
     if args.task:
         task = load_task(args.task, args.benchmark)

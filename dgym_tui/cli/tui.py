@@ -82,20 +82,18 @@ def default_trajectory_path(task: str) -> Path:
                          "pass --trajectory OUT.jsonl") from None
 
 
-def make_policy(args: argparse.Namespace) -> Any:
-    """Build the LLM agent for ``--agent`` (imports the agent module only now)."""
+def policy_from_args(args: argparse.Namespace) -> Any:
+    """The LLM agent for ``--agent`` (None without it); imports the agent module only now."""
     if not args.agent:
         return None
     if not args.llm:
         raise UsageError("--agent needs --llm NAME (an entry of llm.yaml)")
-    from dgym_tui.llm.client import LLMConfigError
-    from dgym_tui.policies.agent import AgentSpecError
-    from dgym_tui.policies.factory import make_agent
+    from dgym_tui.policies import PolicyError, make_policy
 
     try:
-        return make_agent(args.agent, llm=args.llm)
-    except (AgentSpecError, LLMConfigError, KeyError, ValueError, FileNotFoundError) as exc:
-        raise UsageError(f"cannot build agent {args.agent!r}: {first_line(exc)}") from None
+        return make_policy("agent", args.agent, args.llm)
+    except PolicyError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def task_from_args(args: argparse.Namespace) -> Any:
@@ -167,7 +165,7 @@ def build_app(args: argparse.Namespace) -> Any:
                        theme_name=args.theme)
     if args.max_steps < 1:
         raise UsageError("--max-steps must be at least 1")
-    policy = make_policy(args)
+    policy = policy_from_args(args)
     task = task_from_args(args)
     mode = args.mode or ("approve" if policy is not None else "human")
     if mode != "human" and policy is None:

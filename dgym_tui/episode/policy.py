@@ -13,7 +13,7 @@ receives and returns (:class:`~dgym_tui.episode.records.EpisodeInfo`,
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from dgym_tui.episode.records import EpisodeInfo, Proposal, Turn
 
@@ -22,11 +22,17 @@ from dgym_tui.episode.records import EpisodeInfo, Proposal, Turn
 class Policy(Protocol):
     """Chooses the next action of an episode.
 
+    A class may subclass this protocol to inherit the defaults of ``actor`` and
+    :meth:`prompt_header`.
+
     Attributes:
         name: a short label recorded in trajectories (``"debug_agent"``, ``"human"``).
+        actor: ``"agent"``, or ``"human"`` for a person typing actions: the session
+            then records an approved proposal as the person's own (decision ``"manual"``).
     """
 
     name: str
+    actor: str = "agent"
 
     def reset(self, info: EpisodeInfo) -> None:
         """Start a new episode: remember the task, tool schemas and instructions."""
@@ -35,3 +41,8 @@ class Policy(Protocol):
     def propose(self, turns: list[Turn]) -> Proposal:
         """Return the next action given every turn of the episode so far (oldest first)."""
         ...
+
+    def prompt_header(self) -> dict[str, Any] | None:
+        """What the trajectory header records of the policy's prompt (an LLM agent: its
+        system prompt, task message and tools), or None (the default) for none."""
+        return None

@@ -249,7 +249,7 @@ class Session:
 
     def _header(self, initial: StepResult) -> dict[str, Any]:
         config = dict(self.config)
-        config.setdefault("policy", getattr(self.policy, "name", None) if self.policy else "human")
+        config.setdefault("policy", self.policy.name if self.policy else "human")
         config.setdefault("mode", self.mode)
         config.setdefault("max_steps", self.max_steps)
         config.setdefault("stop_on_resolved", self.stop_on_resolved)
@@ -258,9 +258,9 @@ class Session:
         header = {"task": self.task_record, "config": config, "tools": self.env.tool_schemas(),
                   "environment": self.environment, "versions": versions, "started_at": _now(),
                   "initial": initial.to_dict(), **self._start_files()}
-        prompt_header = getattr(self.policy, "prompt_header", None)
-        if callable(prompt_header):  # an LLM agent: its system prompt, task message, tools
-            header["prompt"] = prompt_header()
+        prompt = self.policy.prompt_header() if self.policy is not None else None
+        if prompt is not None:  # an LLM agent: its system prompt, task message, tools
+            header["prompt"] = prompt
         return header
 
     def _start_files(self) -> dict[str, Any]:
@@ -296,7 +296,7 @@ class Session:
         try:
             proposal = self.policy.propose(list(self.turns))
         except Exception as exc:
-            self._emit("error", f"{getattr(self.policy, 'name', 'policy')} failed: {exc}")
+            self._emit("error", f"{self.policy.name} failed: {exc}")
             raise
         self._propose_time = {id(proposal): time.monotonic() - t0}
         self.pending = proposal
@@ -318,7 +318,7 @@ class Session:
         if proposal.action is None:
             return self._record_rejected(proposal, None, "",
                                          error=proposal.error or "no tool call in the reply")
-        human = getattr(self.policy, "actor", None) == "human"
+        human = self.policy is not None and self.policy.actor == "human"
         decision = "manual" if human else ("auto" if self.mode == "auto" else "approved")
         return self._execute("human" if human else "agent", decision,
                              None if human else proposal.action, proposal.action, proposal)

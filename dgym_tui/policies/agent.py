@@ -326,7 +326,7 @@ class LLMAgent:
         self.spec = spec if isinstance(spec, AgentSpec) else load_agent_spec(spec)
         if not isinstance(self.spec, AgentSpec):
             raise AgentSpecError(f"agent {self.spec.name!r} has roles; build it with "
-                                 "agent_factory.make_agent")
+                                 "dgym_tui.policies.make_policy")
         self.role = role
         #: None: prompt message ids m<step>.<n> and the header's "system" / "task";
         #: a string: ids <prefix><step>.<n> only (a later role of a team has its own head)

@@ -8,11 +8,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from dgym_tui.episode.policy import Policy
 from dgym_tui.episode.records import EpisodeInfo, Proposal, Turn
 from dgym_tui.policies.console_syntax import parse_action
 
 
-class HumanTextPolicy:
+class HumanTextPolicy(Policy):
     """A person typing actions at a prompt; each proposal is one parsed line.
 
     Args:

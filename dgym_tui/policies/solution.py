@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from dgym_tui.core.fs.patches import PatchError, locate_hunks, parse_patch, patched_text
 from dgym_tui.core.types import ToolCall
+from dgym_tui.episode.policy import Policy
 from dgym_tui.episode.records import EpisodeInfo, Proposal, Turn
 
 if TYPE_CHECKING:
@@ -77,7 +78,7 @@ def patch_actions(patch: str, source: str | Path) -> list[ToolCall]:
     return actions
 
 
-class SolutionPolicy:
+class SolutionPolicy(Policy):
     """A :class:`~dgym_tui.episode.policy.Policy` that writes a reference solution, then submits.
 
     Args:

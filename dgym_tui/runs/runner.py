@@ -38,6 +38,7 @@ from typing import Any
 
 from dgym_tui.core.errors import first_line
 from dgym_tui.episode.policy import Policy
+from dgym_tui.policies import make_policy
 from dgym_tui.runs.config import ConfigError, RunConfig
 from dgym_tui.runs.executors.local import LocalExecutor
 from dgym_tui.runs.executors.stop import INTERRUPTED, StopSignal
@@ -135,46 +136,6 @@ def write_json(path: Path, data: Any) -> None:
     tmp = path.with_suffix(path.suffix + ".tmp")
     tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
     tmp.replace(path)
-
-
-def make_policy(kind: str, agent: str = "debug_agent", llm: str | None = None,
-                llm_config: str | None = None, task: Any = None) -> Policy:
-    """Build a policy by kind.
-
-    Args:
-        kind: ``"agent"`` (an LLM agent from the spec ``agent`` and the llm.yaml
-            entry ``llm``), ``"human"`` (actions typed on stdin) or
-            ``"solution"`` (applies ``task``'s gold patch, then submits).
-        agent: agent spec name or path (kind ``agent``).
-        llm: llm.yaml entry name (kind ``agent``), or ``"role=ENTRY,..."`` for a spec
-            with roles (``info_seek_agent``).
-        llm_config: path of llm.yaml; None for the default location.
-        task: the benchmark Task (kind ``solution``).
-
-    Raises:
-        ConfigError: missing ``llm``, unknown kind, or a spec / entry that
-            cannot be loaded (one line).
-    """
-    if kind == "agent":
-        if not llm:
-            raise ConfigError("policy 'agent' needs an LLM entry: give llm (-p llm=NAME / --llm)")
-        from dgym_tui.llm.client import LLMConfigError
-        from dgym_tui.policies.agent import AgentSpecError
-        from dgym_tui.policies.factory import make_agent
-
-        try:
-            return make_agent(agent, llm, config_path=llm_config)
-        except (AgentSpecError, LLMConfigError) as exc:
-            raise ConfigError(str(exc)) from None
-    if kind == "human":
-        from dgym_tui.policies.human import HumanTextPolicy
-
-        return HumanTextPolicy()
-    if kind == "solution":
-        from dgym_tui.policies.solution import SolutionPolicy
-
-        return SolutionPolicy.for_task(task)
-    raise ConfigError(f"unknown policy {kind!r}; use agent, human or solution")
 
 
 def agent_tools(kind: str, agent: str) -> list[str] | None:
