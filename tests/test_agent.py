@@ -229,7 +229,7 @@ def test_agent_retries_through_rate_limits(llm_server):
 
 
 def test_load_agent_spec_errors_and_user_agents(tmp_path):
-    with pytest.raises(AgentSpecError, match="known agents: debug_5_agent, debug_agent"):
+    with pytest.raises(AgentSpecError, match="known agents: bash_agent, debug_5_agent, debug_agent"):
         load_agent_spec("no_such_agent")
     spec_file = tmp_path / "mine.yaml"
     spec_file.write_text("name: mine\ntools: [view, submit]\n"

@@ -186,6 +186,16 @@ def build_app(args: argparse.Namespace) -> Any:
         overrides["terminal"], notice = default_terminal()  # a sandbox where it works
         if notice:
             print(f"{PROG}: {notice}", file=sys.stderr)
+    if policy is not None:  # the agent's own tools (e.g. bash) join the default set
+        from dgym_tui.core.env import DEFAULT_TOOLS
+        from dgym_tui.runs.runner import agent_env_options
+
+        wanted = agent_env_options("agent", args.agent)
+        extra = [t for t in wanted.get("tools", []) if t not in DEFAULT_TOOLS]
+        if extra:
+            overrides["tools"] = [*DEFAULT_TOOLS, *extra]
+        if wanted.get("tool_options"):
+            overrides["tool_options"] = wanted["tool_options"]
     config = {"mode": mode, "max_steps": args.max_steps, "agent": args.agent, "llm": args.llm,
               "front_end": "tui"}
     try:

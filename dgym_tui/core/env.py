@@ -90,6 +90,8 @@ class RepoEnv:
             the entrypoint's ``RunResult``, ``terminal`` the episode's terminal
             (to read a full log the output cap cut). None, or a grader
             returning None, falls back to pytest's summary line.
+        tool_options: ``{tool name: {option: value}}`` for tools' ``settings``
+            (e.g. ``{"bash": {"timeout": 30}}``, ``{"pdb": {"auto_list": 3}}``).
         hidden: host paths (files or folders) that sandboxed commands must not
             read besides the ignored files: the bwrap terminal masks them (the
             Docker terminal never mounts them; the local terminal cannot hide
@@ -121,7 +123,8 @@ class RepoEnv:
                  setup_commands: Sequence[str] = (),
                  terminal_options: dict[str, Any] | None = None,
                  grader: Callable[[RunResult, Terminal], EvalSummary | None] | None = None,
-                 hidden: Iterable[str | os.PathLike] = ()) -> None:
+                 hidden: Iterable[str | os.PathLike] = (),
+                 tool_options: dict[str, dict[str, Any]] | None = None) -> None:
         self.path = os.fspath(path)
         if not os.path.isdir(self.path):
             what = "is a file, not a folder" if os.path.isfile(self.path) else "does not exist"
@@ -154,7 +157,13 @@ class RepoEnv:
         if unknown:
             raise ValueError(f"unknown tool(s) {', '.join(unknown)}; known tools: "
                              f"{', '.join(sorted(registry))}")
-        self.tools: dict[str, Tool] = {name: registry[name](self) for name in tools}
+        self.tool_options = {name: dict(values) for name, values in (tool_options or {}).items()}
+        stray = [name for name in self.tool_options if name not in tools]
+        if stray:
+            raise ValueError(f"tool_options name tool(s) not offered: {', '.join(stray)}; "
+                             f"offered: {', '.join(tools)}")
+        self.tools: dict[str, Tool] = {name: registry[name](self, **self.tool_options.get(name, {}))
+                                       for name in tools}
 
         self.workspace: Workspace | None = None
         self.terminal: Terminal | None = None

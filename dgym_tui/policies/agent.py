@@ -12,6 +12,8 @@ file. Keys:
 - ``unlock`` (optional): tools hidden until a condition holds, e.g.
   ``{pdb: {after_rewrites: 5}}`` (also ``after_steps``);
 - ``tool_calling`` (optional): ``native`` or ``text``; default: the LLM's.
+- ``tool_options`` (optional): settings of the environment's tools, e.g.
+  ``{pdb: {auto_list: 3}, bash: {timeout: 60}}`` (each tool's ``settings``).
 
 Template variables — system: ``agent`` (the spec), ``guidance``, ``tools``
 (``[{name, description, parameters}]`` currently offered), ``locked``
@@ -57,6 +59,7 @@ class AgentSpec:
         guidance: strategy text for the system template.
         unlock: ``{tool: {"after_rewrites" | "after_steps": int}}``.
         tool_calling: ``"native"``, ``"text"`` or None (use the LLM's setting).
+        tool_options: ``{tool: {option: value}}`` for the environment's tools.
         path: the YAML file, or None for a spec built in code.
     """
 
@@ -68,6 +71,7 @@ class AgentSpec:
     guidance: str = ""
     unlock: dict[str, dict[str, int]] = field(default_factory=dict)
     tool_calling: str | None = None
+    tool_options: dict[str, dict[str, Any]] = field(default_factory=dict)
     path: Path | None = None
 
 
@@ -157,7 +161,7 @@ def parse_agent_spec(data: dict[str, Any], base: Path, source: str = "agent spec
     if not isinstance(data, dict):
         raise AgentSpecError(f"{source}: an agent spec must be a YAML mapping")
     known = {"name", "description", "tools", "system_prompt", "instance_prompt",
-             "guidance", "unlock", "tool_calling"}
+             "guidance", "unlock", "tool_calling", "tool_options"}
     unknown = sorted(set(data) - known)
     if unknown:
         raise AgentSpecError(f"{source}: unknown key(s) {', '.join(unknown)}; "
@@ -177,12 +181,18 @@ def parse_agent_spec(data: dict[str, Any], base: Path, source: str = "agent spec
                        for k, v in condition.items())):
             raise AgentSpecError(f"{source}: unlock.{tool} must map "
                                  f"{' / '.join(UNLOCK_COUNTERS)} to an integer")
+    tool_options = data.get("tool_options") or {}
+    if not isinstance(tool_options, dict) or any(
+            tool not in tools or not isinstance(values, dict) for tool, values in tool_options.items()):
+        raise AgentSpecError(f"{source}: tool_options must map tools of 'tools' to a mapping of "
+                             "options, e.g. {pdb: {auto_list: 3}}")
     mode = data.get("tool_calling")
     if mode not in (None, "native", "text"):
         raise AgentSpecError(f"{source}: tool_calling must be 'native' or 'text', not {mode!r}")
     spec = AgentSpec(name=str(data["name"]), description=str(data.get("description") or ""),
                      tools=list(tools), guidance=str(data.get("guidance") or ""),
                      unlock={k: dict(v) for k, v in unlock.items()}, tool_calling=mode,
+                     tool_options={k: dict(v) for k, v in tool_options.items()},
                      system_prompt=_read_template(data["system_prompt"], "system_prompt",
                                                   base, source))
     if data.get("instance_prompt"):

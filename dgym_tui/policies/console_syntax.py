@@ -8,6 +8,7 @@ Line syntax (:func:`parse_action`):
   spaces (``grep pattern="def main"``). One bare value fills the tool's first
   required parameter (``view src/app.py``). ``TOOL {json object}`` passes
   the arguments as one JSON object.
+- ``$ COMMAND`` — a shell command for the ``bash`` tool (``$ ls src``).
 - anything else — a pdb command, sent as it is: ``b app.py:12``, ``p x``,
   ``n``. (Use ``pdb command="..."`` for a pdb command that starts with a tool name.)
 """
@@ -61,6 +62,11 @@ def parse_action(line: str, tool_names: Iterable[str],
     text = line.strip()
     if not text:
         raise ValueError(f"empty line: {USAGE_HINT}")
+    if text.startswith("$") and "bash" in names:
+        command = text[1:].strip()
+        if not command:
+            raise ValueError("type a shell command after $, e.g. `$ ls`")
+        return ToolCall(name="bash", arguments={"command": command})
     first, _, rest = text.partition(" ")
     rest = rest.strip()
     if first not in names:

@@ -140,12 +140,25 @@ def write_json(path: Path, data: Any) -> None:
 
 def agent_tools(kind: str, agent: str) -> list[str] | None:
     """Tool names the environment should offer for this policy (None: the default set)."""
+    return agent_env_options(kind, agent).get("tools")
+
+
+def agent_env_options(kind: str, agent: str) -> dict[str, Any]:
+    """``RepoEnv`` options the agent spec asks for: ``tools`` and ``tool_options`` (when set).
+
+    Returns ``{}`` for a policy other than ``agent``.
+    """
     if kind != "agent":
-        return None
+        return {}
     from dgym_tui.policies.agent import load_agent_spec
 
-    tools = getattr(load_agent_spec(agent), "tools", None)
-    return list(tools) if tools else None
+    spec = load_agent_spec(agent)
+    options: dict[str, Any] = {}
+    if getattr(spec, "tools", None):
+        options["tools"] = list(spec.tools)
+    if getattr(spec, "tool_options", None):
+        options["tool_options"] = {k: dict(v) for k, v in spec.tool_options.items()}
+    return options
 
 
 def run_task(config: RunConfig, benchmark: Any, task_name: str, output_dir: Path,
@@ -191,9 +204,8 @@ def run_task(config: RunConfig, benchmark: Any, task_name: str, output_dir: Path
     try:
         task = benchmark.load(task_name)
         overrides = config.env_overrides()
-        tools = agent_tools(config.policy, config.agent) if policy_factory is None else None
-        if tools:
-            overrides["tools"] = tools
+        if policy_factory is None:
+            overrides.update(agent_env_options(config.policy, config.agent))
         policy = (policy_factory(task) if policy_factory
                   else make_policy(config.policy, config.agent, config.llm, config.llm_config,
                                    task))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from . import eval, grep, listdir, pdb, rewrite, submit, view  # noqa: F401, T100
+from . import bash, eval, grep, listdir, pdb, rewrite, submit, view  # noqa: F401, T100
 from .base import REGISTRY, Tool, register
 
 _PLUGINS_LOADED = False

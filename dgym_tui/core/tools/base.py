@@ -52,9 +52,25 @@ class Tool:
     instructions: ClassVar[str] = ""
     parameters: ClassVar[dict[str, Any]] = {"type": "object", "properties": {},
                                             "additionalProperties": False}
+    #: Settings a run or an agent spec may change (``tool_options: {NAME: {key: value}}``)
+    #: with their defaults; the tool reads them from ``self.options``.
+    settings: ClassVar[dict[str, Any]] = {}
 
-    def __init__(self, env: RepoEnv) -> None:
+    def __init__(self, env: RepoEnv, **options: Any) -> None:
+        """Args:
+            env: the environment the tool acts on.
+            **options: values for keys of ``settings``.
+
+        Raises:
+            ValueError: an option the tool does not have (the message lists its settings).
+        """
+        unknown = sorted(set(options) - set(self.settings))
+        if unknown:
+            known = ", ".join(sorted(self.settings)) or "none"
+            raise ValueError(f"tool {self.name!r} has no option {', '.join(unknown)}; "
+                             f"its options: {known}")
         self.env = env
+        self.options: dict[str, Any] = {**self.settings, **options}
 
     def run(self, **arguments: Any) -> ToolOutput:
         """Carry out the action. Raise ToolError for a refusal the agent should read."""

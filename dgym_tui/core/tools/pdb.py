@@ -140,8 +140,8 @@ class PdbTool(Tool):
         "additionalProperties": False,
     }
 
-    def __init__(self, env: Any) -> None:
-        super().__init__(env)
+    def __init__(self, env: Any, **options: Any) -> None:
+        super().__init__(env, **options)
         self.session: PdbSession | None = None
         self._generation: int | None = None
         self._numbers: dict[int, tuple[str, int]] = {}

@@ -20,10 +20,13 @@ MAX_SHOWN = 25
 
 
 def format_action(action: Any) -> str:
-    """Return ``name(arg=value, ...)`` for a ToolCall (or ``-`` for None)."""
+    """Return ``name(arg=value, ...)`` for a ToolCall, ``$ command`` for a bash call
+    (or ``-`` for None)."""
     if action is None:
         return "-"
     args = action.arguments
+    if action.name == "bash" and isinstance(args, dict) and isinstance(args.get("command"), str):
+        return "$ " + args["command"]
     if isinstance(args, str):
         return f"{action.name}({args})"
     inner = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in args.items())
