@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 import pexpect
 
-from dgym_tui.core.terminals.base import DEFAULT_MAX_OUTPUT
+from dgym_tui.core.terminals.base import DEFAULT_MAX_OUTPUT, child_alive
 from dgym_tui.core.terminals.output import BoundedOutput
 
 #: pdb's prompt (Python 3.8 - 3.13 print exactly this and wait for a line).
@@ -167,13 +167,7 @@ class PdbSession:
     @property
     def alive(self) -> bool:
         """True while the pdb process runs."""
-        child = self.child
-        if child is None or getattr(child, "closed", False):
-            return False
-        try:
-            return bool(child.isalive())
-        except Exception:  # noqa: BLE001  a broken connection means not alive
-            return False
+        return child_alive(self.child)
 
     def start(self, timeout: float) -> PdbReply:
         """Start the process and wait for pdb's first prompt.

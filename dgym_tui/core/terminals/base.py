@@ -116,3 +116,14 @@ class Terminal(abc.ABC):
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def child_alive(child) -> bool:
+    """True while a process returned by :meth:`Terminal.spawn` runs (False for None,
+    a closed one, or one whose connection broke)."""
+    if child is None or getattr(child, "closed", False):
+        return False
+    try:
+        return bool(child.isalive())
+    except Exception:  # noqa: BLE001  a broken connection means not alive
+        return False

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 import pexpect
 
-from .base import DEFAULT_MAX_OUTPUT
+from .base import DEFAULT_MAX_OUTPUT, child_alive
 from .output import BoundedOutput
 
 #: The shell the session starts (``--noediting``: no readline, so nothing is echoed).
@@ -138,13 +138,7 @@ class ShellSession:
     @property
     def alive(self) -> bool:
         """True while the shell runs."""
-        child = self.child
-        if child is None or getattr(child, "closed", False):
-            return False
-        try:
-            return bool(child.isalive())
-        except Exception:  # noqa: BLE001  a broken connection means not alive
-            return False
+        return child_alive(self.child)
 
     def start(self, timeout: float) -> None:
         """Start the shell and wait until it answers.
