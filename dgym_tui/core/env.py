@@ -34,7 +34,7 @@ from dgym_tui.core.terminals import cleanup
 from dgym_tui.core.terminals.base import DEFAULT_MAX_OUTPUT, RunResult, Terminal
 from dgym_tui.core.tools import tools_for
 from dgym_tui.core.tools.base import Tool, ToolError, ToolOutput
-from dgym_tui.core.types import EvalSummary, StepResult, ToolCall
+from dgym_tui.core.types import EvalSummary, StepResult, ToolCall, decode_arguments, example_arguments
 
 log = logging.getLogger(__name__)
 
@@ -298,21 +298,11 @@ class RepoEnv:
         if tool is None:
             return {}, (f"unknown tool {action.name!r}; available tools: "
                         f"{', '.join(self.tools)}")
-        arguments = action.arguments
-        if arguments is None or arguments == "":
-            arguments = {}
-        if isinstance(arguments, str):
-            try:
-                arguments = json.loads(arguments)
-            except json.JSONDecodeError as exc:
-                return {}, (f"the arguments of {action.name} are not valid JSON ({exc.msg} "
-                            f"at position {exc.pos}); give a JSON object, e.g. "
-                            f"{example_arguments(tool)}")
-            if arguments is None:  # "null": no arguments
-                arguments = {}
-        if not isinstance(arguments, dict):
-            return {}, (f"the arguments of {action.name} must be a JSON object, not "
-                        f"{type(arguments).__name__}; e.g. {example_arguments(tool)}")
+        try:
+            arguments = decode_arguments(action.arguments)
+        except ValueError as exc:
+            example = json.dumps(example_arguments(tool.parameters))
+            return {}, f"the arguments of {action.name} {exc}; e.g. {example}"
         errors = sorted(self._validators[action.name].iter_errors(arguments),
                         key=lambda e: (list(e.absolute_path), e.message))
         if errors:
@@ -497,12 +487,3 @@ def describe_parameters(tool: Tool) -> str:
             kind = "|".join(kind)
         items.append(f"{name} ({kind}{', required' if name in required else ''})")
     return ", ".join(items)
-
-
-def example_arguments(tool: Tool) -> str:
-    """A JSON example of a tool's required arguments, for error messages."""
-    props = tool.parameters.get("properties", {})
-    samples = {"string": "...", "integer": 1, "boolean": False, "number": 1}
-    example = {name: samples.get(props[name].get("type"), "...")
-               for name in tool.parameters.get("required", []) if name in props}
-    return json.dumps(example)

@@ -6,6 +6,7 @@ JSON-ready dicts (``to_dict`` / ``from_dict``) because trajectories store them.
 
 from __future__ import annotations
 
+import json
 import uuid
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -43,6 +44,59 @@ class ToolCall:
             arguments=data.get("arguments") or {},
             id=data.get("id") or new_call_id(),
         )
+
+
+def decode_arguments(arguments: dict[str, Any] | str | None) -> dict[str, Any]:
+    """A tool call's arguments as a dict: a dict as is, a JSON object string decoded;
+    None, ``""`` and ``"null"`` are no arguments.
+
+    Raises:
+        ValueError: the text is not valid JSON, or not a JSON object; the message
+            completes "the arguments of TOOL ..." (e.g. ``"must be a JSON object, not list"``).
+    """
+    if arguments is None or arguments == "":
+        return {}
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"are not valid JSON ({exc.msg} at position {exc.pos}); "
+                             "give a JSON object") from None
+        if arguments is None:
+            return {}
+    if not isinstance(arguments, dict):
+        raise ValueError(f"must be a JSON object, not {type(arguments).__name__}")
+    return arguments
+
+
+_EXAMPLE_VALUES: dict[str, Any] = {"integer": 1, "number": 1, "boolean": True, "array": [],
+                                   "object": {}}
+
+
+def example_arguments(parameters: dict[str, Any], optional: bool = False) -> dict[str, Any]:
+    """Placeholder arguments for a tool's JSON-schema ``parameters``, for examples in
+    messages and help: ``1`` for a number, ``True``, ``[]``, ``{}``, ``"<name>"`` for
+    text (a type list such as ``["integer", "null"]`` counts as its first non-null type).
+
+    Args:
+        parameters: the tool's JSON schema (``{"properties": ..., "required": [...]}``).
+        optional: every property, in the order of ``properties``; otherwise the
+            required ones only, in the order of ``required``.
+
+    Returns:
+        ``{argument name: placeholder}`` in the schema's order.
+    """
+    properties = parameters.get("properties") or {}
+    required = parameters.get("required") or []
+    names = list(properties) if optional else [n for n in required if n in properties]
+    example = {}
+    for name in names:
+        spec = properties[name] if isinstance(properties[name], dict) else {}
+        kind = spec.get("type")
+        if isinstance(kind, list):
+            kind = next((k for k in kind if k != "null"), None)
+        example[name] = _EXAMPLE_VALUES.get(kind, f"<{name}>")
+    return example
 
 
 @dataclass

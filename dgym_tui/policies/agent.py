@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dgym_tui.core.types import ToolCall
+from dgym_tui.core.types import ToolCall, decode_arguments, example_arguments
 from dgym_tui.episode.records import EpisodeInfo, Proposal, Turn, Usage
 from dgym_tui.llm.tool_calls import ParsedCall, parse_reply
 
@@ -271,9 +271,6 @@ def format_text_call(call: ToolCall) -> str:
     return f"```tool_call\n{body}\n```"
 
 
-_EXAMPLE_VALUES = {"integer": 1, "number": 1, "boolean": True, "array": [], "object": {}}
-
-
 def example_call(schemas: list[dict[str, Any]]) -> ToolCall | None:
     """Build a one-line example call of a real tool for the correction message.
 
@@ -282,20 +279,16 @@ def example_call(schemas: list[dict[str, Any]]) -> ToolCall | None:
             of the tools on offer, in prompt order.
 
     Returns:
-        A ToolCall of the first tool that takes arguments (else the first tool),
-        its required arguments filled with placeholders of the right type
-        (``"<path>"`` for a string named path); None when ``schemas`` is empty.
+        A ToolCall of the first tool that takes arguments (else the first tool), its
+        required arguments filled with :func:`~dgym_tui.core.types.example_arguments`;
+        None when ``schemas`` is empty.
     """
     if not schemas:
         return None
     functions = [s.get("function", s) for s in schemas]
     chosen = next((f for f in functions if (f.get("parameters") or {}).get("required")),
                   functions[0])
-    parameters = chosen.get("parameters") or {}
-    properties = parameters.get("properties") or {}
-    arguments = {name: _EXAMPLE_VALUES.get((properties.get(name) or {}).get("type"), f"<{name}>")
-                 for name in parameters.get("required") or []}
-    return ToolCall(name=chosen["name"], arguments=arguments)
+    return ToolCall(name=chosen["name"], arguments=example_arguments(chosen.get("parameters") or {}))
 
 
 def _message_key(message: dict[str, Any]) -> str:
@@ -619,15 +612,9 @@ class LLMAgent:
             if name in locked:
                 return None, f"the {name} tool is not available yet: it unlocks {locked[name]}"
             return None, f"unknown tool {name!r}; available tools: {', '.join(available)}"
-        if arguments in (None, ""):
-            arguments = {}
-        if isinstance(arguments, str):
-            try:
-                arguments = json.loads(arguments)
-            except json.JSONDecodeError as exc:
-                return None, (f"the arguments of the {name} call are not valid JSON "
-                              f"({exc.msg}); send a JSON object")
-        if not isinstance(arguments, dict):
-            return None, f"the arguments of the {name} call must be a JSON object"
+        try:
+            arguments = decode_arguments(arguments)
+        except ValueError as exc:
+            return None, f"the arguments of the {name} call {exc}"
         return (ToolCall(name=name, arguments=arguments, id=call.id) if call.id
                 else ToolCall(name=name, arguments=arguments)), None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from functools import partial
 from typing import Any, ClassVar
@@ -13,22 +14,19 @@ from textual.message_pump import MessagePump
 from textual.screen import Screen
 from textual.widgets import Input
 
+from dgym_tui.core.types import example_arguments
 from dgym_tui.tui.keys import QuietKeys, action_name
 from dgym_tui.tui.screens.modals import HelpScreen
 
 
 def tool_syntax(name: str, parameters: dict[str, Any]) -> str:
-    """Console syntax of a tool call, e.g. ``rewrite path=.. start=N end=N new_code=".."``."""
-    props = parameters.get("properties", {}) if isinstance(parameters, dict) else {}
-    required = set(parameters.get("required", [])) if isinstance(parameters, dict) else set()
-    samples = {"integer": "N", "number": "N", "boolean": "true"}
+    """Console syntax of a tool call, optional arguments in brackets, e.g.
+    ``view path=<path> [start=1] [end=1]``."""
+    required = parameters.get("required") or []
     parts = [name]
-    for key, spec in props.items():
-        kind = spec.get("type") if isinstance(spec, dict) else None
-        if isinstance(kind, list):  # e.g. ["integer", "null"]
-            kind = next((k for k in kind if k != "null"), None)
-        value = samples.get(kind, '".."') if isinstance(kind, str) else '".."'
-        parts.append(f"{key}={value}" if key in required else f"[{key}={value}]")
+    for key, value in example_arguments(parameters, optional=True).items():
+        shown = f"{key}={value if isinstance(value, str) else json.dumps(value)}"
+        parts.append(shown if key in required else f"[{shown}]")
     return " ".join(parts)
 
 
