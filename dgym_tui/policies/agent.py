@@ -17,7 +17,8 @@ file. Keys:
 
 Template variables — system: ``agent`` (the spec), ``guidance``, ``tools``
 (``[{name, description, parameters}]`` currently offered), ``locked``
-(``{tool name: condition text}``), ``tool_calling``, ``instructions``;
+(``{tool name: condition text}``), ``tool_calling``, ``instructions``, ``example``
+(a fenced ``tool_call`` block of one call that runs on the task's own files);
 instance: ``task``, ``initial_observation``, ``agent``.
 
 litellm is not imported here: :mod:`dgym_tui.llm.client` imports it when a model is
@@ -33,9 +34,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dgym_tui.core.types import ToolCall, decode_arguments, example_arguments
+from dgym_tui.core.types import ToolCall, decode_arguments
+from dgym_tui.episode.examples import TaskExamples
 from dgym_tui.episode.records import EpisodeInfo, Proposal, Turn, Usage
 from dgym_tui.llm.tool_calls import ParsedCall, parse_reply
+from dgym_tui.policies.tool_examples import localise, localise_schema, main_example
 
 if TYPE_CHECKING:
     from dgym_tui.llm.client import LLM, LLMConfig
@@ -271,24 +274,22 @@ def format_text_call(call: ToolCall) -> str:
     return f"```tool_call\n{body}\n```"
 
 
-def example_call(schemas: list[dict[str, Any]]) -> ToolCall | None:
+def example_call(schemas: list[dict[str, Any]],
+                 examples: TaskExamples | None = None) -> ToolCall | None:
     """Build a one-line example call of a real tool for the correction message.
 
     Args:
         schemas: OpenAI function schemas (``{"type": "function", "function": {...}}``)
             of the tools on offer, in prompt order.
+        examples: the task's real file, line and test; None: placeholders.
 
     Returns:
-        A ToolCall of the first tool that takes arguments (else the first tool), its
-        required arguments filled with :func:`~dgym_tui.core.types.example_arguments`;
-        None when ``schemas`` is empty.
+        A ToolCall of the first tool that takes arguments (else the first tool):
+        with the task's real file and line for the built-in tools, else its
+        required arguments filled with placeholders of the right type
+        (``"<path>"`` for a string named path); None when ``schemas`` is empty.
     """
-    if not schemas:
-        return None
-    functions = [s.get("function", s) for s in schemas]
-    chosen = next((f for f in functions if (f.get("parameters") or {}).get("required")),
-                  functions[0])
-    return ToolCall(name=chosen["name"], arguments=example_arguments(chosen.get("parameters") or {}))
+    return main_example(schemas, examples or TaskExamples())
 
 
 def _message_key(message: dict[str, Any]) -> str:
@@ -354,7 +355,8 @@ class LLMAgent:
         self.info = info
         self.usage = Usage()
         by_name = {s["function"]["name"]: s for s in info.tool_schemas}
-        self._schemas = {name: by_name[name] for name in self.spec.tools if name in by_name}
+        self._schemas = {name: localise_schema(by_name[name], info.examples)
+                         for name in self.spec.tools if name in by_name}
         system, task = self.build_messages([])[:2]
         self._message_ids = ({} if self.message_prefix else
                              {_message_key(system): "system", _message_key(task): "task"})
@@ -445,10 +447,14 @@ class LLMAgent:
         """
         if self.info is None:
             raise RuntimeError("LLMAgent.reset(info) must be called before proposing")
-        tools = [self._schemas[n]["function"] for n in self.available_tools(turns)]
+        names = self.available_tools(turns)
+        tools = [self._schemas[n]["function"] for n in names]
+        example = example_call([self._schemas[n] for n in names], self.info.examples)
         system = _render(self.spec.system_prompt, agent=self.spec, guidance=self.spec.guidance,
                          tools=tools, locked=self.locked_tools(turns),
-                         tool_calling=self.tool_calling, instructions=self.info.instructions)
+                         tool_calling=self.tool_calling,
+                         instructions=localise(self.info.instructions, self.info.examples),
+                         example=format_text_call(example) if example else "")
         instance = _render(self.spec.instance_prompt, agent=self.spec, task=self.info.task,
                            initial_observation=self.info.initial_observation)
         messages: list[dict[str, Any]] = [{"role": "system", "content": system},
@@ -498,7 +504,7 @@ class LLMAgent:
             The message text.
         """
         names = self.available_tools(before)
-        example = example_call([self._schemas[n] for n in names])
+        example = example_call([self._schemas[n] for n in names], self.info.examples)
         lines = [f"Your last reply could not be run: {error or 'it had no valid tool call'}."]
         block = f"\n{format_text_call(example)}" if example else ""
         if self.tool_calling == "native":

@@ -19,6 +19,7 @@ from typing import Any
 
 from dgym_tui.episode.records import EpisodeInfo, Proposal, Turn, Usage
 from dgym_tui.policies.agent import AgentSpecError, LLMAgent, TeamSpec
+from dgym_tui.policies.tool_examples import localise_schema
 
 DEFAULT_SEEKER_STEPS = 10
 SUMMARY_REQUEST = ("Stop investigating now. Without any tool call, write a summary for the "
@@ -97,7 +98,8 @@ class InfoSeekAgent:
         """The seeker's prompt header, with every role's tools and the role names
         (the fixer's first messages are stored in its first step)."""
         header = self.seeker.prompt_header()
-        schemas = {t["function"]["name"]: t for t in self.info.tool_schemas} if self.info else {}
+        schemas = ({t["function"]["name"]: localise_schema(t, self.info.examples)
+                    for t in self.info.tool_schemas} if self.info else {})
         header.update(agent=self.name, roles=list(self.spec.roles),
                       tools=[schemas[n] for n in self.spec.tools if n in schemas])
         return header
@@ -153,6 +155,6 @@ class InfoSeekAgent:
                     f"({self.seeker_role})\n{summary or '(no summary)'}")
         self.fixer.reset(EpisodeInfo(task=info.task, instructions=info.instructions,
                                      tool_schemas=info.tool_schemas,
-                                     initial_observation=findings))
+                                     initial_observation=findings, examples=info.examples))
         return {"from": self.seeker_role, "to": self.fixer_role, "after_steps": at,
                 "summary": summary, "usage": usage.to_dict()}

@@ -16,9 +16,16 @@ if TYPE_CHECKING:
     from dgym_tui.core.env import RepoEnv
 
 
+#: The file, line and folder the descriptions' examples name. An LLM agent replaces them
+#: with the task's real ones (see :mod:`dgym_tui.policies.tool_examples`): write them
+#: only through these constants, quoted ('src/app.py', 'src/app.py:12', 'src').
+EXAMPLE_FILE = "src/app.py"
+EXAMPLE_LINE = 12
+EXAMPLE_FOLDER = "src"
+
 #: JSON-schema property of a ``path`` argument that names one file of the repository.
 FILE_PATH_PARAM: dict[str, Any] = {
-    "type": "string", "description": "File relative to the repository root, e.g. 'src/app.py'"}
+    "type": "string", "description": f"File relative to the repository root, e.g. '{EXAMPLE_FILE}'"}
 
 
 class ToolError(Exception):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from dgym_tui.core.tools.base import Tool, ToolOutput, register
+from dgym_tui.core.tools.base import EXAMPLE_FOLDER, Tool, ToolOutput, register
 
 #: Most entries one listdir shows; the rest are counted in a closing note.
 MAX_ENTRIES = 400
@@ -23,7 +23,7 @@ class ListdirTool(Tool):
         "type": "object",
         "properties": {
             "path": {"type": "string",
-                     "description": "Folder relative to the repository root, e.g. 'src'. "
+                     "description": f"Folder relative to the repository root, e.g. '{EXAMPLE_FOLDER}'. "
                                     "Default: '.'"},
             "depth": {"type": "integer", "minimum": 1, "maximum": 5,
                       "description": "Levels of the tree to show (1 = only the folder's "

@@ -38,7 +38,14 @@ from dgym_tui.core.pdb.session import (
     program_ended,
     stack_frames,
 )
-from dgym_tui.core.tools.base import Tool, ToolError, ToolOutput, register
+from dgym_tui.core.tools.base import (
+    EXAMPLE_FILE,
+    EXAMPLE_LINE,
+    Tool,
+    ToolError,
+    ToolOutput,
+    register,
+)
 
 #: pdb command aliases the tool treats specially, by canonical name.
 ALIASES = {
@@ -123,10 +130,11 @@ class PdbTool(Tool):
     name = "pdb"
     instructions = (
         "Run ONE pdb command in a persistent debugging session of the program (started on "
-        "the first call, stopped at its first line). Examples: 'b src/app.py:12' (breakpoint; "
+        "the first call, stopped at its first line). Examples: "
+        f"'b {EXAMPLE_FILE}:{EXAMPLE_LINE}' (breakpoint; "
         "add ', CONDITION' for a conditional one), 'c' (continue), 'n' (next line), "
         "'s' (step into), 'p EXPR' (print), 'l' / 'll' (list code), 'w' (stack), 'up' / "
-        "'down', 'cl 3' or 'cl src/app.py:12' (clear), 'b' (list breakpoints), "
+        f"'down', 'cl 3' or 'cl {EXAMPLE_FILE}:{EXAMPLE_LINE}' (clear), 'b' (list breakpoints), "
         "'disable 2', 'restart'. Breakpoints persist across restarts and follow the code "
         "when files change. The session restarts when the program ends, when a command "
         "runs too long, or after any file changed.")
@@ -134,7 +142,8 @@ class PdbTool(Tool):
         "type": "object",
         "properties": {
             "command": {"type": "string",
-                        "description": "one pdb command, e.g. 'b src/app.py:12', 'c', 'p x'"},
+                        "description": f"one pdb command, e.g. 'b {EXAMPLE_FILE}:{EXAMPLE_LINE}', "
+                                       "'c', 'p x'"},
         },
         "required": ["command"],
         "additionalProperties": False,
