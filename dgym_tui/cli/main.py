@@ -10,6 +10,7 @@
     dgym export RUN_DIR ... --format preferences | --format sft --accepted-only [-o OUT]
     dgym apply RUN_DIR/EPISODE PATH
     dgym play PATH [--entrypoint CMD] | --task [BENCH/]TASK   (actions typed on stdin)
+    dgym mcp PATH | --task [BENCH/]TASK [--http [HOST:]PORT] [--approve]   (an MCP server)
     dgym list-tasks [BENCHMARK] [-p option=value ...] [--details] [--json]
     dgym prepull BENCHMARK [-p option=value ...]
     dgym init-llm-config [DIR]
@@ -387,6 +388,12 @@ def _cmd_play(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_mcp(args: argparse.Namespace) -> int:
+    from dgym_tui.cli.mcp import run
+
+    return run(args)
+
+
 # ---------------------------------------------------------------- parser
 def _png_path(value: str) -> str:
     """argparse type of ``--plot``: ``"terminal"`` or a file name ending in .png."""
@@ -502,6 +509,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", help="trajectory file (default: a new file under "
                    "$XDG_DATA_HOME/dgym-tui/runs)")
     p.set_defaults(func=_cmd_play)
+
+    p = sub.add_parser("mcp", help="serve one episode to an MCP client (Claude Code, Codex CLI, "
+                                   "...): its tools, every call a recorded step")
+    from dgym_tui.cli.mcp import add_arguments as add_mcp_arguments
+
+    add_mcp_arguments(p)
+    p.set_defaults(func=_cmd_mcp)
 
     p = sub.add_parser("list-tasks", help="list benchmarks, or the tasks of one")
     p.add_argument("benchmark", nargs="?")

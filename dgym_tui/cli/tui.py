@@ -35,25 +35,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("path", nargs="?", help="repository folder to debug, or a dgym run folder "
                    "(or several) to browse its episodes")
     p.add_argument("more_runs", nargs="*", metavar="RUN_DIR", help="more run folders to browse")
-    p.add_argument("--entrypoint", help="command that runs the tests (default: the folder's "
-                   "dgym.yaml/task.yaml 'entrypoint', else pytest)")
-    p.add_argument("--task", metavar="[BENCH/]TASK",
-                   help="a benchmark task, e.g. mini/shopping_cart (plain TASK: mini)")
-    p.add_argument("--benchmark", help="benchmark of a plain --task name (alias of BENCH/TASK)")
+    add_episode_arguments(p)
     p.add_argument("--agent", help="agent spec that proposes actions, e.g. debug_agent")
     p.add_argument("--llm", help="LLM name for --agent (from llm.yaml)")
     p.add_argument("--mode", choices=("human", "approve", "auto"),
                    help="start mode (default: approve with --agent, else human)")
-    p.add_argument("--max-steps", type=int, default=50, help="step budget (default 50)")
     p.add_argument("--replay", metavar="TRAJ.jsonl", help="open a recorded trajectory")
-    p.add_argument("--terminal", choices=("bwrap", "docker", "local"), help=(
-        "where commands run: bwrap (the default for PATH where bubblewrap works: a sandbox "
-        "without network, the system read-only, ignored files hidden), docker, or local "
-        "(your own rights: only for code you trust)"))
-    p.add_argument("--image", help="Docker image for --terminal docker")
-    p.add_argument("--trajectory", metavar="OUT.jsonl",
-                   help="where to write the trajectory (default: a new "
-                   "$XDG_DATA_HOME/dgym-tui/runs/<task>-<time>.jsonl)")
     p.add_argument("--theme", default="dgym-dark", help="start theme (dgym-dark, dgym-light, "
                    "or any Textual theme)")
     p.add_argument("--study", metavar="STUDY.yaml",
@@ -68,6 +55,26 @@ def build_parser() -> argparse.ArgumentParser:
                    "(default 127.0.0.1: this machine only)")
     p.add_argument("--port", type=int, default=8000, help="--serve: TCP port (default 8000)")
     return p
+
+
+def add_episode_arguments(p: argparse.ArgumentParser) -> None:
+    """Add the options that say which episode to open and how: ``--entrypoint``, ``--task``,
+    ``--benchmark``, ``--max-steps``, ``--terminal``, ``--image``, ``--trajectory``
+    (``dgym-tui`` and ``dgym mcp`` share them; :func:`open_episode` reads them)."""
+    p.add_argument("--entrypoint", help="command that runs the tests (default: the folder's "
+                   "dgym.yaml/task.yaml 'entrypoint', else pytest)")
+    p.add_argument("--task", metavar="[BENCH/]TASK",
+                   help="a benchmark task, e.g. mini/shopping_cart (plain TASK: mini)")
+    p.add_argument("--benchmark", help="benchmark of a plain --task name (alias of BENCH/TASK)")
+    p.add_argument("--max-steps", type=int, default=50, help="step budget (default 50)")
+    p.add_argument("--terminal", choices=("bwrap", "docker", "local"), help=(
+        "where commands run: bwrap (the default for PATH where bubblewrap works: a sandbox "
+        "without network, the system read-only, ignored files hidden), docker, or local "
+        "(your own rights: only for code you trust)"))
+    p.add_argument("--image", help="Docker image for --terminal docker")
+    p.add_argument("--trajectory", metavar="OUT.jsonl",
+                   help="where to write the trajectory (default: a new "
+                   "$XDG_DATA_HOME/dgym-tui/runs/<task>-<time>.jsonl)")
 
 
 def default_trajectory_path(task: str) -> Path:
@@ -170,6 +177,50 @@ def build_app(args: argparse.Namespace) -> Any:
     mode = args.mode or ("approve" if policy is not None else "human")
     if mode != "human" and policy is None:
         raise UsageError(f"--mode {mode} needs --agent NAME --llm NAME")
+    options: dict[str, Any] = {}
+    if policy is not None:  # the agent's own tools (e.g. bash) join the default set
+        from dgym_tui.core.env import DEFAULT_TOOLS
+        from dgym_tui.runs.runner import agent_env_options
+
+        wanted = agent_env_options("agent", args.agent)
+        extra = [t for t in wanted.get("tools", []) if t not in DEFAULT_TOOLS]
+        if extra:
+            options["tools"] = [*DEFAULT_TOOLS, *extra]
+        if wanted.get("tool_options"):
+            options["tool_options"] = wanted["tool_options"]
+    config = {"mode": mode, "max_steps": args.max_steps, "agent": args.agent, "llm": args.llm,
+              "front_end": "tui"}
+    session = open_episode(args, task, policy, mode, config, probe, options=options)
+    # A benchmark task's source is a scratch copy: there is nothing to apply a patch to.
+    return DgymApp(session=session, ask_apply=not args.no_apply_prompt, theme_name=args.theme,
+                   can_apply=task.benchmark == "local")
+
+
+def open_episode(args: argparse.Namespace, task: Any, policy: Any, mode: str,
+                 config: dict[str, Any], probe: threading.Thread | None = None,
+                 prog: str = PROG, options: dict[str, Any] | None = None) -> Any:
+    """Open the session of ``task`` with the :func:`add_episode_arguments` options.
+
+    A folder without ``--terminal`` runs in bwrap where it works (else locally, with a
+    notice on stderr); the trajectory goes to ``--trajectory`` or a new file in the
+    user's runs folder. ``dgym-tui`` and ``dgym mcp`` open their episodes here.
+
+    Args:
+        args: parsed arguments (the :func:`add_episode_arguments` options).
+        task: the episode's :class:`~dgym_tui.benchmarks.base.Task` (:func:`task_from_args`).
+        policy: who proposes actions (None: a person only).
+        mode: the session's start mode.
+        config: the front end's settings, kept in the trajectory header.
+        probe: a running bwrap probe thread to join before the terminal is chosen.
+        prog: the program name of notices.
+        options: more ``RepoEnv`` settings (``tools``, ``tool_options``, ...).
+
+    Returns:
+        The :class:`~dgym_tui.episode.session.Session`, not started.
+
+    Raises:
+        UsageError: any user-fixable problem (unwritable trajectory folder, no Docker, ...).
+    """
     label = task.name if task.benchmark == "local" else task.ref
     out = Path(args.trajectory) if args.trajectory else default_trajectory_path(label)
     try:
@@ -185,27 +236,14 @@ def build_app(args: argparse.Namespace) -> Any:
             probe.join()  # then default_terminal reads the probe's cached answer
         overrides["terminal"], notice = default_terminal()  # a sandbox where it works
         if notice:
-            print(f"{PROG}: {notice}", file=sys.stderr)
-    if policy is not None:  # the agent's own tools (e.g. bash) join the default set
-        from dgym_tui.core.env import DEFAULT_TOOLS
-        from dgym_tui.runs.runner import agent_env_options
-
-        wanted = agent_env_options("agent", args.agent)
-        extra = [t for t in wanted.get("tools", []) if t not in DEFAULT_TOOLS]
-        if extra:
-            overrides["tools"] = [*DEFAULT_TOOLS, *extra]
-        if wanted.get("tool_options"):
-            overrides["tool_options"] = wanted["tool_options"]
-    config = {"mode": mode, "max_steps": args.max_steps, "agent": args.agent, "llm": args.llm,
-              "front_end": "tui"}
+            print(f"{prog}: {notice}", file=sys.stderr)
+    overrides.update(options or {})
     try:
         session = open_session(task, policy, mode, args.max_steps, out, overrides, config=config,
                                check=True)
     except (ValueError, TypeError) as exc:
         raise UsageError(first_line(exc)) from None
-    # A benchmark task's source is a scratch copy: there is nothing to apply a patch to.
-    return DgymApp(session=session, ask_apply=not args.no_apply_prompt, theme_name=args.theme,
-                   can_apply=task.benchmark == "local")
+    return session
 
 
 def main(argv: list[str] | None = None) -> int:

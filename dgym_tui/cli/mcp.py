@@ -1,0 +1,141 @@
+"""``dgym mcp PATH``: one episode served to an MCP client (Claude Code, Codex CLI, Cursor, ...).
+
+The episode is opened as ``dgym-tui PATH`` opens it (same options, bwrap where it
+works); the client's tool calls are the steps of its trajectory, written where
+the app writes its own. Without ``--approve`` each call runs at once; with it,
+the app takes this terminal and a person approves, edits, rejects (the note is
+the call's result) or takes over each call, so the server then listens on HTTP.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import threading
+from typing import Any
+
+from dgym_tui.cli.tui import add_episode_arguments, open_episode, task_from_args
+from dgym_tui.launch.open import UsageError
+
+PROG = "dgym mcp"
+DEFAULT_PORT = 8765
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """Add ``dgym mcp``'s arguments to its subcommand parser."""
+    p.add_argument("path", nargs="?", help="repository folder to debug")
+    add_episode_arguments(p)
+    p.add_argument("--http", metavar="[HOST:]PORT", type=_http_address,
+                   help="serve over streamable HTTP at http://HOST:PORT/mcp instead of stdio "
+                        f"(HOST defaults to 127.0.0.1: this machine only; e.g. {DEFAULT_PORT})")
+    p.add_argument("--approve", action="store_true",
+                   help="a person approves each call in the app (needs --http: the app "
+                        "takes this terminal)")
+    p.add_argument("--theme", default="dgym-dark", help="--approve: the app's theme")
+
+
+def _http_address(text: str) -> tuple[str, int]:
+    """argparse type of ``--http``: ``PORT``, ``:PORT``, ``HOST:PORT`` or ``[IPv6]:PORT``."""
+    host, sep, port = text.rpartition(":")
+    host = host.strip("[]") if sep else ""
+    try:
+        number = int(port)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected [HOST:]PORT, got {text!r}") from None
+    if not 0 <= number <= 65535:
+        raise argparse.ArgumentTypeError(f"port {number} is not between 0 and 65535")
+    return host or "127.0.0.1", number
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``dgym mcp`` with parsed arguments.
+
+    Returns:
+        0 once the client went away (stdio) or the server was stopped (Ctrl-C, the app's quit).
+
+    Raises:
+        UsageError: a user-fixable problem (no path, ``--approve`` without ``--http``, ...).
+    """
+    if args.approve and not args.http:
+        raise UsageError("--approve needs --http [HOST:]PORT: the app takes this terminal, so "
+                         "the client connects over HTTP")
+    from dgym_tui.integrations.mcp_server import LOOPBACK, HttpServer, build_server
+    from dgym_tui.policies.external import ExternalPolicy
+
+    policy = ExternalPolicy()
+    mode = "approve" if args.approve else "auto"
+    config = {"mode": mode, "max_steps": args.max_steps, "front_end": "mcp",
+              "transport": "http" if args.http else "stdio"}
+    session = open_episode(args, task_from_args(args), policy, mode, config, prog=PROG)
+    policy.attach(session)
+    server = build_server(session, policy)
+    http = None
+    if args.http:
+        host, port = args.http
+        if host not in LOOPBACK:
+            print(f"{PROG}: warning: listening on {host}: whoever reaches it runs code in the "
+                  "episode's sandbox", file=sys.stderr)
+        http = HttpServer(server, host, port)
+    try:
+        if args.approve:
+            return _approve(args, session, policy, http)
+        return _serve(session, policy, server, http)
+    finally:
+        session.env.close()
+        if session.trajectory_path:
+            print(f"trajectory: {session.trajectory_path}", file=sys.stderr)
+
+
+def _serve(session: Any, policy: Any, server: Any, http: Any) -> int:
+    """Every call runs at once: the session's auto loop in a thread, the server here."""
+    from dgym_tui.integrations.mcp_server import serve_stdio
+    from dgym_tui.policies.external import PolicyClosed
+
+    session.start()
+
+    def loop() -> None:
+        try:
+            session.run()
+        except PolicyClosed:
+            pass
+        except Exception as exc:  # noqa: BLE001  the episode ends; the server says so
+            session.finish(f"error: {exc}")
+
+    runner = threading.Thread(target=loop, name="dgym-mcp-episode", daemon=True)
+    runner.start()
+    try:
+        if http is None:
+            serve_stdio(server)
+        else:
+            print(f"{PROG}: serving {session.task_name} at {http.url}", file=sys.stderr)
+            http.run()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        policy.close("the server stopped")
+        runner.join(30)
+        if not session.done:
+            session.finish("quit")
+    return 0
+
+
+def _approve(args: argparse.Namespace, session: Any, policy: Any, http: Any) -> int:
+    """A person decides each call in the app; the server runs in a thread beside it."""
+    from dgym_tui.cli.tui import check_theme
+    from dgym_tui.tui.app import DgymApp
+
+    check_theme(args.theme)
+    http.start()
+    print(f"{PROG}: serving {session.task_name} at {http.url}", file=sys.stderr)
+    app = DgymApp(session=session, theme_name=args.theme,
+                  can_apply=session.task_record.get("benchmark") == "local")
+    try:
+        app.run()
+    finally:
+        policy.close("the person closed the app")
+        app.close_session("quit")
+        http.stop()
+    if app.start_error is not None:
+        print(app.start_error, file=sys.stderr)
+        return 2
+    return int(app.return_code or 0)
