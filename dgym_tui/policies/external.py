@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from dgym_tui.core.types import ToolCall
+from dgym_tui.episode.policy import Policy
 from dgym_tui.episode.records import EpisodeInfo, Proposal, Turn
 
 if TYPE_CHECKING:
@@ -104,7 +105,7 @@ def describe_turn(turn: Turn, footer: dict[str, Any] | None = None) -> CallOutco
                        error=bool(result is not None and result.error), data=data)
 
 
-class ExternalPolicy:
+class ExternalPolicy(Policy):
     """Proposes the calls an external agent sends, one per turn, in arrival order.
 
     Args:
