@@ -11,11 +11,12 @@ is read again from the start. :class:`FileWatch` tells when to look again
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from pathlib import Path
 from typing import Any
+
+from dgym_tui.episode.trajectory import decode_lines
 
 
 class TrajectoryFollower:
@@ -69,16 +70,10 @@ class TrajectoryFollower:
         self._offset += len(data)
         *lines, self._partial = (self._partial + data).split(b"\n")
         new: list[dict[str, Any]] = []
-        for line in lines:
-            self._lineno += 1
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except ValueError:
-                record = None
-            if not isinstance(record, dict):
-                self.problem = f"corrupt line {self._lineno} skipped"
+        first, self._lineno = self._lineno + 1, self._lineno + len(lines)
+        for lineno, record, _problem in decode_lines(lines, first):
+            if record is None:
+                self.problem = f"corrupt line {lineno} skipped"
                 continue
             kind = record.get("type")
             if kind == "header":

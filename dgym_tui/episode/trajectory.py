@@ -24,6 +24,7 @@ import functools
 import json
 import os
 import threading
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -219,9 +220,35 @@ class Trajectory:
         return [Turn.from_record(record) for record in self.steps]
 
 
-def _check(record: Any, lineno: int, path: Path) -> str:
-    if not isinstance(record, dict):
-        raise TrajectoryError(f"{path}:{lineno}: entry is not a JSON object")
+def decode_lines(lines: Iterable[bytes], first: int = 1
+                 ) -> Iterator[tuple[int, dict[str, Any] | None, str]]:
+    """Decode JSONL lines (without their newlines), skipping blank ones; the one line
+    parser of trajectory readers.
+
+    Args:
+        lines: the lines, in file order.
+        first: the 1-based line number of ``lines[0]``.
+
+    Yields:
+        ``(line number, record, problem)``: the record is the line's JSON object and
+        problem ``""``; for a line that is not one, record None and problem
+        ``"not JSON: MSG"`` or ``"not a JSON object"``.
+    """
+    for number, line in enumerate(lines, start=first):
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)
+        except ValueError as exc:  # JSONDecodeError, or UnicodeDecodeError
+            yield number, None, f"not JSON: {getattr(exc, 'msg', 'not UTF-8')}"
+            continue
+        if isinstance(value, dict):
+            yield number, value, ""
+        else:
+            yield number, None, "not a JSON object"
+
+
+def _check(record: dict[str, Any], lineno: int, path: Path) -> str:
     kind = record.get("type")
     validator = _validators().get(kind)
     if validator is None:
@@ -253,30 +280,25 @@ def read_trajectory(path: str | os.PathLike[str]) -> Trajectory:
     """
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        data = path.read_bytes()
     except FileNotFoundError:
         raise TrajectoryError(f"{path}: no such trajectory file") from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
         raise TrajectoryError(f"{path}: cannot read trajectory: {exc}") from None
-    lines = text.split("\n")
-    ends_with_newline = text.endswith("\n")
-    if ends_with_newline:
-        lines.pop()  # the empty string after the final newline
+    *lines, rest = data.split(b"\n")
+    cut_off = len(lines) + 1 if rest.strip() else 0  # the last line has no newline
     header: dict[str, Any] | None = None
     steps: list[dict[str, Any]] = []
     footer: dict[str, Any] | None = None
     truncated = False
-    for lineno, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        last = lineno == len(lines)
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            if last and not ends_with_newline:
+    for lineno, record, problem in decode_lines([*lines, rest] if cut_off else lines):
+        if problem.startswith("not JSON"):
+            if lineno == cut_off:
                 truncated = True
                 break
-            raise TrajectoryError(f"{path}:{lineno}: corrupt entry (not JSON: {exc.msg})") from None
+            raise TrajectoryError(f"{path}:{lineno}: corrupt entry ({problem})")
+        if record is None:
+            raise TrajectoryError(f"{path}:{lineno}: entry is not a JSON object")
         kind = _check(record, lineno, path)
         if footer is not None:
             raise TrajectoryError(f"{path}:{lineno}: entry after the footer")

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from dgym_tui.episode.records import Usage
-from dgym_tui.episode.trajectory import SUPPORTED_VERSIONS
+from dgym_tui.episode.trajectory import SUPPORTED_VERSIONS, decode_lines
 from dgym_tui.runs.reviews import REVIEWS_FILE, read_reviews
 from dgym_tui.runs.runner import PATCH_FILE, STATUS_FILE, TRAJECTORY_FILE
 
@@ -180,14 +180,8 @@ def _scan_steps(path: str, row: EpisodeRow) -> str:
     steps = 0
     usage = Usage()
     footer = None
-    for lineno, line in enumerate(complete[1:], start=2):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except ValueError:
-            return f"corrupt line {lineno}"
-        if not isinstance(record, dict):
+    for lineno, record, _problem in decode_lines(complete[1:], 2):
+        if record is None:
             return f"corrupt line {lineno}"
         if record.get("type") == "step":
             steps += 1
