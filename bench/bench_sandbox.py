@@ -37,10 +37,9 @@ import tempfile
 import time
 from pathlib import Path
 
-import pexpect
-
 from dgym_tui.core.env import RepoEnv
 from dgym_tui.core.pdb.session import PdbSession
+from dgym_tui.core.terminals.local import LocalProcess
 from dgym_tui.core.types import ToolCall
 
 PYTEST = "PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 python -m pytest -q -p no:cacheprovider"
@@ -64,12 +63,11 @@ def stats(samples: list[float]) -> tuple[float, float, float, float]:
 
 
 def bare_pytest(env: RepoEnv) -> float:
-    argv = ["sh", "-c", PYTEST + " test_app.py"]
-    if env.terminal_spec == "bwrap":
-        argv = env.terminal._argv(PYTEST + " test_app.py")
+    """A bare pytest, started as the terminal starts commands (in the same sandbox)."""
     started = time.perf_counter()
-    subprocess.run(argv, cwd=env.terminal.workdir, stdout=subprocess.DEVNULL,
-                   stderr=subprocess.STDOUT, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+    with env.terminal.launch_spec(PYTEST + " test_app.py") as spec:
+        subprocess.run(spec.argv, cwd=env.terminal.workdir, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.STDOUT, env=spec.env, pass_fds=spec.pass_fds)
     return time.perf_counter() - started
 
 
@@ -82,10 +80,12 @@ def our_eval(env: RepoEnv) -> float:
 
 
 def bare_restart(env: RepoEnv, command: str) -> float:
-    argv = env.terminal._argv(command)
+    """A bare pexpect spawn of ``command`` to its first prompt, started as the terminal starts
+    commands (the descriptors the sandbox binds are passed as the terminal passes them)."""
     started = time.perf_counter()
-    child = pexpect.spawn(argv[0], argv[1:], cwd=env.terminal.workdir, encoding="utf-8",
-                          env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+    with env.terminal.launch_spec(command, interactive=True) as spec:
+        child = LocalProcess(spec.argv[0], spec.argv[1:], cwd=env.terminal.workdir,
+                             encoding="utf-8", env=spec.env, pass_fds=spec.pass_fds)
     child.expect_exact("(Pdb) ", timeout=30)
     elapsed = time.perf_counter() - started  # to the first prompt; closing is not timed
     child.close(force=True)

@@ -431,7 +431,8 @@ class RepoEnv:
             hidden = [str(self.workspace.source / rel) for rel in ignored] + self.hidden
             network = bool(self.terminal_options.get("network", False))
             return BwrapTerminal(readonly=readonly, ignored=ignored, hidden=hidden,
-                                 network=network)
+                                 network=network, source=str(self.workspace.source),
+                                 limits=self.terminal_options.get("limits"))
         from dgym_tui.core.terminals.local import LocalTerminal
 
         return LocalTerminal()

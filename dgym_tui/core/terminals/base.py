@@ -55,6 +55,14 @@ class Terminal(abc.ABC):
     #: commands may write (the eval's test report goes there); "" when the
     #: terminal has none (the eval then reads no structured report).
     scratch: str = ""
+    #: A host folder the commands can read but not write (the eval's pytest
+    #: plugin goes there, written by the host); "" when the terminal has none.
+    #: Commands see it at :meth:`plugin_path`.
+    plugin_dir: str = ""
+    #: ``(uid, gid)`` the commands run as on the host when dgym runs as root
+    #: (files the host adds to the working copy should be handed to it); None
+    #: when they run as this process's own user (or as root in a container).
+    run_as: tuple[int, int] | None = None
     #: Messages from start() for the episode's first observation (e.g. a setup
     #: line that failed); empty when all went well.
     notes: tuple[str, ...] = ()
@@ -62,6 +70,10 @@ class Terminal(abc.ABC):
     def scratch_path(self) -> str:
         """The ``scratch`` folder's path as commands see it (the host path by default)."""
         return self.scratch
+
+    def plugin_path(self) -> str:
+        """The ``plugin_dir`` folder's path as commands see it (the host path by default)."""
+        return self.plugin_dir
 
     @abc.abstractmethod
     def start(self, host_root: str) -> None:

@@ -15,7 +15,8 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import TypeVar
 
 import pexpect
@@ -25,6 +26,22 @@ from .base import DEFAULT_MAX_OUTPUT, RunResult, Terminal, TerminalError
 from .output import BoundedOutput
 
 T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Launch:
+    """How to start one command: program and arguments, environment, descriptors to pass.
+
+    Attributes:
+        argv: the program and its arguments.
+        env: the complete environment of the program.
+        pass_fds: descriptors the program inherits (valid until the ``launch_spec``
+            context that made them ends).
+    """
+
+    argv: list[str]
+    env: dict[str, str]
+    pass_fds: tuple[int, ...] = ()
 
 
 class LocalTerminal(Terminal):
@@ -61,20 +78,41 @@ class LocalTerminal(Terminal):
         cleanup.register(self)
         if not self.scratch:
             self.scratch = tempfile.mkdtemp(prefix="dgym-scratch-")
+        if not self.plugin_dir:
+            self.plugin_dir = tempfile.mkdtemp(prefix="dgym-plugin-")
+            os.chmod(self.plugin_dir, 0o755)
 
     # -- hooks for sandboxed subclasses -----------------------------------
-    def _argv(self, command: str) -> list[str]:
-        """The program and arguments that run ``command`` through ``sh -c`` in ``workdir``."""
-        return ["sh", "-c", command]
+    @contextlib.contextmanager
+    def launch_spec(self, command: str, env: dict[str, str] | None = None,
+                    interactive: bool = False) -> Iterator[Launch]:
+        """How ``command`` is started through ``sh -c`` in ``workdir`` (as ``run`` / ``spawn`` do).
+
+        Args:
+            command: a shell command line.
+            env: the command's own variables.
+            interactive: for ``spawn`` (a pseudo-terminal) rather than ``run``.
+
+        Yields:
+            A :class:`Launch`; its descriptors are closed when the context ends.
+
+        Raises:
+            TerminalError: the terminal is not started.
+        """
+        yield Launch(["sh", "-c", command], self._env(env))
 
     def _launch(self, start: Callable[[], T]) -> T:
         """Call ``start()`` (which creates a process) and return its result."""
         return start()
 
+    def _defaults(self) -> dict[str, str]:
+        """Variables every command gets (over the host's), the episode's tag included."""
+        return {"PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1", "TERM": "dumb",
+                "COLUMNS": "200", "PAGER": "cat", procs.TAG_VARIABLE: self.tag}
+
     def _env(self, extra: dict[str, str] | None) -> dict[str, str]:
         env = dict(os.environ)
-        env.update({"PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1",
-                    "TERM": "dumb", "COLUMNS": "200", "PAGER": "cat"})
+        env.update(self._defaults())
         env.update(extra or {})
         env[procs.TAG_VARIABLE] = self.tag
         return env
@@ -82,10 +120,14 @@ class LocalTerminal(Terminal):
     # -- commands -----------------------------------------------------------
     def run(self, command: str, timeout: float = 60.0, max_output: int = DEFAULT_MAX_OUTPUT,
             env: dict[str, str] | None = None) -> RunResult:
-        argv, environ = self._argv(command), self._env(env)
-        proc = self._track(lambda: subprocess.Popen(
-            argv, cwd=self.workdir, env=environ, stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True))
+        def start() -> subprocess.Popen:
+            with self.launch_spec(command, env) as spec:
+                return subprocess.Popen(
+                    spec.argv, cwd=self.workdir, env=spec.env, stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+                    pass_fds=spec.pass_fds)
+
+        proc = self._track(start)
         out = BoundedOutput(max_output)
         deadline = time.monotonic() + timeout
         timed_out = False
@@ -115,10 +157,13 @@ class LocalTerminal(Terminal):
                          timed_out=timed_out, truncated_bytes=out.dropped)
 
     def spawn(self, command: str, env: dict[str, str] | None = None):
-        argv, environ = self._argv(command), self._env(env)
-        return self._track(lambda: LocalProcess(
-            argv[0], argv[1:], cwd=self.workdir, env=environ, encoding="utf-8",
-            codec_errors="replace", echo=False, dimensions=(50, 200)))
+        def start() -> LocalProcess:
+            with self.launch_spec(command, env, interactive=True) as spec:
+                return LocalProcess(spec.argv[0], spec.argv[1:], cwd=self.workdir, env=spec.env,
+                                    encoding="utf-8", codec_errors="replace", echo=False,
+                                    dimensions=(50, 200), pass_fds=spec.pass_fds)
+
+        return self._track(start)
 
     def _track(self, start: Callable[[], T]) -> T:
         """Launch a child with ``start()`` and remember it, unless the terminal is closed.
@@ -146,9 +191,10 @@ class LocalTerminal(Terminal):
             elif getattr(child, "pid", None):
                 _kill_group(child.pid)
         procs.kill_tagged(self.tag)
-        if self.scratch:
-            shutil.rmtree(self.scratch, ignore_errors=True)
-            self.scratch = ""
+        for attr in ("scratch", "plugin_dir"):
+            if getattr(self, attr):
+                shutil.rmtree(getattr(self, attr), ignore_errors=True)
+                setattr(self, attr, "")
         cleanup.unregister(self)
 
 
@@ -160,7 +206,27 @@ class LocalProcess(pexpect.spawn):
     the group is SIGKILLed and its exit status collected first, so closing
     costs what the kernel needs. ``force`` is accepted for compatibility: the
     process is always killed.
+
+    Args:
+        pass_fds: descriptors the program inherits (besides the terminal's).
+        Other arguments as ``pexpect.spawn``.
     """
+
+    def __init__(self, *args, pass_fds: tuple[int, ...] = (), **kwargs) -> None:
+        self._pass_fds = tuple(pass_fds)
+        super().__init__(*args, **kwargs)
+
+    def _spawnpty(self, args, **kwargs):
+        if self._pass_fds:
+            fds = self._pass_fds
+
+            def inherit() -> None:  # in the child, after ptyprocess closed the others
+                for fd in fds:
+                    os.set_inheritable(fd, True)
+
+            kwargs["pass_fds"] = fds
+            kwargs["preexec_fn"] = inherit
+        return super()._spawnpty(args, **kwargs)
 
     def close(self, force: bool = True) -> None:
         if not self.closed and self.pid:
