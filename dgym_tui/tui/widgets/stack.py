@@ -89,6 +89,9 @@ class StackPane(OptionList):
         if before is None:  # a new list
             self.highlighted = current
             return
+        if not self._laid_out():  # hidden: OptionList's own way (it draws nothing now)
+            self.highlighted = current
+            return
         # OptionList redraws every row when the highlight moves (a reactive repaint); here
         # only the two rows it leaves and reaches are drawn again (u / d moves it each time)
         self.set_reactive(OptionList.highlighted, current)
@@ -104,6 +107,12 @@ class StackPane(OptionList):
         render cache (keyed by the option first) and line tables: Textual is pinned in
         constraints.txt, and tests/test_tui_stop_redraw.py checks the rows drawn."""
         option = self.get_option_at_index(index)
+        if not self._laid_out():
+            # hidden (the side column below 100 columns, or after ]): no width to measure
+            # the prompt at, and no line tables; drop the caches, as OptionList does
+            option._set_prompt(prompt)
+            self._clear_caches()
+            return
         height = self._heights.get(index)
         option._set_prompt(prompt)
         padding = self.get_component_styles("option-list--option").padding
@@ -115,6 +124,13 @@ class StackPane(OptionList):
         for key in [key for key in cache.keys() if key[0] is option]:
             cache.discard(key)
         self._refresh_option(index)
+
+    def _laid_out(self) -> bool:
+        """Whether the pane has a width to draw in (False while it or the side column is
+        hidden: OptionList then keeps no line tables)."""
+        padding = self.get_component_styles("option-list--option").padding
+        width = self.scrollable_content_region.width - self._get_left_gutter_width()
+        return width - padding.width > 0
 
     def _refresh_option(self, index: int) -> None:
         """Draw the rows of option ``index`` again (OptionList's line tables)."""

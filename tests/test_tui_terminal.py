@@ -1,0 +1,154 @@
+"""The real ``dgym-tui`` command in a real terminal (tmux) at the sizes people use: 80x24,
+99x30 (the side column hidden: below 100 columns), 120x36 and 200x60.
+
+Each run drives a breakpoint, ``c s n u d``, a click in the stack pane (the side column
+shown with ``]`` where it starts hidden), a resize in the middle of the session (across
+the 100-column line and back) with more ``n u d``, an edit with ``E``, ``x`` and ``w``,
+checking the screen (capture-pane) and the step counter after each key."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import time
+
+import pytest
+from tmux_helpers import PAGINATION, Terminal, dgym_tui_command, needs_tmux
+
+pytestmark = [*needs_tmux, pytest.mark.timeout(600)]
+
+BUGGY = "        return max(1, len(self.items) // self.per_page)"
+FIXED = "        return max(1, -(-len(self.items) // self.per_page))"
+SOURCE_FOOTER = r"^ b Breakpoint "
+CONSOLE_FOOTER = r"^ esc Back to source "
+
+
+class Session:
+    """The steps of one terminal session, with the step counter checked after each."""
+
+    def __init__(self, terminal: Terminal) -> None:
+        self.t = terminal
+        self.steps = 0
+
+    def step(self, seconds: float = 60.0) -> None:
+        """Wait until the status bar counts one more step."""
+        self.steps += 1
+        self.t.wait_for(rf"│ step {self.steps}/\d+ ", seconds)
+
+    def source(self) -> None:
+        """Escape to the source view (its footer shows). A key right after an escape
+        would be read as alt+key (one escape sequence): wait a little."""
+        self.t.keys("Escape")
+        time.sleep(0.3)
+        self.t.wait_for(SOURCE_FOOTER, 30)
+
+    def go_to(self, line: int) -> None:
+        """``:LINE`` from the source view: the cursor moves there (no step)."""
+        self.source()
+        self.t.keys(":")
+        self.t.wait_for(CONSOLE_FOOTER, 30)
+        self.t.text(str(line))
+        self.t.keys("Enter")
+        self.t.wait_for(SOURCE_FOOTER, 30)
+
+    def key(self, key: str, then: str | None = None) -> None:
+        """Press ``key`` on the source view, wait for its step (and ``then`` on screen)."""
+        self.t.keys(key)
+        self.step()
+        if then:
+            self.t.wait_for(then, 30)
+
+    def click(self, pattern: str) -> None:
+        """A mouse click (SGR mouse report, as a terminal sends it) on ``pattern``."""
+        screen = self.t.screen().splitlines()
+        for row, line in enumerate(screen, 1):
+            match = re.search(pattern, line)
+            if match:
+                column = len(line[:match.start()]) + 1
+                self.t.text(f"\x1b[<0;{column};{row}M")
+                self.t.text(f"\x1b[<0;{column};{row}m")
+                return
+        raise AssertionError(f"nothing to click: {pattern}\n" + "\n".join(screen))
+
+
+def _other_size(size: tuple[int, int]) -> tuple[int, int]:
+    """The size the session is resized to in the middle: across the 100-column line."""
+    return (160, 48) if size[0] < 100 else (80, 24)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (99, 30), (120, 36), (200, 60)],
+                         ids=lambda size: f"{size[0]}x{size[1]}")
+def test_a_session_at_each_size(tmp_path, size):
+    repo = tmp_path / "repo"
+    shutil.copytree(PAGINATION, repo)
+    terminal = Terminal(tmp_path, f"{dgym_tui_command()} repo --trajectory traj.jsonl "
+                                  "--no-apply-prompt", size)
+    s = Session(terminal)
+    t = terminal
+    try:
+        t.wait_for(r"tests 3/5", 180)
+        narrow = size[0] < 100
+        s.go_to(9)
+        s.key("b", r"│●  9 │")
+        s.key("c", r"│●▶ 9 │")
+        s.key("s", r"╭─ paging\.py ─")
+        s.key("n")
+        s.key("u", r"╭─ test_pagination\.py ─")
+        s.key("d", r"╭─ paging\.py ─")
+
+        # A resize across the 100-column line and back, with steps in between.
+        other = _other_size(size)
+        t.resize(*other)
+        if other[0] < 100:
+            t.wait_for(r"^│ +\d+ │", 30)  # the source at the left edge: no tree, no side
+        else:
+            t.wait_for(r"Debug +Transcript", 30)
+        s.source()
+        s.key("u", r"╭─ test_pagination\.py ─")
+        s.key("d", r"╭─ paging\.py ─")
+        s.key("n")
+        t.resize(*size)
+        t.wait_for(r"Debug +Transcript" if not narrow else r"^│ +\d+ │", 30)
+
+        # The stack pane: shown with ] where it starts hidden; a click on the caller.
+        s.source()
+        if narrow:
+            t.keys("]")
+            t.wait_for(r"Debug +Transcript", 30)
+        frame = r"  test_exact_pages(?!\()"  # the stack row (wrapped when narrow)
+        t.wait_for(frame, 30)
+        s.click(frame)
+        s.step()
+        t.wait_for(r"▶ test_exact_pages", 30)
+        t.wait_for(r"╭─ test_pagination\.py ─", 30)
+        s.source()
+        s.key("d", r"╭─ paging\.py ─")
+        if narrow:
+            t.keys("]")
+            t.wait_for(r"^│ +\d+ │", 30)
+
+        # E: the fix typed over line 41, ctrl+s rewrites it.
+        s.go_to(41)
+        t.keys("E")
+        t.wait_for(r"Edit paging\.py, line 41", 30)
+        time.sleep(1.5)  # the editor takes the focus once it is mounted
+        t.keys("C-k")
+        t.text(FIXED)
+        t.wait_for(r"return max\(1, -\(-len", 20)
+        t.keys("C-s")
+        s.step()
+        t.wait_for(r"41 │ +return max\(1, -\(-len\(self\.items\)", 30)
+
+        s.source()
+        s.key("x", r"tests 5/5")
+        t.keys("w")
+        t.wait_for(r"Apply the patch to the original", 30)
+        t.keys("y")
+        t.wait_for(r"patch applied to", 60)
+        assert FIXED in (repo / "paging.py").read_text().splitlines()
+        t.keys("q")
+        assert t.wait_exit() == "EXIT=0"
+    finally:
+        t.close()
+    text = (tmp_path / "traj.jsonl").read_text()
+    assert text.count('"type": "step"') == s.steps
