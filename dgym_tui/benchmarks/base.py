@@ -43,6 +43,7 @@ REGISTRY: dict[str, str] = {
     "swebench": "dgym_tui.benchmarks.swebench",
     "swebench-debug": "dgym_tui.benchmarks.swebench",
     "swesmith": "dgym_tui.benchmarks.swesmith:SWESmithBenchmark",
+    "r2egym": "dgym_tui.benchmarks.r2egym:R2EGymBenchmark",
 }
 
 ENTRY_POINT_GROUP = "dgym_tui.benchmarks"
