@@ -40,7 +40,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shlex
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -53,6 +52,7 @@ from dgym_tui.benchmarks.swebench import (
     load_instances,
     select,
 )
+from dgym_tui.benchmarks.swebench_harness import full_log
 from dgym_tui.core.types import EvalSummary
 from dgym_tui.support.resources import resource_dir
 
@@ -67,8 +67,6 @@ PRIVATE_DIR = "/tmp/.dgym-r2egym"
 TEST_LOG = f"{PRIVATE_DIR}/test.log"
 #: Where the tests run: a scratch copy of the working copy.
 RUN_DIR = f"{PRIVATE_DIR}/run"
-#: Most bytes of the test log the grader reads back.
-MAX_LOG_BYTES = 8 * 1024 * 1024
 _HIDDEN_FILE = "r2e_hidden.json"
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _STATUSES = ("PASSED", "FAILED", "ERROR")
@@ -214,13 +212,7 @@ class R2EGrader:
         """Return the summary of one entrypoint run (``RunResult``; any ``Terminal``):
         ``passed`` = expected tests with their expected status, ``failed`` = the rest
         plus tests the expected map lacks."""
-        log = result.output
-        if self.log_path and terminal is not None:
-            read = terminal.run(f"cat {shlex.quote(self.log_path)}", timeout=120,
-                                max_output=MAX_LOG_BYTES)
-            if read.exit_code == 0:
-                log = read.output
-        verdict = self.grade_log(log)
+        verdict = self.grade_log(full_log(result, terminal, self.log_path))
         return EvalSummary(passed=len(verdict.matched),
                            failed=len(verdict.mismatched) + len(verdict.extra),
                            exit_code=result.exit_code, timed_out=result.timed_out)

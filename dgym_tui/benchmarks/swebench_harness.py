@@ -284,6 +284,17 @@ def grade(status: dict[str, str], fail_to_pass: list[str], pass_to_pass: list[st
     return Grade(tuple(passed), tuple(failed), resolved)
 
 
+def full_log(result: Any, terminal: Any, log_path: str) -> str:
+    """The whole test log of an eval: ``log_path`` read back through ``terminal`` (up to
+    :data:`MAX_LOG_BYTES`), else the run's own output (``result.output``, maybe cut) when
+    there is no log path or terminal, or the log cannot be read."""
+    if log_path and terminal is not None:
+        read = terminal.run(f"cat {shlex.quote(log_path)}", timeout=120, max_output=MAX_LOG_BYTES)
+        if read.exit_code == 0:
+            return read.output
+    return result.output
+
+
 @dataclass(frozen=True)
 class HarnessGrader:
     """Scores an eval like the harness: parse the full test log, count F2P + P2P.
@@ -309,13 +320,7 @@ class HarnessGrader:
         ``passed`` / ``failed`` count the record's FAIL_TO_PASS and PASS_TO_PASS
         tests, so the score is theirs and ``resolved`` follows the harness's rule.
         """
-        log = result.output
-        if self.log_path and terminal is not None:
-            read = terminal.run(f"cat {shlex.quote(self.log_path)}", timeout=120,
-                                max_output=MAX_LOG_BYTES)
-            if read.exit_code == 0:
-                log = read.output
-        verdict = self.grade_log(log)
+        verdict = self.grade_log(full_log(result, terminal, self.log_path))
         return EvalSummary(passed=len(verdict.passed), failed=len(verdict.failed),
                            exit_code=result.exit_code, timed_out=result.timed_out)
 
@@ -336,5 +341,6 @@ __all__ = [
     "grade",
     "harness_spec",
     "parse_log",
+    "full_log",
     "parser_function",
 ]
