@@ -69,6 +69,7 @@ def example_arguments(name: str, function: dict[str, Any],
             "view": {"path": ex.file},
             "grep": {"pattern": f"def {ex.function}" if ex.function else "def ", "path": ex.file},
             "pdb": {"command": f"b {ex.file}:{ex.line}"},
+            "bash": {"command": f"sed -n {max(1, ex.line - 5)},{ex.line + 5}p {ex.file}"},
             "rewrite": {"path": ex.file, "start": ex.line, "end": ex.line,
                         "new_code": ex.code},
         }.get(name)

@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from dgym_tui.core.terminals.shell import ShellSession, ShellStartError
-from dgym_tui.core.tools.base import Tool, ToolError, ToolOutput, register
+from dgym_tui.core.tools.base import EXAMPLE_FILE, Tool, ToolError, ToolOutput, register
 
 #: Seconds the shell may take to start.
 START_TIMEOUT = 30.0
@@ -38,13 +38,14 @@ class BashTool(Tool):
         "Run a shell command in a persistent bash session inside the sandbox, starting in "
         "the repository root: `cd`, variables and functions persist between calls. Returns "
         "stdout and stderr. Commands read no input (stdin is empty): use non-interactive "
-        "forms (e.g. `git --no-pager diff`, `sed -n 1,40p file`). A command running too long "
-        "is stopped; the shell is kept.")
+        f"forms (e.g. `git --no-pager diff`, `sed -n 1,40p {EXAMPLE_FILE}`). A command running "
+        "too long is stopped; the shell is kept.")
     parameters: ClassVar[dict[str, Any]] = {
         "type": "object",
         "properties": {
             "command": {"type": "string",
-                        "description": "the shell command, e.g. 'ls src', 'python -m pytest -x'"},
+                        "description": "the shell command, e.g. 'ls', "
+                                       f"'grep -n def {EXAMPLE_FILE}', 'python -m pytest -x'"},
         },
         "required": ["command"],
         "additionalProperties": False,
