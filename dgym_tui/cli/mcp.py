@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 import threading
+from dataclasses import dataclass
 from typing import Any
 
 from dgym_tui.cli.tui import add_episode_arguments, open_episode, task_from_args
@@ -47,11 +48,19 @@ def _http_address(text: str) -> tuple[str, int]:
     return host or "127.0.0.1", number
 
 
-def run(args: argparse.Namespace) -> int:
-    """Run ``dgym mcp`` with parsed arguments.
+@dataclass
+class McpEpisode:
+    """What ``dgym mcp`` serves: the session, the policy its calls go to, the MCP server,
+    and the HTTP server (None: stdio)."""
 
-    Returns:
-        0 once the client went away (stdio) or the server was stopped (Ctrl-C, the app's quit).
+    session: Any
+    policy: Any
+    server: Any
+    http: Any = None
+
+
+def open_server(args: argparse.Namespace) -> McpEpisode:
+    """Open the episode and build its MCP server (not serving yet, the session not started).
 
     Raises:
         UsageError: a user-fixable problem (no path, ``--approve`` without ``--http``, ...).
@@ -76,21 +85,37 @@ def run(args: argparse.Namespace) -> int:
             print(f"{PROG}: warning: listening on {host}: whoever reaches it runs code in the "
                   "episode's sandbox", file=sys.stderr)
         http = HttpServer(server, host, port)
+    return McpEpisode(session, policy, server, http)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``dgym mcp`` with parsed arguments.
+
+    Returns:
+        0 once the client went away (stdio) or the server was stopped (Ctrl-C, the app's
+        quit); 2 when the app could not start the episode.
+
+    Raises:
+        UsageError: a user-fixable problem (no path, ``--approve`` without ``--http``, ...).
+    """
+    episode = open_server(args)
+    session = episode.session
     try:
         if args.approve:
-            return _approve(args, session, policy, http)
-        return _serve(session, policy, server, http)
+            return _approve(args, episode)
+        return _serve(episode)
     finally:
         session.env.close()
         if session.trajectory_path:
             print(f"trajectory: {session.trajectory_path}", file=sys.stderr)
 
 
-def _serve(session: Any, policy: Any, server: Any, http: Any) -> int:
+def _serve(episode: McpEpisode) -> int:
     """Every call runs at once: the session's auto loop in a thread, the server here."""
     from dgym_tui.integrations.mcp_server import serve_stdio
     from dgym_tui.policies.external import PolicyClosed
 
+    session, policy, http = episode.session, episode.policy, episode.http
     session.start()
 
     def loop() -> None:
@@ -105,7 +130,7 @@ def _serve(session: Any, policy: Any, server: Any, http: Any) -> int:
     runner.start()
     try:
         if http is None:
-            serve_stdio(server)
+            serve_stdio(episode.server)
         else:
             print(f"{PROG}: serving {session.task_name} at {http.url}", file=sys.stderr)
             http.run()
@@ -119,22 +144,32 @@ def _serve(session: Any, policy: Any, server: Any, http: Any) -> int:
     return 0
 
 
-def _approve(args: argparse.Namespace, session: Any, policy: Any, http: Any) -> int:
-    """A person decides each call in the app; the server runs in a thread beside it."""
+def approve_app(episode: McpEpisode, theme: str = "dgym-dark") -> Any:
+    """The app in which a person decides each call (the session is in ``approve`` mode).
+
+    Raises:
+        UsageError: unknown theme.
+    """
     from dgym_tui.cli.tui import check_theme
     from dgym_tui.tui.app import DgymApp
 
-    check_theme(args.theme)
-    http.start()
-    print(f"{PROG}: serving {session.task_name} at {http.url}", file=sys.stderr)
-    app = DgymApp(session=session, theme_name=args.theme,
-                  can_apply=session.task_record.get("benchmark") == "local")
+    check_theme(theme)
+    session = episode.session
+    return DgymApp(session=session, theme_name=theme,
+                   can_apply=session.task_record.get("benchmark") == "local")
+
+
+def _approve(args: argparse.Namespace, episode: McpEpisode) -> int:
+    """A person decides each call in the app; the server runs in a thread beside it."""
+    app = approve_app(episode, args.theme)
+    episode.http.start()
+    print(f"{PROG}: serving {episode.session.task_name} at {episode.http.url}", file=sys.stderr)
     try:
         app.run()
     finally:
-        policy.close("the person closed the app")
+        episode.policy.close("the person closed the app")
         app.close_session("quit")
-        http.stop()
+        episode.http.stop()
     if app.start_error is not None:
         print(app.start_error, file=sys.stderr)
         return 2
