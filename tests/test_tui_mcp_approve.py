@@ -35,7 +35,6 @@ async def test_a_person_approves_one_call_and_rejects_one_with_a_note(calc_repo,
         ["mcp", str(calc_repo), "--approve", "--http", "127.0.0.1:0", "--terminal", "local",
          "--entrypoint", ENTRYPOINT, "--trajectory", str(out)])
     episode = open_server(args)
-    session = episode.session
     app = approve_app(episode)
     episode.http.start()
     results: list[types.CallToolResult] = []
