@@ -23,6 +23,7 @@ import re
 import shlex
 from typing import Any, ClassVar
 
+from dgym_tui.core.fs.workspace import WorkspaceError
 from dgym_tui.core.pdb.inspect import Inspection, inspect_command, parse_inspection
 from dgym_tui.core.pdb.session import (
     BREAK_RE,
@@ -46,6 +47,7 @@ from dgym_tui.core.tools.base import (
     ToolOutput,
     register,
 )
+from dgym_tui.core.tools.view import numbered_lines
 
 #: pdb command aliases the tool treats specially, by canonical name.
 ALIASES = {
@@ -63,6 +65,8 @@ _REFUSED_WHY = {
     "debug": "it opens a nested debugger; step into the call with s instead",
 }
 END_LINES = tuple(marker for marker, _ in ENDED_MARKERS)
+#: pdb's listing commands: no auto_list lines after them (they show the code already).
+LIST_VERBS = frozenset({"l", "list", "ll", "longlist", "source"})
 #: Seconds to wait for pdb to show where it was after Ctrl-C on a timeout.
 INTERRUPT_GRACE = 1.0
 #: Seconds a structured inspection (front ends' variables pane) may take.
@@ -148,9 +152,14 @@ class PdbTool(Tool):
         "required": ["command"],
         "additionalProperties": False,
     }
+    #: ``auto_list``: after a command that stops pdb in a repository file, show this many
+    #: lines before and after the frame's line (as ``view`` does); 0: off.
+    settings: ClassVar[dict[str, Any]] = {"auto_list": 0}
 
     def __init__(self, env: Any, **options: Any) -> None:
         super().__init__(env, **options)
+        self._stopped = False  # this step's output showed a frame line in the repository
+        self._listing = True  # this step may end with the auto_list lines
         self.session: PdbSession | None = None
         self._generation: int | None = None
         self._numbers: dict[int, tuple[str, int]] = {}
@@ -258,6 +267,7 @@ class PdbTool(Tool):
         if frame is not None:
             rel = self._rel(frame.path)
             self.env.frame = (rel, frame.line) if rel else None
+            self._stopped = self._stopped or rel is not None
 
     # -- the tool --------------------------------------------------------
     def run(self, command: str = "", **_: Any) -> ToolOutput:
@@ -288,6 +298,7 @@ class PdbTool(Tool):
                             f"{_REFUSED_WHY[verb]}")
         notes: list[str] = []
         restarted = False
+        self._stopped, self._listing = False, verb not in LIST_VERBS
 
         # file edits made outside any step (another process, the user's editor)
         moves = self.env.breakpoints.remap_changed(self.env.workspace)
@@ -343,12 +354,29 @@ class PdbTool(Tool):
 
     def _output(self, before: list[str], body: str, after: list[str],
                 restarted: bool) -> ToolOutput:
-        parts = [*before, self._relativize(body).rstrip("\n"), *after]
+        parts = [*before, self._relativize(body).rstrip("\n"), *after, self._auto_list()]
         text = "\n".join(p for p in parts if p)
         if not text:
             text = "[pdb printed nothing]"
         frame = list(self.env.frame) if self.env.frame else None
         return ToolOutput(text, data={"frame": frame, "restarted": restarted})
+
+    def _auto_list(self) -> str:
+        """The ``auto_list`` lines around the frame pdb stopped at in this step; "" when off,
+        when pdb did not stop in a repository file, or after a listing command."""
+        around = int(self.options.get("auto_list") or 0)
+        frame = self.env.frame
+        if around <= 0 or not self._stopped or not self._listing or frame is None:
+            return ""
+        rel, line = frame
+        try:
+            rel, lines, _ = self.env.workspace.read_lines(rel, max(1, line - around),
+                                                              line + around)
+        except (WorkspaceError, OSError, ValueError):
+            return ""
+        first = max(1, line - around)
+        rows, _ = numbered_lines(self.env, rel, first, lines)
+        return "\n".join([f"[lines around {rel}:{line}]", *rows]) if rows else ""
 
     def _on_timeout(self, command: str, reply: PdbReply, after: list[str]) -> str:
         """Interrupt the runaway command, say where it was, restart the session."""

@@ -30,6 +30,28 @@ def breakpoint_marks(env: Any, path: str) -> dict[int, str]:
     return marks
 
 
+def numbered_lines(env: Any, rel: str, first: int, lines: list[str]) -> tuple[list[str], bool]:
+    """Render ``lines`` of ``rel`` (the first is line ``first``) as ``view`` shows them.
+
+    Returns:
+        ``(rows, marked)``: one ``"NUMBER MARKS CODE"`` row per line (long lines cut to
+        :data:`MAX_LINE_CHARS`), and whether any row carries a breakpoint or frame mark.
+    """
+    marks = breakpoint_marks(env, rel)
+    frame = env.frame
+    frame_line = frame[1] if frame and frame[0] == rel else None
+    width = len(str(first + len(lines) - 1))
+    rows = []
+    for number, code in enumerate(lines, start=first):
+        if len(code) > MAX_LINE_CHARS:
+            code = code[:MAX_LINE_CHARS] + " [line cut]"
+        rows.append(f"{number:>{width}} {gutter(number, marks, frame_line)} {code}".rstrip())
+    last = first + len(lines) - 1
+    marked = any(first <= n <= last for n in marks) or (
+        frame_line is not None and first <= frame_line <= last)
+    return rows, marked
+
+
 @register
 class ViewTool(Tool):
     """Shows numbered lines of a file, with breakpoint and current-frame marks."""
@@ -79,18 +101,8 @@ class ViewTool(Tool):
             notes.append(f"[{rel} has {total} lines; showing 1-{last}. Pass start/end to see "
                          "the rest]")
 
-        marks = breakpoint_marks(self.env, rel)
-        frame = self.env.frame
-        frame_line = frame[1] if frame and frame[0] == rel else None
-        width = len(str(last))
-        body = []
-        for number in range(first, last + 1):
-            code = lines[number - first]
-            if len(code) > MAX_LINE_CHARS:
-                code = code[:MAX_LINE_CHARS] + " [line cut]"
-            body.append(f"{number:>{width}} {gutter(number, marks, frame_line)} {code}".rstrip())
-        shown = [n for n in range(first, last + 1) if n in marks or n == frame_line]
-        legend = " (B breakpoint, C conditional, -> current frame)" if shown else ""
+        body, marked = numbered_lines(self.env, rel, first, lines[:last - first + 1])
+        legend = " (B breakpoint, C conditional, -> current frame)" if marked else ""
         header = f"{rel}, lines {first}-{last} of {total}{legend}:"
         return ToolOutput("\n".join([header, *body, *notes]),
                           data={"path": rel, "start": first, "end": last, "total": total})
