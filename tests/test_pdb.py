@@ -9,6 +9,7 @@ from dgym_tui.core.pdb.session import PdbSession, PdbStartError, last_frame
 from dgym_tui.core.terminals.local import LocalTerminal
 from dgym_tui.core.tools.base import ToolError
 from dgym_tui.core.tools.pdb import debug_command
+from dgym_tui.policies.agent import AgentSpecError, load_agent_spec
 
 PROG = """\
 def f(x):
@@ -308,3 +309,54 @@ def test_uncaught_exception_enters_post_mortem_then_restarts(make_repo, make_env
     r = pdb(env, "c")
     assert "restarted: the post-mortem session ended" in r.observation
     assert r.frame == ("boom.py", 1)
+
+
+# -- auto_list (issue 29, part 5): the lines around the frame after a stop --------------
+def _env(make_repo, make_env, **options):
+    env = make_env(make_repo({"prog.py": PROG}), entrypoint="python prog.py",
+                   tools=("view", "pdb"), pdb_timeout=5, **options)
+    env.reset()
+    return env
+
+
+def test_auto_list_shows_the_lines_around_each_stop(make_repo, make_env):
+    env = _env(make_repo, make_env, tool_options={"pdb": {"auto_list": 1}})
+    r = pdb(env, "b prog.py:2")
+    assert "[lines around prog.py:1]" in r.observation  # the session started: a stop at line 1
+    r = pdb(env, "c")
+    assert r.observation.endswith("[lines around prog.py:2]\n"
+                                  "1     def f(x):\n"
+                                  "2 B->     y = x * 2\n"
+                                  "3         return y")
+    r = pdb(env, "n")
+    assert r.observation.endswith("[lines around prog.py:3]\n"
+                                  "2 B       y = x * 2\n"
+                                  "3  ->     return y\n"
+                                  "4")
+    for command in ("p y", "l", "ll"):  # no stop, or a listing already: nothing added
+        assert "[lines around" not in pdb(env, command).observation, command
+
+
+def test_auto_list_is_off_by_default_and_checked(make_repo, make_env):
+    env = _env(make_repo, make_env)
+    pdb(env, "b prog.py:2")
+    assert "[lines around" not in pdb(env, "c").observation
+    with pytest.raises(ValueError, match="tool 'pdb' has no option auto_lst; its options: auto_list"):
+        _env(make_repo, make_env, tool_options={"pdb": {"auto_lst": 3}})
+    with pytest.raises(ValueError, match="tool_options name tool.s. not offered: bash"):
+        _env(make_repo, make_env, tool_options={"bash": {"timeout": 3}})
+
+
+def test_agent_specs_set_tool_options(tmp_path):
+    assert load_agent_spec("froggy_agent").tool_options == {"pdb": {"auto_list": 5}}
+    assert load_agent_spec("debug_agent").tool_options == {}
+    from dgym_tui.runs.runner import agent_env_options
+
+    assert agent_env_options("agent", "froggy_agent") == {
+        "tools": ["bash", "view", "rewrite", "pdb", "submit"],
+        "tool_options": {"pdb": {"auto_list": 5}}}
+    assert agent_env_options("solution", "froggy_agent") == {}
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: bad\ntools: [view]\nsystem_prompt: x\ntool_options: {pdb: {auto_list: 3}}\n")
+    with pytest.raises(AgentSpecError, match="tool_options must map tools of 'tools'"):
+        load_agent_spec(bad)
