@@ -244,8 +244,10 @@ def test_readonly_symlinks_never_expose_host_files(image, repo, tmp_path):
     with DockerTerminal(image, readonly=["escape.txt", "inner.txt", "missing.txt"]) as t:
         t.start(str(repo))
         mounts = {m["Destination"]: m for m in t.container.attrs["Mounts"]}
-        # the link is replaced by its target (and the private scratch folder is mounted)
-        assert set(mounts) == {"/workspace", "/workspace/app.py", dockermod.SCRATCH_MOUNT}
+        # the link is replaced by its target (and the private scratch and plugin folders)
+        assert set(mounts) == {"/workspace", "/workspace/app.py", dockermod.SCRATCH_MOUNT,
+                               dockermod.PLUGIN_MOUNT}
+        assert mounts[dockermod.PLUGIN_MOUNT]["RW"] is False
         assert mounts["/workspace/app.py"]["RW"] is False
         assert "host secret" not in t.run("cat escape.txt").output
         assert t.run("echo x >> app.py").exit_code != 0

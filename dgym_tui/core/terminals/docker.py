@@ -5,12 +5,17 @@ read-only file is bind-mounted again, read-only, on top of it, so nothing in
 the container (pdb's ``!open(..., "w")`` or test code) can change it; each
 ignored path is masked (an empty read-only file, or an empty read-only tmpfs
 for a folder), so nothing in the container can read it. Commands run as an
-unprivileged user (``SANDBOX_USER`` when this process is root, else this
-process's own uid) with every capability dropped and ``no-new-privileges``:
-no device nodes, no mounts, no setuid escalation. The network is off by
-default; memory, process count and CPU are capped. A private host folder
-(``scratch``) is mounted at ``SCRATCH_MOUNT`` for results written by commands
-(the test report).
+unprivileged user (an episode's own random uid when this process is root, see
+:mod:`.identity`, the working copy handed to it; else this process's own uid)
+with every capability dropped and ``no-new-privileges``: no device nodes, no
+mounts, no setuid escalation. The network is off by default; memory, process
+count and CPU are capped, as are one process's CPU time, the size of a file
+and core dumps (:mod:`.limits`); ``/tmp``, ``/var/tmp`` and ``/dev/shm`` are
+size-capped tmpfs mounts. The environment is the image's plus
+:data:`BASE_ENV` and the task's own: nothing of the host's. The only host
+folders mounted are the working copy, a private host folder (``scratch``, at
+``SCRATCH_MOUNT``) for results written by commands (the test report), and the
+report plugin's folder (``plugin_dir``, read-only at ``PLUGIN_MOUNT``).
 
 How processes are stopped: every command runs under a small shell wrapper that
 records its process id in a pid file inside the container. The process is a
@@ -42,8 +47,10 @@ from pexpect.fdpexpect import fdspawn
 
 from dgym_tui.core.errors import first_line
 
-from . import cleanup
+from . import cleanup, identity
 from .base import DEFAULT_MAX_OUTPUT, RunResult, Terminal, TerminalError
+from .environ import SANDBOX_HOME, SANDBOX_USER_NAME
+from .limits import Limits
 from .mounts import inside_paths
 from .output import BoundedOutput
 
@@ -67,12 +74,10 @@ DEFAULT_IMAGE = "dgym-tui/sandbox:test"
 #: Seconds one ``root_setup`` line may run.
 ROOT_SETUP_TIMEOUT = 600
 
-#: uid:gid the commands run as when this process is root (the working copy is
-#: handed to it before the container starts, and stays the host's root's to delete).
-SANDBOX_USER = (1000, 1000)
-
 #: Where the terminal's private host folder is mounted in the container.
 SCRATCH_MOUNT = "/run/dgym"
+#: Where the report plugin's folder is mounted, read-only.
+PLUGIN_MOUNT = "/run/dgym-plugin"
 
 #: Capabilities added back when the commands run as root (``user="root"``):
 #: writing files of other owners in the working copy and handing them back.
@@ -172,6 +177,8 @@ class DockerTerminal(Terminal):
         user: ``"auto"`` (an unprivileged uid, see the module docstring) or
             ``"root"`` for images whose tests need root (a few capabilities are
             then added back: ``ROOT_CAPS``).
+        limits: caps beyond memory and processes (:class:`.limits.Limits` or a
+            dict of its fields): CPU time of a process, file size, tmpfs sizes.
         root_setup: shell lines run as uid 0, in ``workdir``, once the container
             has started, before any other command (the setup an official
             harness runs as root, e.g. SWE-bench Django's ``locale-gen``). The
@@ -188,7 +195,7 @@ class DockerTerminal(Terminal):
     def __init__(self, image: str = DEFAULT_IMAGE, readonly=(), network: bool = False,
                  mem_limit: str = "2g", pids_limit: int = 512, cpus: float = 2.0,
                  workdir: str = "/workspace", ignored=(), user: str = "auto",
-                 root_setup=()) -> None:
+                 root_setup=(), limits: Limits | dict | None = None) -> None:
         if not posixpath.isabs(workdir):
             raise TerminalError(f"workdir must be an absolute path inside the container, "
                                 f"got {workdir!r}")
@@ -203,6 +210,7 @@ class DockerTerminal(Terminal):
         self.mem_limit = mem_limit
         self.pids_limit = pids_limit
         self.cpus = cpus
+        self.limits = limits if isinstance(limits, Limits) else Limits.from_options(limits)
         self.workdir = posixpath.normpath(workdir)
         self.host_root: str | None = None
         self.container = None
@@ -211,12 +219,14 @@ class DockerTerminal(Terminal):
         #: (uid, gid) the commands run as; None for root.
         self.run_as: tuple[int, int] | None = None
         if user == "auto":
-            self.run_as = SANDBOX_USER if uid == 0 else (uid, os.getgid())
+            self.run_as = identity.sandbox_ids() or (uid, os.getgid())
         #: (uid, gid) that files created in the container are handed back to at
         #: close(), so a non-root user can delete the working copy; None when not needed.
         self.owner: tuple[int, int] | None = (uid, os.getgid()) if uid != 0 and user == "root" \
             else None
         self.scratch = ""
+        self.plugin_dir = ""
+        self._support = ""
         self._spawned: list[DockerProcess] = []
         self._lock = threading.RLock()  # re-entered when a signal handler closes us
 
@@ -251,15 +261,19 @@ class DockerTerminal(Terminal):
             raise _unreachable(first_line(exc, 160)) from None
 
         self.scratch = tempfile.mkdtemp(prefix="dgym-scratch-")
-        empty = os.path.join(self.scratch, ".empty")
+        self.plugin_dir = tempfile.mkdtemp(prefix="dgym-plugin-")
+        os.chmod(self.plugin_dir, 0o755)
+        self._support = tempfile.mkdtemp(prefix="dgym-sandbox-")  # never writable inside
+        empty = os.path.join(self._support, "empty")
         with open(empty, "w"):
             pass
         os.chmod(empty, 0o444)
         if self.run_as is not None and os.getuid() == 0:
-            _chown_tree(host_root, *self.run_as)  # the sandbox user writes the working copy
+            identity.chown_tree(host_root, *self.run_as)  # the sandbox user writes the working copy
             os.chown(self.scratch, *self.run_as)
         mounts = [Mount(self.workdir, host_root, type="bind"),
-                  Mount(SCRATCH_MOUNT, self.scratch, type="bind")]
+                  Mount(SCRATCH_MOUNT, self.scratch, type="bind"),
+                  Mount(PLUGIN_MOUNT, self.plugin_dir, type="bind", read_only=True)]
         for rel in inside_paths(host_root, self.readonly):
             mounts.append(Mount(posixpath.join(self.workdir, rel), os.path.join(host_root, rel),
                                 type="bind", read_only=True))
@@ -276,12 +290,19 @@ class DockerTerminal(Terminal):
             with contextlib.suppress(Exception):  # best effort; start() goes on
                 remove_stale_containers(client)
         cpus = min(float(self.cpus), float(os.cpu_count() or 1))
+        limits = self.limits
+        tmpfs = {"/tmp": f"size={limits.tmp_size or 512 * 1024 * 1024},mode=1777,exec",
+                 "/var/tmp": f"size={limits.tmp_size or 512 * 1024 * 1024},mode=1777,exec"}
         options = {
             "command": ["sleep", "infinity"],
             "init": True,  # docker-init reaps orphaned processes
             "mounts": mounts, "working_dir": self.workdir,
             # An unprivileged uid may have no home in the image's /etc/passwd.
-            "environment": {**BASE_ENV, **({"HOME": "/tmp"} if self.run_as else {})},
+            "environment": {**BASE_ENV, **({"HOME": SANDBOX_HOME, "USER": SANDBOX_USER_NAME,
+                                            "LOGNAME": SANDBOX_USER_NAME}
+                                           if self.run_as else {})},
+            "tmpfs": tmpfs, "shm_size": limits.shm_size or None,
+            "ulimits": limits.docker_ulimits(),
             "network_mode": None if self.network else "none",
             "mem_limit": self.mem_limit, "memswap_limit": self.mem_limit,
             "pids_limit": self.pids_limit, "nano_cpus": int(cpus * 1e9),
@@ -351,14 +372,19 @@ class DockerTerminal(Terminal):
 
                     print(f"dgym-tui: could not remove container {container.short_id}: "
                           f"{first_line(exc, 160)}", file=sys.stderr)
-        if self.scratch:
-            shutil.rmtree(self.scratch, ignore_errors=True)
-            self.scratch = ""
+        for attr in ("scratch", "plugin_dir", "_support"):
+            if getattr(self, attr):
+                shutil.rmtree(getattr(self, attr), ignore_errors=True)
+                setattr(self, attr, "")
         cleanup.unregister(self)
 
     def scratch_path(self) -> str:
         """The scratch folder's path as commands in the container see it."""
         return SCRATCH_MOUNT
+
+    def plugin_path(self) -> str:
+        """The plugin folder's path as commands in the container see it (read-only)."""
+        return PLUGIN_MOUNT
 
     def _give_back_files(self, container) -> None:
         """chown the working copy to ``owner`` (commands in the container run as root)."""
@@ -501,14 +527,6 @@ class DockerTerminal(Terminal):
         with self._lock:
             self._spawned = [c for c in self._spawned if not c.closed] + [child]
         return child
-
-
-def _chown_tree(root: str, uid: int, gid: int) -> None:
-    """chown ``root`` and everything below it (symbolic links themselves, not their targets)."""
-    os.chown(root, uid, gid)
-    for folder, dirs, files in os.walk(root):
-        for name in dirs + files:
-            os.chown(os.path.join(folder, name), uid, gid, follow_symlinks=False)
 
 
 class _FrameReader:
