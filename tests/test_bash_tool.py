@@ -184,3 +184,38 @@ async def test_app_console_runs_and_shows_bash_calls(calc_session, tmp_path):
          "id": steps[0]["action"]["id"]},
         {"name": "bash", "arguments": {"command": "pwd"}, "id": steps[1]["action"]["id"]}]
     assert steps[1]["decision"] == "manual" and "/tmp" in steps[1]["observation"]
+
+
+# -- bash_agent: the bash-only baseline through `dgym run` and the LLM stub ----------------
+
+def test_dgym_run_with_bash_agent_over_the_stub(tmp_path, tiny, llm_server):
+    import json
+
+    from dgym_tui.cli.main import main
+    from dgym_tui.episode.trajectory import read_trajectory
+
+    fix = "sed -i 's/return a - b/return a + b/' calc.py && python -m pytest -q -p no:cacheprovider"
+    llm_server.script([
+        {"tool_calls": [{"name": "bash", "arguments": {"command": "cd / && grep -n 'a - b' "
+                                                                    "\"$OLDPWD/calc.py\""}}]},
+        {"tool_calls": [{"name": "bash", "arguments": {"command": "cd - >/dev/null && " + fix}}]},
+        {"tool_calls": [{"name": "submit", "arguments": {}}]},
+    ])
+    llm_yaml = tmp_path / "llm.yaml"
+    llm_yaml.write_text(f"stub:\n  model: openai/stub\n  api_base: {llm_server.url}\n"
+                        "  api_key: x\n  tool_calling: native\n  retries: 0\n")
+    config = tmp_path / "agent.yaml"
+    config.write_text(f"benchmark: {{name: tiny, root: {tiny}}}\ntasks: [add]\npolicy: agent\n"
+                      f"agent: bash_agent\nllm: stub\nllm_config: {llm_yaml}\nmax_steps: 6\n"
+                      "terminal: local\n")
+    out = tmp_path / "out"
+    assert main(["run", str(config), "--output", str(out), "--no-progress"]) == 0
+    status = json.loads((out / "add" / "status.json").read_text())
+    assert status["state"] == "done" and status["resolved"] is True, status
+    offered = [t["function"]["name"] for t in llm_server.requests[0]["tools"]]
+    assert offered == ["bash", "submit"]
+    traj = read_trajectory(out / "add" / "trajectory.jsonl")
+    assert traj.header["environment"]["tools"] == ["bash", "submit"]
+    observations = [s["observation"] for s in traj.steps]
+    assert "2:    return a - b" in observations[0]
+    assert "2 passed" in observations[1]  # cd - worked: the step-1 cd persisted
