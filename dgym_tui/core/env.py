@@ -90,6 +90,9 @@ class RepoEnv:
             the entrypoint's ``RunResult``, ``terminal`` the episode's terminal
             (to read a full log the output cap cut). None, or a grader
             returning None, falls back to pytest's summary line.
+        mcp_servers: MCP servers whose tools join ``tools`` when the first episode
+            starts (see :mod:`dgym_tui.core.tools.mcp_client`); they run on the host,
+            outside the sandbox.
         tool_options: ``{tool name: {option: value}}`` for tools' ``settings``
             (e.g. ``{"bash": {"timeout": 30}}``, ``{"pdb": {"auto_list": 3}}``).
         hidden: host paths (files or folders) that sandboxed commands must not
@@ -124,7 +127,8 @@ class RepoEnv:
                  terminal_options: dict[str, Any] | None = None,
                  grader: Callable[[RunResult, Terminal], EvalSummary | None] | None = None,
                  hidden: Iterable[str | os.PathLike] = (),
-                 tool_options: dict[str, dict[str, Any]] | None = None) -> None:
+                 tool_options: dict[str, dict[str, Any]] | None = None,
+                 mcp_servers: Sequence[dict[str, Any]] = ()) -> None:
         self.path = os.fspath(path)
         if not os.path.isdir(self.path):
             what = "is a file, not a folder" if os.path.isfile(self.path) else "does not exist"
@@ -164,6 +168,14 @@ class RepoEnv:
                              f"offered: {', '.join(tools)}")
         self.tools: dict[str, Tool] = {name: registry[name](self, **self.tool_options.get(name, {}))
                                        for name in tools}
+        self._mcp_specs: list[Any] = []
+        if mcp_servers:
+            from dgym_tui.core.tools.mcp_client import parse_servers
+
+            self._mcp_specs = parse_servers(mcp_servers)
+        #: the ``mcp_servers`` settings, checked (JSON-ready; trajectory headers keep them)
+        self.mcp_servers: list[dict[str, Any]] = [spec.to_dict() for spec in self._mcp_specs]
+        self._mcp_connections: list[Any] = []
 
         self.workspace: Workspace | None = None
         self.terminal: Terminal | None = None
@@ -191,6 +203,8 @@ class RepoEnv:
         started = time.monotonic()
         self._end_episode()
         self._closed = False
+        if self._mcp_specs and not self._mcp_connections:
+            self._open_mcp_servers()
         cleanup.register(self)  # SIGTERM / exit also delete the working copy
         self.workspace = Workspace(self.path, ignore=self.ignore, readonly=self.readonly)
         self.breakpoints = BreakpointStore(self.workspace)
@@ -437,6 +451,37 @@ class RepoEnv:
 
         return LocalTerminal()
 
+    def _open_mcp_servers(self) -> None:
+        """Connect to the ``mcp_servers`` and add their allowed tools (first reset only).
+
+        Raises:
+            McpServerError: a server cannot be reached or its tools cannot join.
+        """
+        from dgym_tui.core.tools.mcp_client import McpConnection, remote_tools
+
+        taken = set(self.tools)
+        try:
+            for spec in self._mcp_specs:
+                connection = McpConnection(spec)
+                connection.open()
+                self._mcp_connections.append(connection)
+                for cls in remote_tools(connection, taken):
+                    self.tools[cls.name] = cls(self)
+        except Exception:
+            self._close_mcp_servers()
+            raise
+
+    def _close_mcp_servers(self) -> None:
+        for connection in self._mcp_connections:
+            try:
+                connection.close()
+            except Exception:  # closing must go on
+                log.exception("closing MCP server %s failed", connection.spec.name)
+        self._mcp_connections = []
+        for name in [n for n, tool in self.tools.items() if tool.server]:
+            del self.tools[name]
+        self.__dict__.pop("_validators", None)  # built again with the tools of the next reset
+
     def _end_episode(self) -> None:
         for tool in self.tools.values():
             try:
@@ -460,6 +505,7 @@ class RepoEnv:
             return
         self._closed = True
         self._end_episode()
+        self._close_mcp_servers()
         cleanup.unregister(self)
 
     def __enter__(self) -> Self:

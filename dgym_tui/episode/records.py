@@ -81,6 +81,8 @@ class EpisodeInfo:
         initial_observation: the observation returned by ``env.reset()``.
         examples: the task's real file, line and test for the examples the
             policy shows (see :mod:`dgym_tui.episode.examples`).
+        remote_tools: names of the tools that come from the run's MCP servers
+            (``mcp_servers:``); an agent offers them besides its spec's tools.
     """
 
     task: str
@@ -88,6 +90,7 @@ class EpisodeInfo:
     tool_schemas: list[dict]
     initial_observation: str
     examples: TaskExamples = field(default_factory=TaskExamples)
+    remote_tools: list[str] = field(default_factory=list)
 
 
 @dataclass

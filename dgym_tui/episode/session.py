@@ -242,7 +242,8 @@ class Session:
                 instructions=self.env.instructions(),
                 tool_schemas=self.env.tool_schemas(),
                 initial_observation=result.observation,
-                examples=task_examples(self.env.workspace, result.eval)))
+                examples=task_examples(self.env.workspace, result.eval),
+                remote_tools=[name for name, tool in self.env.tools.items() if tool.server]))
         if self.trajectory_path is not None:
             self._writer = TrajectoryWriter(self.trajectory_path)
             self._writer.write_header(self._header(result))

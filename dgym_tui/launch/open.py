@@ -24,7 +24,7 @@ from dgym_tui.support.paths import hidden_patterns
 #: The benchmark of a ``--task NAME`` without ``BENCH/``.
 DEFAULT_BENCHMARK = "mini"
 #: RepoEnv options recorded in a header's ``environment`` (the rest of the spec is the task).
-ENV_OPTIONS = ("tools", "eval_timeout", "pdb_timeout", "max_output", "tool_options")
+ENV_OPTIONS = ("tools", "eval_timeout", "pdb_timeout", "max_output", "tool_options", "mcp_servers")
 _TASK_FIELDS = frozenset(f.name for f in fields(Task))
 
 

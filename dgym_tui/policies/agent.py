@@ -14,6 +14,8 @@ file. Keys:
 - ``tool_calling`` (optional): ``native`` or ``text``; default: the LLM's.
 - ``tool_options`` (optional): settings of the environment's tools, e.g.
   ``{pdb: {auto_list: 3}, bash: {timeout: 60}}`` (each tool's ``settings``).
+- ``mcp_servers`` (optional): MCP servers whose tools the agent gets besides
+  ``tools`` (see :mod:`dgym_tui.core.tools.mcp_client` and docs/mcp.md).
 
 Template variables — system: ``agent`` (the spec), ``guidance``, ``tools``
 (``[{name, description, parameters}]`` currently offered), ``locked``
@@ -63,6 +65,7 @@ class AgentSpec:
         unlock: ``{tool: {"after_rewrites" | "after_steps": int}}``.
         tool_calling: ``"native"``, ``"text"`` or None (use the LLM's setting).
         tool_options: ``{tool: {option: value}}`` for the environment's tools.
+        mcp_servers: checked ``mcp_servers`` entries (dicts) whose tools join the toolbox.
         path: the YAML file, or None for a spec built in code.
     """
 
@@ -75,6 +78,7 @@ class AgentSpec:
     unlock: dict[str, dict[str, int]] = field(default_factory=dict)
     tool_calling: str | None = None
     tool_options: dict[str, dict[str, Any]] = field(default_factory=dict)
+    mcp_servers: list[dict[str, Any]] = field(default_factory=list)
     path: Path | None = None
 
 
@@ -164,7 +168,7 @@ def parse_agent_spec(data: dict[str, Any], base: Path, source: str = "agent spec
     if not isinstance(data, dict):
         raise AgentSpecError(f"{source}: an agent spec must be a YAML mapping")
     known = {"name", "description", "tools", "system_prompt", "instance_prompt",
-             "guidance", "unlock", "tool_calling", "tool_options"}
+             "guidance", "unlock", "tool_calling", "tool_options", "mcp_servers"}
     unknown = sorted(set(data) - known)
     if unknown:
         raise AgentSpecError(f"{source}: unknown key(s) {', '.join(unknown)}; "
@@ -192,10 +196,17 @@ def parse_agent_spec(data: dict[str, Any], base: Path, source: str = "agent spec
     mode = data.get("tool_calling")
     if mode not in (None, "native", "text"):
         raise AgentSpecError(f"{source}: tool_calling must be 'native' or 'text', not {mode!r}")
+    from dgym_tui.core.tools.mcp_client import parse_servers
+
+    try:
+        servers = [server.to_dict() for server in parse_servers(data.get("mcp_servers"))]
+    except ValueError as exc:
+        raise AgentSpecError(f"{source}: {exc}") from None
     spec = AgentSpec(name=str(data["name"]), description=str(data.get("description") or ""),
                      tools=list(tools), guidance=str(data.get("guidance") or ""),
                      unlock={k: dict(v) for k, v in unlock.items()}, tool_calling=mode,
                      tool_options={k: dict(v) for k, v in tool_options.items()},
+                     mcp_servers=servers,
                      system_prompt=_read_template(data["system_prompt"], "system_prompt",
                                                   base, source))
     if data.get("instance_prompt"):
@@ -355,8 +366,9 @@ class LLMAgent:
         self.info = info
         self.usage = Usage()
         by_name = {s["function"]["name"]: s for s in info.tool_schemas}
+        wanted = [*self.spec.tools, *(n for n in info.remote_tools if n not in self.spec.tools)]
         self._schemas = {name: localise_schema(by_name[name], info.examples)
-                         for name in self.spec.tools if name in by_name}
+                         for name in wanted if name in by_name}
         system, task = self.build_messages([])[:2]
         self._message_ids = ({} if self.message_prefix else
                              {_message_key(system): "system", _message_key(task): "task"})

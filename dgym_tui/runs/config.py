@@ -33,6 +33,9 @@ workers              1            tasks run in parallel (threads); ``-n`` wins
 env.eval_timeout     120          seconds the entrypoint may run
 env.pdb_timeout      30           seconds one pdb command may take
 env.max_output       65536        characters of tool output kept per observation
+mcp_servers          (none)       MCP servers whose tools join the toolbox: a list of
+                                  ``{name, command | url, transport, prefix, tools,
+                                  timeout, env}`` (docs/mcp.md)
 ==================== ============ ===================================================
 """
 
@@ -76,6 +79,8 @@ KEYS: dict[str, tuple[Any, str]] = {
     "env.eval_timeout": (120, "seconds the entrypoint may run"),
     "env.pdb_timeout": (30, "seconds one pdb command may take (pytest under pdb starts slowly)"),
     "env.max_output": (65536, "characters of tool output kept per observation"),
+    "mcp_servers": (None, "MCP servers whose tools join the toolbox: a list of {name, command "
+                          "or url, transport, prefix, tools, timeout, env} (docs/mcp.md)"),
 }
 ENV_KEYS = tuple(k.split(".", 1)[1] for k in KEYS if k.startswith("env."))
 TOP_KEYS = tuple(dict.fromkeys(k.split(".", 1)[0] for k in KEYS))
@@ -117,6 +122,7 @@ class RunConfig:
     output_dir: Path = Path("runs/run")
     workers: int = 1
     env: dict[str, Any] = field(default_factory=dict)
+    mcp_servers: list[dict[str, Any]] = field(default_factory=list)
     source: Path | None = None
 
     def env_overrides(self) -> dict[str, Any]:
@@ -125,7 +131,8 @@ class RunConfig:
         ``terminal`` / ``image`` are left out when not configured, so the
         task's own values (or the environment's defaults) apply.
         """
-        chosen = {"terminal": self.terminal, "image": self.image}
+        chosen = {"terminal": self.terminal, "image": self.image,
+                  "mcp_servers": [dict(server) for server in self.mcp_servers]}
         return {**self.env, **{key: value for key, value in chosen.items() if value}}
 
     def to_dict(self) -> dict[str, Any]:
@@ -262,6 +269,12 @@ def validate(data: dict[str, Any], source: Path | None = None) -> RunConfig:
     stop = data.get("stop_on_resolved", False)
     if not isinstance(stop, bool):
         raise ConfigError(f"config key 'stop_on_resolved' must be true or false, got {stop!r}")
+    from dgym_tui.core.tools.mcp_client import parse_servers
+
+    try:
+        servers = [spec.to_dict() for spec in parse_servers(data.get("mcp_servers"))]
+    except ValueError as exc:
+        raise ConfigError(f"config key {exc}") from None
     output = _opt_str("output_dir", data.get("output_dir"))
     stem = source.stem if source is not None else "run"
     config = RunConfig(
@@ -278,7 +291,7 @@ def validate(data: dict[str, Any], source: Path | None = None) -> RunConfig:
         stop_on_resolved=stop,
         output_dir=Path(output) if output else Path("runs") / stem,
         workers=_int("workers", data.get("workers", 1), 1),
-        env=dict(env), source=source)
+        env=dict(env), mcp_servers=servers, source=source)
     if config.policy == "agent" and not config.llm:
         raise ConfigError("config key 'llm' is missing: policy 'agent' needs an LLM entry name "
                           "(e.g. -p llm=gpt-4o; see dgym init-llm-config)")

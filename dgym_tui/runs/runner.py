@@ -144,7 +144,8 @@ def agent_tools(kind: str, agent: str) -> list[str] | None:
 
 
 def agent_env_options(kind: str, agent: str) -> dict[str, Any]:
-    """``RepoEnv`` options the agent spec asks for: ``tools`` and ``tool_options`` (when set).
+    """``RepoEnv`` options the agent spec asks for: ``tools``, ``tool_options`` and
+    ``mcp_servers`` (when set).
 
     Returns ``{}`` for a policy other than ``agent``.
     """
@@ -158,6 +159,8 @@ def agent_env_options(kind: str, agent: str) -> dict[str, Any]:
         options["tools"] = list(spec.tools)
     if getattr(spec, "tool_options", None):
         options["tool_options"] = {k: dict(v) for k, v in spec.tool_options.items()}
+    if getattr(spec, "mcp_servers", None):
+        options["mcp_servers"] = [dict(server) for server in spec.mcp_servers]
     return options
 
 
@@ -205,7 +208,11 @@ def run_task(config: RunConfig, benchmark: Any, task_name: str, output_dir: Path
         task = benchmark.load(task_name)
         overrides = config.env_overrides()
         if policy_factory is None:
-            overrides.update(agent_env_options(config.policy, config.agent))
+            wanted = agent_env_options(config.policy, config.agent)
+            servers = [*overrides.get("mcp_servers", []), *wanted.pop("mcp_servers", [])]
+            overrides.update(wanted)
+            if servers:
+                overrides["mcp_servers"] = servers
         policy = (policy_factory(task) if policy_factory
                   else make_policy(config.policy, config.agent, config.llm, config.llm_config,
                                    task))

@@ -62,6 +62,9 @@ class Tool:
     #: Settings a run or an agent spec may change (``tool_options: {NAME: {key: value}}``)
     #: with their defaults; the tool reads them from ``self.options``.
     settings: ClassVar[dict[str, Any]] = {}
+    #: The MCP server the tool comes from (``mcp_servers:``); "" for this package's tools
+    #: and plugins. An agent is offered every tool of its run's MCP servers.
+    server: ClassVar[str] = ""
 
     def __init__(self, env: RepoEnv, **options: Any) -> None:
         """Args:
