@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from dgym_tui.benchmarks.base import Benchmark, Task
-from dgym_tui.benchmarks.local import CONFIG_FILES, read_folder_config
+from dgym_tui.benchmarks.local import CONFIG_FILES, TERMINAL_REQUEST, config_file, read_folder_config
 from dgym_tui.core.env import DEFAULT_ENTRYPOINT
 
 #: Optional file of a task folder whose text is what the agent is told.
@@ -84,7 +84,11 @@ class FolderBenchmark(Benchmark):
 
     def _load(self, task_name: str) -> Task:
         folder = self.root / task_name
-        settings = {**self.defaults, **read_folder_config(folder)}
+        own = read_folder_config(folder)
+        settings = {**self.defaults, **own}
+        # a terminal named in these folders' files is a request: it may raise the sandbox only
+        asked = (config_file(folder) if "terminal" in own
+                 else config_file(self.root) if "terminal" in settings else None)
         if "entrypoint" not in settings:
             tests = " test.py" if (folder / "test.py").is_file() else ""
             settings["entrypoint"] = DEFAULT_ENTRYPOINT + tests
@@ -92,7 +96,8 @@ class FolderBenchmark(Benchmark):
         if "description" not in settings and instructions.is_file():
             settings["description"] = instructions.read_text(encoding="utf-8").strip()
         task = Task(name=task_name, benchmark=self.name, path=folder,
-                    meta={"source": str(folder)}, **settings)
+                    meta={"source": str(folder), TERMINAL_REQUEST: asked and str(asked)},
+                    **settings)
         # the task's own files that steer it stay as they are
         steering = [n for n in (INSTRUCTIONS, *CONFIG_FILES) if (folder / n).is_file()]
         return replace(task, readonly=[*task.readonly, *steering])

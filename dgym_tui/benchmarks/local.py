@@ -19,6 +19,11 @@ from dgym_tui.core.errors import first_line
 
 #: Files in the repository folder whose mapping gives the task's defaults (first found wins).
 CONFIG_FILES = ("dgym.yaml", "task.yaml")
+#: ``Task.meta`` key of a task read from a folder the person points at, whose ``terminal`` the
+#: person did not choose: the config file that asked for ``Task.terminal`` (None: no file did).
+#: The repository wrote that file, so its terminal is a request that may raise the person's
+#: sandbox but never lower it (:func:`dgym_tui.launch.sandbox.choose_terminal`).
+TERMINAL_REQUEST = "terminal_request"
 #: The keys of a folder config that are task settings (others, e.g. ``bug``, are ignored).
 CONFIG_KEYS = ("entrypoint", "debug_entrypoint", "description", "ignore", "readonly", "image",
                "terminal", "setup_commands")
@@ -39,7 +44,9 @@ class LocalBenchmark(Benchmark):
         ignore: extra gitignore-style patterns hidden from the agent.
         readonly: extra gitignore-style patterns the agent may not change.
         image: Docker image for ``terminal="docker"``.
-        terminal: ``"local"``, ``"docker"`` or None (the environment's default).
+        terminal: ``"local"``, ``"bwrap"``, ``"docker"`` or None. None: the folder's
+            config may ask for one, a request the front ends may refuse
+            (:data:`TERMINAL_REQUEST`).
         setup_commands: shell commands run before the first eval.
 
     Raises:
@@ -64,12 +71,16 @@ class LocalBenchmark(Benchmark):
         given = {"entrypoint": entrypoint, "debug_entrypoint": debug_entrypoint,
                  "description": description, "ignore": ignore, "readonly": readonly,
                  "image": image, "terminal": terminal, "setup_commands": setup_commands}
-        settings = {**read_folder_config(self.path),
-                    **{key: value for key, value in given.items() if value is not None}}
+        from_file = read_folder_config(self.path)
+        settings = {**from_file, **{key: value for key, value in given.items() if value is not None}}
         settings.setdefault("entrypoint", DEFAULT_ENTRYPOINT)
         self.task_name = name or self.path.name
+        meta: dict[str, Any] = {"source": str(self.path)}
+        if terminal is None:
+            meta[TERMINAL_REQUEST] = (str(config_file(self.path)) if "terminal" in from_file
+                                      else None)
         self._task = Task(name=self.task_name, benchmark=self.name, path=self.path,
-                          meta={"source": str(self.path)}, **settings)
+                          meta=meta, **settings)
 
     def tasks(self) -> list[str]:
         """Return ``[task_name]``."""
@@ -79,6 +90,11 @@ class LocalBenchmark(Benchmark):
         task = self._task  # a fresh copy each time: callers may edit theirs
         return replace(task, ignore=list(task.ignore), readonly=list(task.readonly),
                        setup_commands=list(task.setup_commands), meta=dict(task.meta))
+
+
+def config_file(folder: Path) -> Path | None:
+    """The config file of ``folder`` that :func:`read_folder_config` reads, or None."""
+    return next((folder / name for name in CONFIG_FILES if (folder / name).is_file()), None)
 
 
 def read_folder_config(folder: Path) -> dict[str, Any]:
@@ -125,4 +141,4 @@ def folder_task(path: str | Path, **options: Any) -> Task:
     return benchmark.load(benchmark.tasks()[0])
 
 
-__all__ = ["LocalBenchmark", "folder_task", "read_folder_config"]
+__all__ = ["LocalBenchmark", "TERMINAL_REQUEST", "config_file", "folder_task", "read_folder_config"]

@@ -184,19 +184,27 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     return 1
 
 
+def _say(text: Any) -> None:
+    """Print text that came from a sandbox or a trajectory file: as data, never as
+    terminal controls (:func:`dgym_tui.core.safetext.strip_controls`)."""
+    from dgym_tui.core.safetext import strip_controls
+
+    print(strip_controls(str(text)))
+
+
 def _show(traj: Any, until: int | None) -> None:
-    print(f"task: {(traj.header.get('task') or {}).get('name') or '-'}  "
-          f"steps: {len(traj)}  finished: {traj.finished}")
+    _say(f"task: {(traj.header.get('task') or {}).get('name') or '-'}  "
+         f"steps: {len(traj)}  finished: {traj.finished}")
     for record in traj.steps[:until]:
         action = record.get("action")
         what = (f"{action['name']} {action.get('arguments')}" if action
                 else f"(nothing executed) {record.get('note') or ''}")
-        print(f"--- step {record['step']} [{record['actor']}/{record['decision']}] {what}")
+        _say(f"--- step {record['step']} [{record['actor']}/{record['decision']}] {what}")
         if record.get("observation"):
-            print(record["observation"].rstrip())
+            _say(str(record["observation"]).rstrip())
     if traj.footer and until is None:
-        print(f"=== resolved={traj.footer['resolved']} score={traj.footer['score']}/"
-              f"{traj.footer['max_score']} reason={traj.footer['reason']}")
+        _say(f"=== resolved={traj.footer['resolved']} score={traj.footer['score']}/"
+             f"{traj.footer['max_score']} reason={traj.footer['reason']}")
 
 
 def _cmd_export(args: argparse.Namespace) -> int:
@@ -358,25 +366,33 @@ def _cmd_play(args: argparse.Namespace) -> int:
         task = folder_task(args.path)
     else:
         raise UsageError("give a repository PATH or --task BENCH/TASK")
+    from dgym_tui.launch.sandbox import choose_terminal, describe_sandbox, terminal_name
     from dgym_tui.support.paths import unique_trajectory_path
 
     label = task.name if task.benchmark == "local" else task.ref
     output = Path(args.output) if args.output else unique_trajectory_path(label)
-    overrides = {key: value for key, value in (("terminal", args.terminal), ("image", args.image),
+    terminal, notices = choose_terminal(task, args.terminal)  # as dgym-tui: bwrap where it works
+    for notice in notices:
+        print(f"{PROG}: {notice}", file=sys.stderr)
+    overrides = {key: value for key, value in (("terminal", terminal), ("image", args.image),
                                                ("entrypoint", args.entrypoint)) if value}
     session = open_session(task, make_policy("human"), "auto", args.max_steps, output, overrides,
                            config={"policy": "human", "terminal": args.terminal}, check=True)
     env = session.env
+    sandbox = terminal_name(env)
+    line = describe_sandbox(sandbox)  # the first line: the sandbox in force, local in red
+    print(f"\x1b[1;31m{line}\x1b[0m" if sandbox == "local" and sys.stdout.isatty() else line,
+          flush=True)
 
     def show(event: Any) -> None:
         if event.kind == "reset":
-            print(event.data.observation)
+            _say(event.data.observation)
         elif event.kind == "turn":
-            print(event.data.observation or event.data.error or event.data.note)
+            _say(event.data.observation or event.data.error or event.data.note)
         elif event.kind == "done":
             footer = event.data
-            print(f"episode over ({footer['reason']}): resolved={footer['resolved']} "
-                  f"score={footer['score']}/{footer['max_score']}")
+            _say(f"episode over ({footer['reason']}): resolved={footer['resolved']} "
+                 f"score={footer['score']}/{footer['max_score']}")
 
     session.subscribe(show)
     try:

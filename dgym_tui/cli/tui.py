@@ -202,8 +202,10 @@ def open_episode(args: argparse.Namespace, task: Any, policy: Any, mode: str,
     """Open the session of ``task`` with the :func:`add_episode_arguments` options.
 
     A folder without ``--terminal`` runs in bwrap where it works (else locally, with a
-    notice on stderr); the trajectory goes to ``--trajectory`` or a new file in the
-    user's runs folder. ``dgym-tui`` and ``dgym mcp`` open their episodes here.
+    notice on stderr); its own dgym.yaml may raise that sandbox, never lower it
+    (:func:`dgym_tui.launch.sandbox.choose_terminal`); the trajectory goes to
+    ``--trajectory`` or a new file in the user's runs folder. ``dgym-tui`` and ``dgym mcp``
+    open their episodes here.
 
     Args:
         args: parsed arguments (the :func:`add_episode_arguments` options).
@@ -229,14 +231,20 @@ def open_episode(args: argparse.Namespace, task: Any, policy: Any, mode: str,
         raise UsageError(f"cannot create {out.parent}: {exc.strerror}; pass --trajectory") from None
     overrides = {key: value for key, value in (("terminal", args.terminal), ("image", args.image),
                                                ("entrypoint", args.entrypoint)) if value}
-    if task.benchmark == "local" and task.terminal is None and not args.terminal:
+    from dgym_tui.launch.sandbox import choose_terminal
+
+    def default() -> tuple[str, str | None]:  # a sandbox where it works
         from dgym_tui.core.terminals.bwrap import default_terminal
 
         if probe is not None:
             probe.join()  # then default_terminal reads the probe's cached answer
-        overrides["terminal"], notice = default_terminal()  # a sandbox where it works
-        if notice:
-            print(f"{prog}: {notice}", file=sys.stderr)
+        return default_terminal()
+
+    terminal, notices = choose_terminal(task, args.terminal, default)  # a repository cannot lower it
+    if terminal:
+        overrides["terminal"] = terminal
+    for notice in notices:
+        print(f"{prog}: {notice}", file=sys.stderr)
     overrides.update(options or {})
     try:
         session = open_session(task, policy, mode, args.max_steps, out, overrides, config=config,

@@ -30,6 +30,7 @@ from dgym_tui.core.breakpoints import BreakpointStore
 from dgym_tui.core.evaluation import pytest_plugin
 from dgym_tui.core.evaluation.summary import describe_score, is_resolved, summarize
 from dgym_tui.core.fs.workspace import Workspace, WorkspaceError
+from dgym_tui.core.safetext import strip_controls
 from dgym_tui.core.terminals import cleanup
 from dgym_tui.core.terminals.base import DEFAULT_MAX_OUTPUT, RunResult, Terminal
 from dgym_tui.core.tools import tools_for
@@ -261,8 +262,9 @@ class RepoEnv:
             name = action.name if isinstance(action, ToolCall) else None
             what = f"tool {name}" if isinstance(name, str) else "the step"
             call = action if isinstance(action, ToolCall) else None
-            self.last = StepResult(observation=f"internal error in {what}: {type(exc).__name__}: "
-                                               f"{exc}", action=call, error=True,
+            self.last = StepResult(observation=strip_controls(f"internal error in {what}: "
+                                                              f"{type(exc).__name__}: {exc}"),
+                                   action=call, error=True,
                                    elapsed=time.monotonic() - started)
             return self.last
 
@@ -337,8 +339,8 @@ class RepoEnv:
         summary = self.last_eval
         score = summary.passed if summary else 0
         max_score = summary.total if summary else 0
-        return StepResult(
-            observation=observation, action=action, done=done,
+        return StepResult(  # the one place step results are made: output is data from here on
+            observation=strip_controls(observation), action=action, done=done,
             resolved=is_resolved(summary), score=score, max_score=max_score,
             breakpoints=list(self.breakpoints.list()),
             conditions=dict(self.breakpoints.conditions()),
@@ -377,6 +379,11 @@ class RepoEnv:
         elif report is not None and not summary.failures:  # the grader's counts, our locations
             summary.failures = summarize(res.output, res.exit_code, res.timed_out, report,
                                          self.terminal.to_relative).failures
+        output = strip_controls(output)
+        summary.problem = strip_controls(summary.problem)
+        for failure in summary.failures:  # shown by the front ends beside the output
+            failure.test_id, failure.message = (strip_controls(failure.test_id),
+                                                strip_controls(failure.message))
         self.last_eval, self.last_eval_output = summary, output
         return summary, output
 

@@ -18,8 +18,11 @@ agent                debug_agent  agent spec name (a file in agents/) or a YAML 
 llm                  (none)       entry name in the LLM config (needed by ``agent``)
 llm_config           (none)       path of ``llm.yaml``; none: the default location
 terminal             (task's)     ``local`` (trusted code), ``bwrap`` (a local
-                                  sandbox) or ``docker``; none: the task's own
-                                  choice, else ``local``
+                                  sandbox) or ``docker``; none: for a folder's
+                                  tasks (``local``, ``folder``) ``bwrap`` where it
+                                  works, which a task's own dgym.yaml may raise
+                                  but not lower; else the task's own choice,
+                                  else ``local``
 image                (none)       Docker image (``terminal: docker``); none: the
                                   task's image or the sandbox image
                                   ``dgym-tui/sandbox:test``
@@ -69,7 +72,9 @@ KEYS: dict[str, tuple[Any, str]] = {
     "llm": (None, "entry name in the LLM config (required with policy `agent`)"),
     "llm_config": (None, "path of llm.yaml; empty: the default location"),
     "terminal": (None, "`local` (trusted code), `bwrap` (a local sandbox) or `docker`; "
-                       "empty: the task's own choice, else `local`"),
+                       "empty: for a folder's tasks (`local`, `folder`) `bwrap` where it works, "
+                       "which a task's own dgym.yaml may raise but not lower; for other "
+                       "benchmarks the task's own choice, else `local`"),
     "image": (None, "Docker image; empty: the task's image or the environment's default"),
     "max_steps": (50, "step budget per episode"),
     "mode": ("auto", "`auto` for `dgym run`; `approve` and `human` are for the TUI"),

@@ -195,6 +195,7 @@ def run_task(config: RunConfig, benchmark: Any, task_name: str, output_dir: Path
             and the environment closed first.
     """
     from dgym_tui.launch.open import open_session
+    from dgym_tui.launch.sandbox import choose_terminal
 
     folder = task_folder(output_dir, task_name)
     shutil.rmtree(folder, ignore_errors=True)  # an earlier attempt: start from scratch
@@ -207,6 +208,12 @@ def run_task(config: RunConfig, benchmark: Any, task_name: str, output_dir: Path
     try:
         task = benchmark.load(task_name)
         overrides = config.env_overrides()
+        # the run config chooses the sandbox; a task folder's own config may raise it, not lower it
+        terminal, notices = choose_terminal(task, config.terminal)
+        for notice in notices:
+            log.warning("%s: %s", task_name, notice)
+        if terminal:
+            overrides["terminal"] = terminal
         if policy_factory is None:
             wanted = agent_env_options(config.policy, config.agent)
             servers = [*overrides.get("mcp_servers", []), *wanted.pop("mcp_servers", [])]

@@ -28,6 +28,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, ClassVar
 
+from rich.text import Text
 from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import BindingType
@@ -35,6 +36,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Input, TabbedContent, TabPane
 
+from dgym_tui.core.safetext import one_line, strip_controls
 from dgym_tui.core.types import StepResult, ToolCall
 from dgym_tui.episode.records import Turn
 from dgym_tui.tui import pause_gc, resume_gc
@@ -173,6 +175,14 @@ class DgymApp(AppKeys, SessionCalls, AgentTurns, CodeEdits, ReplayMode, WidgetEv
                          update=False)
         return screen
 
+    def notify(self, message: str, *, title: str = "", severity: Any = "information",
+               timeout: float | None = None, markup: bool = True) -> None:
+        """Textual's toast, always as plain text: a toast often names a file, a frame or an
+        error the sandbox wrote, so it is never read as markup and its terminal controls are
+        removed (widgets' ``notify`` comes here too). ``markup`` is accepted and ignored."""
+        super().notify(strip_controls(str(message)), title=one_line(str(title)),
+                       severity=severity, timeout=timeout, markup=False)
+
     def compose(self) -> ComposeResult:
         with Horizontal(id="body"):
             yield FileTree(id="tree")
@@ -234,10 +244,13 @@ class DgymApp(AppKeys, SessionCalls, AgentTurns, CodeEdits, ReplayMode, WidgetEv
 
     # -- live session ----------------------------------------------------------
     def _mount_session(self) -> None:
+        from dgym_tui.launch.sandbox import terminal_name
+
         session = self.session
         self.sub_title = session.task_name or ""
         self.status.update_status(task=session.task_name, budget=session.max_steps,
-                                  mode=session.mode, agent=session.policy is not None)
+                                  mode=session.mode, agent=session.policy is not None,
+                                  sandbox=terminal_name(session.env))
         self._subscribe(session)
         self._set_busy("starting the episode (copy, terminal, eval)")
         # The reset's thread starts after the first frame: it held the GIL for part of the
@@ -430,14 +443,14 @@ class DgymApp(AppKeys, SessionCalls, AgentTurns, CodeEdits, ReplayMode, WidgetEv
         if text is None:
             why = (self.replay.unavailable or "source not available at this step") \
                 if self.replay is not None else "not shown: binary, not UTF-8, or gone"
-            view.placeholder = f"({path}: {why})"
+            view.placeholder = f"({one_line(path)}: {why})"
             view.load(None, "")
-            view.border_title = path
+            view.border_title = Text(one_line(path))  # a file name, never markup
             self._current_path = None
             return
         self._current_path = path
-        view.load(path, text, line)
-        view.border_title = path
+        view.load(path, strip_controls(text, keep_lines=True), line)  # the file's text is data
+        view.border_title = Text(one_line(path))
         self.query_one(FileTree).select_path(path)
         if self._last_result is not None:
             self._refresh_marks(self._last_result, follow=False)

@@ -22,6 +22,8 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
+from dgym_tui.core.safetext import strip_controls
+
 #: The markers around the JSON (written by the packed script, so a terminal's echo of
 #: the command line never contains them).
 BEGIN = "<<dgym-inspect>>"
@@ -119,8 +121,9 @@ class Variable:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Variable:
-        kids = data.get("c")
-        return cls(str(data.get("n", "")), str(data.get("t", "")), str(data.get("r", "")),
+        kids = data.get("c")  # names and reprs are the program's text: shown as data
+        return cls(strip_controls(str(data.get("n", ""))), strip_controls(str(data.get("t", ""))),
+                   strip_controls(str(data.get("r", ""))),
                    int(data.get("len", 0) or 0),
                    [cls.from_json(k) for k in kids] if isinstance(kids, list) else None)
 
@@ -221,16 +224,21 @@ def parse_inspection(output: str, relative: Any = None, scope: str = "locals") -
     stop = output.find(END, start + len(BEGIN)) if start >= 0 else -1
     if start < 0 or stop < 0:
         return None
-    try:
+    try:  # the program can print a forged reply: anything malformed is no inspection
         data = json.loads(output[start + len(BEGIN):stop])
-    except json.JSONDecodeError:
+        return _inspection(data, relative or (lambda _p: None), scope)
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
         return None
-    rel = relative or (lambda _p: None)
-    frames = [StackFrame(str(p), int(n), str(fn), rel(str(p))) for p, n, fn in data["frames"]]
+
+
+def _inspection(data: dict[str, Any], rel: Any, scope: str) -> Inspection:
+    frames = [StackFrame(str(p), int(n), strip_controls(str(fn)), rel(str(p)))
+              for p, n, fn in data["frames"]]
     bps = []
     for num, path, line, cond, enabled, hits, temporary in data["bps"]:
         bps.append(PdbBreakpoint(int(num), rel(str(path)) or str(path), int(line),
-                                 cond or None, bool(enabled), int(hits), bool(temporary)))
+                                 strip_controls(str(cond)) if cond else None, bool(enabled),
+                                 int(hits), bool(temporary)))
     return Inspection(frames=frames, current=int(data["current"]),
                       selected=int(data["selected"]),
                       variables=[Variable.from_json(v) for v in data["vars"]], scope=scope,

@@ -26,6 +26,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 from textual.worker import get_current_worker
 
+from dgym_tui.core.safetext import one_line, strip_controls
 from dgym_tui.episode.follow import FileWatch, TrajectoryFollower
 
 #: Seconds between looks at a followed trajectory where there is no inotify (with it, a
@@ -123,7 +124,7 @@ class EpisodePane(Vertical):
             new = self.follower.steps
         for record in new:
             observation = record.get("observation")
-            table.add_row(*map(Text, (  # Text: no markup in recorded text
+            table.add_row(*(Text(strip_controls(cell)) for cell in (  # recorded text: data
                 str(record.get("step", "?")), str(record.get("actor", "")),
                 _cut(action_text(record.get("action"))),
                 _cut(observation if isinstance(observation, str) else ""))))
@@ -143,7 +144,8 @@ class EpisodePane(Vertical):
         else:
             state = "running: following new steps"
         text = f"{self.label} · {len(f.steps)} step(s) · {state}"
-        self.query_one(".pane-title", Static).update(text + (f" · {f.problem}" if f.problem else ""))
+        self.query_one(".pane-title", Static).update(
+            Text(one_line(text + (f" · {f.problem}" if f.problem else ""))))
 
     def show_step(self, number: int) -> None:
         """Show step record ``number`` (0-based) in full below the table."""
@@ -159,7 +161,7 @@ class EpisodePane(Vertical):
         parts.append(f"action: {action_text(record.get('action'))}")
         observation = record.get("observation")
         parts.append(observation if isinstance(observation, str) else "")
-        body.update("\n".join(parts))
+        body.update(Text(strip_controls("\n".join(parts))))
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         self.show_step(event.cursor_row)

@@ -14,6 +14,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Static
 
+from dgym_tui.core.safetext import one_line, strip_controls
 from dgym_tui.core.types import ToolCall
 
 ResultType = TypeVar("ResultType")
@@ -133,7 +134,7 @@ class CodeEditScreen(Dialog[str | None]):
         lines = f"line {self.start}" if self.start == self.end else \
             f"lines {self.start}-{self.end}"
         with Vertical():
-            yield Static(Text(f"Edit {self.path}, {lines} — ctrl+s rewrites, escape cancels"),
+            yield Static(Text(f"Edit {one_line(self.path)}, {lines} — ctrl+s rewrites, escape cancels"),
                          classes="modal-title")
             yield CodeArea(self.text, path=self.path, id="code-edit",
                            line_number_start=self.start)
@@ -193,10 +194,10 @@ class ConfirmScreen(Dialog[bool]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Static(Text(self.question), classes="modal-title")
+            yield Static(Text(strip_controls(self.question)), classes="modal-title")
             if self.detail:
                 with VerticalScroll(id="confirm-detail"):
-                    yield Static(Text(self.detail))
+                    yield Static(Text(strip_controls(self.detail)))
             with Horizontal():
                 yield Button("No (n)", action="screen.answer(False)")
                 yield Button("Yes (y)", action="screen.answer(True)", variant="warning")
@@ -226,8 +227,8 @@ class QuitScreen(Dialog[str | None]):
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Static(Text("The tests pass, but the fix is not applied to "
-                              f"{self.source}. Quit?"), classes="modal-title")
-            yield Static(Text("changed: " + ", ".join(self.files)))
+                              f"{one_line(self.source)}. Quit?"), classes="modal-title")
+            yield Static(Text("changed: " + ", ".join(map(one_line, self.files))))
             with Horizontal():
                 yield Button("Cancel (c)", action="screen.answer(None)")
                 yield Button("Quit anyway (q)", action="screen.answer('quit')", variant="warning")

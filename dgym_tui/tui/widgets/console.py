@@ -12,6 +12,8 @@ from textual.message import Message
 from textual.suggester import SuggestFromList
 from textual.widgets import Input
 
+from dgym_tui.core.safetext import strip_controls
+
 if TYPE_CHECKING:
     from dgym_tui.tui.widgets.console_log import ConsoleLog
 
@@ -137,11 +139,12 @@ class PdbConsole(Vertical):
         return self.query_one(HistoryInput)
 
     def write(self, text: str | Text, style: str = "") -> None:
-        """Append ``text`` to the scroll-back (plain text is never read as markup) and
+        """Append ``text`` to the scroll-back (plain text is never read as markup, and its
+        terminal controls are removed: :mod:`dgym_tui.core.safetext`) and
         scroll to it in the same screen refresh: RichLog's own scroll waits for the next
         refresh, which drew the console (and its scroll bar) two more times per step."""
         log = self.log_widget
-        log.add(Text(text, style=style) if isinstance(text, str) else text)
+        log.add(Text(strip_controls(text), style=style) if isinstance(text, str) else text)
         if log.auto_scroll:
             log.scroll_end(animate=False, immediate=True, x_axis=False)
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
+from dgym_tui.core.safetext import strip_controls
+
 
 class DiffView(VerticalScroll):
     """Shows a unified diff with diff syntax highlighting."""
@@ -30,5 +32,6 @@ class DiffView(VerticalScroll):
             from rich.syntax import Syntax  # pygments: not needed before the first change
 
             dark = self.app.current_theme.dark
-            body.update(Syntax(patch, "diff", theme="monokai" if dark else "default",
+            body.update(Syntax(strip_controls(patch, keep_lines=True), "diff",  # files: data
+                               theme="monokai" if dark else "default",
                                background_color="default", word_wrap=False))

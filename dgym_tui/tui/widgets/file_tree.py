@@ -9,6 +9,8 @@ from textual.message import Message
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
+from dgym_tui.core.safetext import one_line
+
 
 class FileTree(Tree[str]):
     """A tree of the visible working-copy files.
@@ -41,7 +43,7 @@ class FileTree(Tree[str]):
 
     def _label(self, path: str) -> Text:
         """The file's name, marked when it is changed / read-only."""
-        text = Text(path.rsplit("/", 1)[-1])
+        text = Text(one_line(path.rsplit("/", 1)[-1]))  # a name, never markup
         if path in self._changed:
             text.append(" M", style="bold yellow")
         if path in self._readonly:
@@ -84,7 +86,8 @@ class FileTree(Tree[str]):
             for depth in range(1, len(parts)):
                 key = "/".join(parts[:depth])
                 if key not in dirs:
-                    dirs[key] = parent.add(parts[depth - 1] + "/", expand=depth == 1)
+                    dirs[key] = parent.add(Text(one_line(parts[depth - 1]) + "/"),
+                                           expand=depth == 1)
                 parent = dirs[key]
             self._leaves[path] = parent.add_leaf(self._label(path), data=path)
         self.root.expand()

@@ -11,6 +11,8 @@ from textual.visual import VisualType
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
+from dgym_tui.core.safetext import one_line
+
 #: Frames listed at most (the innermost ones; a test runner's stack is deep).
 MAX_FRAMES = 40
 
@@ -27,8 +29,8 @@ class _Row(NamedTuple):
 
     def prompt(self) -> Text:
         text = Text("▶ " if self.here else "  ", style="bold")
-        text.append(self.function, style="dim" if self.library else "bold")
-        text.append(f"  {self.where}:{self.line}", style="dim" if self.library else "")
+        text.append(one_line(self.function), style="dim" if self.library else "bold")
+        text.append(f"  {one_line(self.where)}:{self.line}", style="dim" if self.library else "")
         return text
 
 

@@ -1,4 +1,4 @@
-"""The status bar: task, step / budget, mode, tests, tokens and cost, and a busy spinner."""
+"""The status bar: task, sandbox, step / budget, mode, tests, tokens and cost, and a busy spinner."""
 
 from __future__ import annotations
 
@@ -12,6 +12,8 @@ from textual.reactive import Reactive, reactive
 from textual.widget import Widget
 from textual.widgets import LoadingIndicator
 
+from dgym_tui.core.safetext import one_line
+
 
 @dataclass
 class Status:
@@ -19,6 +21,8 @@ class Status:
 
     Attributes:
         task: task name.
+        sandbox: the terminal in force (``"bwrap"``, ``"docker"``, ``"local"``: shown in
+            red as unsandboxed); "" shows nothing (a replay).
         step: turns done; budget: the step budget (0: unknown).
         mode: session mode or ``"replay"``.
         passed / total: tests passed / counted in the last eval (total 0: no eval yet).
@@ -29,6 +33,7 @@ class Status:
     """
 
     task: str = ""
+    sandbox: str = ""
     step: int = 0
     budget: int = 0
     mode: str = "human"
@@ -43,8 +48,13 @@ class Status:
     def render(self) -> Text:
         """Return the status line as Rich Text."""
         step = f"step {self.step}/{self.budget} " if self.budget else f"step {self.step} "
-        text = Text.assemble((f" {self.task or '-'} ", "bold"), "│ ", step, "│ ",
-                             (f"{self.mode} ", "bold"), "│ ")
+        text = Text.assemble((f" {one_line(self.task) or '-'} ", "bold"), "│ ")
+        if self.sandbox == "local":
+            text.append("local: unsandboxed ", style="bold red")
+            text.append("│ ")
+        elif self.sandbox:
+            text.append(f"{self.sandbox} │ ")
+        text.append_text(Text.assemble(step, "│ ", (f"{self.mode} ", "bold"), "│ "))
         if self.evaluated:
             ok = self.total > 0 and self.passed == self.total
             text.append(f"tests {self.passed}/{self.total} ", style="green" if ok else "red")

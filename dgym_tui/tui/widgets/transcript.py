@@ -13,6 +13,8 @@ from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
+from dgym_tui.core.safetext import strip_controls
+
 #: Observations longer than this many lines are folded (a click expands them).
 FOLD_LINES = 6
 #: Only the most recent turns are mounted; older ones are summarised in one line.
@@ -40,21 +42,21 @@ def render_turn(turn: Any, expanded: bool = False) -> Text:
     lines unless ``expanded``; the fold marker carries a click action
     ``fold(<turn index>)`` handled by the transcript's body widget.
     """
-    t = turn
+    t = turn  # every text below may come from a model, a person or a trajectory file: data
     text = Text(f"#{t.index} {t.actor} · {t.decision}", style="bold")
     if t.result is not None and t.result.error:
         text.append("  (refused)", style="red")
     if t.reasoning:
-        text.append("\n" + t.reasoning.strip(), style="italic")
+        text.append("\n" + strip_controls(t.reasoning.strip()), style="italic")
     if t.proposed is not None and (t.action is None
                                    or t.proposed.to_dict() != t.action.to_dict()):
-        text.append("\nproposed: " + format_action(t.proposed))
+        text.append("\nproposed: " + strip_controls(format_action(t.proposed)))
     if t.action is not None:
-        text.append("\naction:   " + format_action(t.action), style="bold")
+        text.append("\naction:   " + strip_controls(format_action(t.action)), style="bold")
     if t.note:
-        text.append("\nnote:     " + t.note, style="italic")
+        text.append("\nnote:     " + strip_controls(t.note), style="italic")
     if t.error:
-        text.append("\ninvalid:  " + t.error, style="red")
+        text.append("\ninvalid:  " + strip_controls(t.error), style="red")
     lines = _observation_lines(t)
     if not lines:
         return text
@@ -69,7 +71,8 @@ def render_turn(turn: Any, expanded: bool = False) -> Text:
 
 def _observation_lines(turn: Any) -> list[str]:
     """The lines of ``turn``'s observation (none without a result)."""
-    observation = (turn.result.observation if turn.result is not None else "").rstrip("\n")
+    observation = strip_controls(turn.result.observation if turn.result is not None
+                                 else "").rstrip("\n")
     return observation.split("\n") if observation else []
 
 
