@@ -1,4 +1,5 @@
-"""Process checks shared by the terminal tests (local, bwrap): is a pid still running?"""
+"""Process checks shared by the tests: is a pid still running (terminal tests), a free port
+and waiting for a server process to listen on it (MCP tests)."""
 
 from __future__ import annotations
 
@@ -20,3 +21,31 @@ def wait_dead(pid: int, seconds: float = 5.0) -> bool:
     while alive(pid) and time.monotonic() < deadline:
         time.sleep(0.02)
     return not alive(pid)
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_listening(proc, port: int, seconds: float = 120.0) -> None:
+    """Wait until ``proc`` (a ``subprocess.Popen``) accepts connections on 127.0.0.1:``port``.
+
+    Raises:
+        AssertionError: the process ended, or did not listen within ``seconds``.
+    """
+    import socket
+
+    deadline = time.monotonic() + seconds
+    while True:
+        assert proc.poll() is None, f"the server ended with status {proc.returncode}"
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            assert time.monotonic() < deadline, f"nothing listened on port {port}"
+            time.sleep(0.1)

@@ -111,3 +111,21 @@ def small_tools(monkeypatch):
         return orig(self, **overrides)
 
     monkeypatch.setattr(Task, "make_env", make_env)
+
+
+def stub_agent_files(tmp_path: Path, llm_server) -> tuple[Path, Path]:
+    """An llm.yaml whose ``stub`` entry is the LLM stub (native tool calls, no retry) and a
+    small agent spec (the shipped prompts, the fast :data:`TOOLS`, no pdb) in ``tmp_path``.
+
+    Returns:
+        ``(agent spec path, llm.yaml path)`` for a run config's ``agent`` / ``llm_config``.
+    """
+    llm_yaml = tmp_path / "llm.yaml"
+    llm_yaml.write_text(f"stub:\n  model: openai/stub\n  api_base: {llm_server.url}\n"
+                        "  api_key: x\n  tool_calling: native\n  retries: 0\n")
+    agent = tmp_path / "small_agent.yaml"
+    prompts = Path(__file__).resolve().parent.parent / "agents" / "prompts"
+    agent.write_text(f"name: small_agent\ntools: [{', '.join(TOOLS)}]\n"
+                     f"system_prompt: {prompts / 'system.jinja'}\n"
+                     f"instance_prompt: {prompts / 'instance.jinja'}\n")
+    return agent, llm_yaml

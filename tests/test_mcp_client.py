@@ -10,15 +10,13 @@ neither offered nor callable.
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
-import time
-from pathlib import Path
 
 import psutil
 import pytest
-from scripted import FIX, TOOLS
+from process_helpers import free_port, wait_listening
+from scripted import FIX, TOOLS, stub_agent_files
 
 from dgym_tui.cli.main import main
 from dgym_tui.core.tools.mcp_client import parse_servers
@@ -50,12 +48,6 @@ else:
 '''
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture(params=["stdio", "http"])
 def notes_server(request, tmp_path):
     """``mcp_servers`` YAML of the notes server over stdio or HTTP (the HTTP one runs
@@ -66,19 +58,11 @@ def notes_server(request, tmp_path):
         yield (f"[{{name: notes, command: [{sys.executable}, {script}], tools: [lookup], "
                "timeout: 60}]")
         return
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen([sys.executable, str(script), str(port)], stdin=subprocess.DEVNULL,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert proc.poll() is None, "the notes server ended"
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                assert time.monotonic() < deadline, "the notes server never listened"
-                time.sleep(0.1)
+        wait_listening(proc, port)
         yield (f"[{{name: notes, url: 'http://127.0.0.1:{port}/mcp', tools: [lookup], "
                "timeout: 60}]")
     finally:
@@ -93,14 +77,7 @@ def test_dgym_run_agent_calls_a_tool_of_an_mcp_server(tmp_path, tiny, llm_server
         {"tool_calls": [{"name": "rewrite", "arguments": FIX.arguments}]},
         {"tool_calls": [{"name": "submit", "arguments": {}}]},
     ])
-    llm_yaml = tmp_path / "llm.yaml"
-    llm_yaml.write_text(f"stub:\n  model: openai/stub\n  api_base: {llm_server.url}\n"
-                        "  api_key: x\n  tool_calling: native\n  retries: 0\n")
-    agent = tmp_path / "small_agent.yaml"
-    prompts = Path(__file__).resolve().parent.parent / "agents" / "prompts"
-    agent.write_text("name: small_agent\ntools: [listdir, view, eval, rewrite, submit]\n"
-                     f"system_prompt: {prompts / 'system.jinja'}\n"
-                     f"instance_prompt: {prompts / 'instance.jinja'}\n")
+    agent, llm_yaml = stub_agent_files(tmp_path, llm_server)
     config = tmp_path / "run.yaml"
     config.write_text(f"benchmark: {{name: tiny, root: {tiny}}}\ntasks: [add]\npolicy: agent\n"
                       f"agent: {agent}\nllm: stub\nllm_config: {llm_yaml}\nmax_steps: 6\n"

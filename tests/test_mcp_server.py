@@ -12,16 +12,15 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import anyio
 import mcp_types as types
 import pytest
 from mcp import Client, StdioServerParameters
+from process_helpers import free_port, wait_listening
 
 from dgym_tui.cli.main import main
 
@@ -100,29 +99,15 @@ def test_stdio_client_debugs_and_submits(repo, tmp_path, capsys):
     _replays(trajectory, capsys)
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def test_http_client_debugs_and_submits(repo, tmp_path, capsys):
     trajectory = tmp_path / "mcp.jsonl"
-    port = _free_port()
+    port = free_port()
     server = subprocess.Popen(
         [sys.executable, "-m", "dgym_tui.cli.main", "mcp", str(repo), "--http", str(port),
          "--trajectory", str(trajectory)],
         env=_server_env(), stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
-        deadline = time.monotonic() + 120
-        while True:  # the episode starts (initial eval), then the server listens
-            assert server.poll() is None, server.stderr.read()
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                assert time.monotonic() < deadline, "the server never listened"
-                time.sleep(0.2)
+        wait_listening(server, port)  # the episode starts (initial eval), then the server listens
 
         async def session() -> list[types.CallToolResult]:
             async with Client(f"http://127.0.0.1:{port}/mcp", client_info=CLIENT) as client:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from rich.console import Console
-from scripted import FIX, TOOLS, small_tools, tiny_config, tiny_policy
+from scripted import FIX, TOOLS, small_tools, stub_agent_files, tiny_config, tiny_policy
 
 from dgym_tui.benchmarks import Task
 from dgym_tui.episode.trajectory import read_trajectory
@@ -137,14 +137,7 @@ def test_dgym_run_with_the_llm_agent_over_the_stub(tmp_path, tiny, llm_server, m
         {"tool_calls": [{"name": "submit", "arguments": {}}],
          "usage": {"prompt_tokens": 80, "completion_tokens": 2}},
     ])
-    llm_yaml = tmp_path / "llm.yaml"
-    llm_yaml.write_text(f"stub:\n  model: openai/stub\n  api_base: {llm_server.url}\n"
-                        "  api_key: x\n  tool_calling: native\n  retries: 0\n")
-    agent = tmp_path / "small_agent.yaml"  # the shipped prompts, the fast tool set (no pdb)
-    prompts = Path(__file__).resolve().parent.parent / "agents" / "prompts"
-    agent.write_text("name: small_agent\ntools: [listdir, view, eval, rewrite, submit]\n"
-                     f"system_prompt: {prompts / 'system.jinja'}\n"
-                     f"instance_prompt: {prompts / 'instance.jinja'}\n")
+    agent, llm_yaml = stub_agent_files(tmp_path, llm_server)
     config = tmp_path / "agent.yaml"
     config.write_text(f"benchmark: {{name: tiny, root: {tiny}}}\ntasks: [add]\npolicy: agent\n"
                       f"agent: {agent}\nllm: stub\nllm_config: {llm_yaml}\nmax_steps: 6\n")
