@@ -150,6 +150,22 @@ def test_daemons_started_by_tests_die_at_close(every_terminal, make_repo, make_e
     assert _gone(a, b)  # ... not the episode
 
 
+def test_daemons_started_from_the_bash_tool_die_at_close(every_terminal, make_repo, make_env):
+    """``setsid`` and a double fork from the persistent shell: alive between steps, not after."""
+    a, b = 6001 + os.getpid() % 500, 6601 + os.getpid() % 500
+    env = make_env(make_repo({"a.py": ""}), entrypoint="true", tools=["bash"])
+    env.reset()
+    r = env.step(ToolCall("bash", {"command": f"setsid sleep {a} >/dev/null 2>&1 & "
+                                              f"( (sleep {b} >/dev/null 2>&1 &) & ); echo started"}))
+    assert r.observation.endswith("started")
+    deadline = time.monotonic() + 10
+    while len(_sleepers(a, b)) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert len(_sleepers(a, b)) == 2  # they outlive the step ...
+    env.close()
+    assert _gone(a, b)  # ... not the episode
+
+
 def test_daemons_die_when_the_owner_is_terminated(every_terminal, make_repo, fast_pytest,
                                                   sandbox_image):
     a, b, c = (n + os.getpid() % 500 for n in (4001, 4601, 5601))
