@@ -38,6 +38,8 @@ def test_cd_variables_and_functions_persist(env):
     assert not r.data["restarted"] and r.data["exit_code"] == 0
     r = bash(env, "false")
     assert r.observation == "[exit code 1]" and r.data["exit_code"] == 1
+    r = bash(env, "echo made > new.txt")  # in sub/: the cd holds; the step sees the change
+    assert r.changed_files == ["sub/new.txt"]
 
 
 @pytest.mark.timeout(120)
@@ -151,13 +153,16 @@ def test_bash_cannot_write_read_only_files(sandbox_env):
 
 
 @pytest.mark.timeout(180)
-def test_bash_has_no_network_and_no_capabilities(sandbox_env):
+def test_bash_has_no_network_no_capabilities_no_devices(sandbox_env):
     r = bash(sandbox_env, "grep CapEff /proc/self/status")
     assert "0000000000000000" in r.observation
     r = bash(sandbox_env, "python -c \"import socket; socket.create_connection(('1.1.1.1', 53), "
                           "timeout=3)\"")
     assert r.data["exit_code"] != 0
     assert bash(sandbox_env, "test -e /var/run/docker.sock").data["exit_code"] != 0
+    r = bash(sandbox_env, "mknod disk.txt b 7 0")
+    assert r.data["exit_code"] != 0 and "Operation not permitted" in r.observation
+    assert not (sandbox_env.workspace.root / "disk.txt").exists()
 
 
 # -- the app: `$ cmd` in the console, recorded like any action ----------------------------
