@@ -5,13 +5,17 @@ never get into the frames the app writes, and names and values full of Rich mark
 
 from __future__ import annotations
 
+import json
 import re
 
 from tui_helpers import SIZE, screen_text, settle, stop_at
 
 from dgym_tui.core.env import RepoEnv
+from dgym_tui.core.types import ToolCall
 from dgym_tui.episode.session import Session
+from dgym_tui.episode.trajectory import read_trajectory
 from dgym_tui.tui.app import DgymApp
+from dgym_tui.tui.replay_model import ReplayModel
 from dgym_tui.tui.widgets.file_tree import FileTree
 
 NOISE = ("\x1b]52;c;aGFja2Vk\x07\x1b]2;pwned\x1b\\\x1b[6n\x1b[2J"
@@ -97,6 +101,11 @@ async def test_noise_and_markup_reach_the_screen_as_text(make_repo, tmp_path):
         assert view.border_title == r"\[bold red]x/\[link=mailto:me@example.com]y.py"  # escaped
         assert "[bold red]x/[link=mailto:me@example.com]y.py" in screen_text(app)
 
+        app.query_one("#side").active = "tab-transcript"  # the steps' observations
+        await pilot.pause()
+        assert "beforeafter" in app.transcript.text
+        assert_frame_clean(app)
+
         app.notify(f"[bold]not markup[/] {NOISE}", title=f"t{NOISE}")  # a toast as text
         await pilot.pause()
         toast = list(app._notifications)[-1]
@@ -104,3 +113,53 @@ async def test_noise_and_markup_reach_the_screen_as_text(make_repo, tmp_path):
         assert_frame_clean(app)
         await pilot.press("q")
         await pilot.pause()
+
+
+async def test_a_forged_trajectory_replays_as_text(make_repo, open_repo, tmp_path):
+    """A trajectory file written with raw controls (an old or forged one) in an observation,
+    the reasoning and a note: the replay's console, transcript and frames hold none."""
+    repo = make_repo({"noisy.py": NOISY, "test_noisy.py": TESTS})
+    recorded = tmp_path / "recorded.jsonl"
+    session = open_repo(repo, trajectory=recorded, entrypoint=ENTRYPOINT)
+    session.start()
+    session.act(ToolCall("view", {"path": "noisy.py"}))
+    session.finish("quit")
+    session.env.close()
+    lines = recorded.read_text().splitlines()
+    step = json.loads(lines[1])
+    step.update(observation=f"forged{NOISE}observation", reasoning=f"think{NOISE}ing",
+                note=f"no{NOISE}te")
+    step["result"]["observation"] = step["observation"]
+    forged = tmp_path / "forged.jsonl"
+    forged.write_text("\n".join([lines[0], json.dumps(step), *lines[2:]]) + "\n")
+    app = DgymApp(replay=ReplayModel(read_trajectory(forged)))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        await pilot.press("l")  # to the forged step
+        await settle(app, pilot)
+        console = " ".join(strip.text for strip in app.pdb_console.log_widget.lines)
+        assert "forgedobservation" in console
+        assert_frame_clean(app)
+        app.query_one("#side").active = "tab-transcript"
+        await pilot.pause()
+        assert "thinking" in app.transcript.text and "forgedobservation" in app.transcript.text
+        assert_frame_clean(app)
+
+
+async def test_runs_table_shows_names_as_text(tmp_path):
+    """A run's task named with markup and controls (a folder benchmark's task folder):
+    the runs table shows the name as written, without the controls."""
+    from run_folders import write_episode
+    from textual.widgets import DataTable
+
+    from dgym_tui.tui.screens.runs import RunsApp
+
+    run = tmp_path / "run"
+    write_episode(run, f"[bold red]t{NOISE}", episode="ep")
+    app = RunsApp([run])
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        table = app.screen.query_one(DataTable)
+        cells = [str(cell) for cell in table.get_row(f"{run}/ep")]
+        assert "[bold red]t" in cells, cells
+        assert_frame_clean(app)

@@ -18,6 +18,7 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
+from dgym_tui.core.safetext import one_line
 from dgym_tui.runs.index import EpisodeRow
 from dgym_tui.runs.reviews import append_review, read_reviews
 from dgym_tui.tui.screens.episode import EpisodeScreen
@@ -119,9 +120,9 @@ class ReviewScreen(Screen[None]):
         verdict = f"{review['verdict']}" + (f" ({review['note']})" if review.get("note") else "") \
             if review else "not reviewed"
         resolved = {True: "resolved", False: "not resolved", None: row.state}[row.resolved]
-        title.update(f"review {self.number + 1}/{len(self.rows)}: {episode_label(row)} · "
-                     f"{resolved} · {row.steps if row.steps is not None else '?'} steps · "
-                     f"verdict: {verdict}")
+        title.update(one_line(f"review {self.number + 1}/{len(self.rows)}: {episode_label(row)} · "
+                              f"{resolved} · {row.steps if row.steps is not None else '?'} steps · "
+                              f"verdict: {verdict}"))
         try:
             patch = row.patch_file.read_text(encoding="utf-8", errors="replace")
         except OSError:

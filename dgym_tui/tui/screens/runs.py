@@ -28,6 +28,7 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static
 
+from dgym_tui.core.safetext import one_line
 from dgym_tui.runs.index import COLUMNS, EpisodeRow, RunIndex, summarize
 from dgym_tui.tui.screens.episode import CompareScreen, EpisodeScreen
 from dgym_tui.tui.screens.review import (
@@ -174,7 +175,7 @@ class RunsScreen(Screen[None]):
 
     @staticmethod
     def _cells(row: EpisodeRow) -> tuple[str, ...]:
-        return tuple(row.cell(attr) for attr, _ in COLUMNS)
+        return tuple(one_line(row.cell(attr)) for attr, _ in COLUMNS)  # names, reasons: data
 
     def _add_rows(self, start: int, end: int, generation: int) -> None:
         """Add shown rows ``start:end``; schedule the next batch after a refresh."""
