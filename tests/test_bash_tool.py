@@ -23,7 +23,7 @@ def bash(env, command: str):
 def env(every_terminal, make_repo, make_env):
     repo = make_repo({"app.py": "def value():\n    return 1\n", "sub/data.txt": "hello\n"})
     e = make_env(repo, entrypoint="true", tools=["bash", "view", "submit"],
-                 tool_options={"bash": {"timeout": 3}})
+                 tool_options={"bash": {"timeout": 5}})
     e.reset()
     return e
 
@@ -48,9 +48,23 @@ def test_timeout_stops_the_command_and_keeps_the_shell(env):
     r = bash(env, "echo before; sleep 60; echo never")
     assert r.data["status"] == "timeout"
     assert "before" in r.observation and "never" not in r.observation
-    assert "[timeout: the command ran longer than 3 s" in r.observation
+    assert "[timeout: the command ran longer than 5 s" in r.observation
     r = bash(env, "echo $Y; cat data.txt")
     assert r.observation == "kept\nhello" and not r.data["restarted"]
+
+
+@pytest.mark.timeout(120)
+def test_a_command_deaf_to_ctrl_c_gets_the_shell_killed_and_replaced(make_repo, make_env):
+    env = make_env(make_repo({"a.py": ""}), entrypoint="true", tools=["bash"],
+                   tool_options={"bash": {"timeout": 2}})
+    env.reset()
+    bash(env, "W=old")
+    r = bash(env, "python -c \"import signal, time; signal.signal(signal.SIGINT, "
+                  "signal.SIG_IGN); print('deaf', flush=True); time.sleep(60)\"")
+    assert r.data["status"] == "killed" and "deaf" in r.observation
+    assert "did not stop on Ctrl-C; the shell was killed" in r.observation
+    r = bash(env, "echo [$W]")
+    assert r.observation == ("[bash session restarted: the previous command did not stop]\n[]")
 
 
 @pytest.mark.timeout(120)

@@ -50,7 +50,7 @@ SHELL_ENV = {"PS1": "", "PS2": "", "TERM": "dumb", "PAGER": "cat", "GIT_PAGER": 
 #: Characters of a command per physical line sent (terminals cut canonical lines at 4095).
 CHUNK = 512
 #: Seconds to wait for the shell after Ctrl-C (twice) before it is killed.
-INTERRUPT_GRACE = 2.0
+INTERRUPT_GRACE = 5.0
 _SAFE = frozenset(chr(c) for c in range(0x20, 0x7f)) - {"\\", "'"}
 
 
