@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dgym_tui.cli.tui import add_episode_arguments, open_episode, task_from_args
+from dgym_tui.core.errors import first_line
 from dgym_tui.launch.open import UsageError
 
 PROG = "dgym mcp"
@@ -75,6 +76,8 @@ def open_server(args: argparse.Namespace) -> McpEpisode:
     mode = "approve" if args.approve else "auto"
     config = {"mode": mode, "max_steps": args.max_steps, "front_end": "mcp",
               "transport": "http" if args.http else "stdio"}
+    if not (args.path or args.task):
+        raise UsageError("give a repository folder (dgym mcp PATH) or --task BENCH/TASK")
     session = open_episode(args, task_from_args(args), policy, mode, config, prog=PROG)
     policy.attach(session)
     server = build_server(session, policy)
@@ -116,15 +119,23 @@ def _serve(episode: McpEpisode) -> int:
     from dgym_tui.policies.external import PolicyClosed
 
     session, policy, http = episode.session, episode.policy, episode.http
-    session.start()
 
     def loop() -> None:
+        # The episode starts while the server already answers: a client that starts the
+        # server waits for its first reply only so long (calls wait in the policy's queue).
+        try:
+            session.start()
+        except Exception as exc:  # noqa: BLE001  every call then says why
+            policy.close(f"the episode could not start: {first_line(exc)}")
+            print(f"{PROG}: error: the episode could not start: {first_line(exc)}",
+                  file=sys.stderr)
+            return
         try:
             session.run()
         except PolicyClosed:
             pass
         except Exception as exc:  # noqa: BLE001  the episode ends; the server says so
-            session.finish(f"error: {exc}")
+            session.finish(f"error: {first_line(exc)}")
 
     runner = threading.Thread(target=loop, name="dgym-mcp-episode", daemon=True)
     runner.start()
@@ -139,7 +150,7 @@ def _serve(episode: McpEpisode) -> int:
     finally:
         policy.close("the server stopped")
         runner.join(30)
-        if not session.done:
+        if session.initial is not None and not session.done:
             session.finish("quit")
     return 0
 
