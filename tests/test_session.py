@@ -128,7 +128,8 @@ def test_stop_on_resolved(env):
 
 def test_pause_and_mode_switch_stop_the_auto_loop(env):
     policy = ScriptedPolicy([VIEW, VIEW, VIEW, FIX, SUBMIT])
-    session = Session(env, policy, mode="auto")
+    # three identical views in a row would end the episode as stuck at the default 3
+    session = Session(env, policy, mode="auto", stuck_repeats=4)
     session.start()
 
     def pause_after_two(event):

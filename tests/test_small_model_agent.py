@@ -79,3 +79,108 @@ def test_task_examples_without_a_failure_in_the_code_take_the_first_statement(ma
     examples = task_examples(env.workspace, initial.eval)
     assert (examples.file, examples.line, examples.function, examples.code) == (
         "c.py", 2, "boom", "    1 / 0")
+
+
+def text_call(name, arguments, before=""):
+    return {"content": f'{before}```tool_call\n{json.dumps({"name": name, "arguments": arguments})}'
+                       '\n```'}
+
+
+def test_the_same_failing_action_three_times_ends_the_episode_stuck(llm_server, shop_env,
+                                                                    tmp_path):
+    from dgym_tui.episode.trajectory import read_trajectory
+
+    missing = text_call("view", {"path": "src/app.py"})
+    llm_server.script([missing, missing, missing, text_call("submit", {})])
+    session = Session(shop_env, policy=LLMAgent("debug_agent", stub_llm(llm_server),
+                                                tool_calling="text"),
+                      mode="auto", max_steps=10, trajectory_path=tmp_path / "t.jsonl")
+    session.start()
+    session.run()
+    assert session.reason == "stuck" and len(session.turns) == 3
+    assert llm_server.remaining == 1  # the budget was not spent further
+    assert all(t.result.error for t in session.turns)
+    # one warning, after the second repetition, naming what repeated
+    warning = ('This is the same action `view {"path": "src/app.py"}` with the same observation '
+               '2 times in a row. Do something different: 3 times in a row ends the episode '
+               'as stuck.')
+    assert [t.note for t in session.turns] == ["", warning, ""]
+    assert llm_server.requests[2]["messages"][-1]["content"].endswith(f"[{warning}]")
+    footer = read_trajectory(tmp_path / "t.jsonl").footer
+    assert footer["reason"] == "stuck"
+    assert footer["detail"] == ('the same action `view {"path": "src/app.py"}` with the same '
+                                'observation 3 times in a row')
+
+
+def test_stuck_repeats_is_configurable_and_a_changed_observation_is_no_repeat(llm_server,
+                                                                             shop_env):
+    step = text_call("pdb", {"command": "n"})
+    llm_server.script([step] * 4 + [text_call("submit", {})])
+    session = Session(shop_env, policy=LLMAgent("debug_agent", stub_llm(llm_server),
+                                                tool_calling="text"),
+                      mode="auto", max_steps=10, stuck_repeats=2)
+    session.start()
+    session.run()
+    # pdb `n` moves on: each observation differs, so five steps run to the submit
+    assert session.reason == "submitted" and len(session.turns) == 5
+
+
+@pytest.mark.parametrize("mode", ["drop", "refuse"])
+def test_a_copied_schema_key_is_dropped_with_a_note_unless_strict(llm_server, shop_env,
+                                                                  tmp_path, mode):
+    spec = tmp_path / "agent.yaml"
+    spec.write_text(f"name: mine\ntools: [view, eval, submit]\nsystem_prompt: sys\n"
+                    f"extra_arguments: {mode}\ntool_calling: text\n")
+    llm_server.script([text_call("view", {"path": "lib/shop.py", "type": "string"}),
+                       text_call("submit", {})])
+    session = Session(shop_env, policy=LLMAgent(str(spec), stub_llm(llm_server)), mode="auto",
+                      max_steps=5)
+    session.start()
+    session.run()
+    first = session.turns[0]
+    result = llm_server.requests[1]["messages"][-1]["content"]
+    if mode == "drop":
+        assert first.action.arguments == {"path": "lib/shop.py"} and not first.result.error
+        assert "return round(gross, 1) + 1" in result
+        assert result.endswith("[The argument(s) type are not parameters of view and were "
+                               "dropped.]")
+    else:
+        assert first.result.error and "Additional properties" in first.result.observation
+
+
+def test_a_reply_with_several_calls_is_refused_when_the_spec_says_so(llm_server, shop_env,
+                                                                    tmp_path):
+    spec = tmp_path / "agent.yaml"
+    spec.write_text("name: mine\ntools: [view, eval, submit]\nsystem_prompt: sys\n"
+                    "several_calls: refuse\ntool_calling: text\n")
+    two = text_call("eval", {})["content"] + "\n" + text_call("submit", {})["content"]
+    llm_server.script([{"content": two}, text_call("submit", {})])
+    session = Session(shop_env, policy=LLMAgent(str(spec), stub_llm(llm_server)), mode="auto",
+                      max_steps=5)
+    session.start()
+    session.run()
+    assert session.turns[0].invalid and "2 tool calls (eval, submit)" in session.turns[0].error
+
+
+@pytest.mark.parametrize("name, hint", [
+    ("test_price", "(that is the name of a test, not a tool: run the tests with eval)"),
+    ("veiw", "(did you mean view?)")])
+def test_an_unknown_tool_near_a_test_or_a_tool_gets_every_tool_with_a_real_example(
+        llm_server, shop_env, name, hint):
+    llm_server.script([text_call(name, {}), text_call("submit", {})])
+    session = Session(shop_env, policy=LLMAgent("debug_agent", stub_llm(llm_server),
+                                                tool_calling="text"), mode="auto", max_steps=5)
+    session.start()
+    session.run()
+    assert session.turns[0].error.startswith(f"unknown tool {name!r} {hint}")
+    correction = llm_server.requests[1]["messages"][-1]["content"]
+    assert correction.splitlines()[-8:] == [
+        "The tools, each with an example that runs on this repository:",
+        '- listdir: {"name": "listdir", "arguments": {"path": "lib"}}',
+        '- view: {"name": "view", "arguments": {"path": "lib/shop.py"}}',
+        '- grep: {"name": "grep", "arguments": {"pattern": "def price", "path": "lib/shop.py"}}',
+        '- eval: {"name": "eval", "arguments": {}}',
+        '- pdb: {"name": "pdb", "arguments": {"command": "b lib/shop.py:8"}}',
+        '- rewrite: {"name": "rewrite", "arguments": {"path": "lib/shop.py", "start": 8, '
+        '"end": 8, "new_code": "    gross = amount * (1 + TAX)"}}',
+        '- submit: {"name": "submit", "arguments": {}}']

@@ -111,13 +111,15 @@ def test_corpus_through_the_agent(llm_server, mode):
         expect = row["expect"]
         proposal = agent.propose([])
         assert proposal.raw["content"] == row["content"]  # the raw reply is always kept
-        one_call = len(expect["calls"]) == 1 and "error" not in expect
+        # several calls: the first runs and the model is told the others did not
+        one_call = len(expect["calls"]) >= 1 and "tool calls" in expect.get("error", "tool calls")
         if one_call:
             actions += 1
             assert proposal.error is None, row["id"]
+            assert ("notes" in proposal.raw["parse"]) == (len(expect["calls"]) > 1)
             assert (proposal.action.name, proposal.action.arguments) == (
                 expect["calls"][0]["name"], expect["calls"][0]["arguments"])
-            assert proposal.raw["parse"] == {
+            assert {k: proposal.raw["parse"][k] for k in ("form", "recovered")} == {
                 "form": expect["form"],
                 "recovered": mode == "native" and expect["form"] != "native"}
         else:
@@ -128,8 +130,8 @@ def test_corpus_through_the_agent(llm_server, mode):
             assert correction.startswith(f"Your last reply could not be run: {proposal.error}")
             assert '```tool_call\n{"name": "view", "arguments": {"path": "<path>"}}\n```' \
                 in correction
-    assert actions == sum(1 for r in ROWS if len(r["expect"]["calls"]) == 1
-                          and "error" not in r["expect"])
+    assert actions == sum(1 for r in ROWS if len(r["expect"]["calls"]) >= 1
+                          and "tool calls" in r["expect"].get("error", "tool calls"))
 
 
 def test_first_form_wins_and_reasoning_is_the_rest():

@@ -26,8 +26,11 @@ Recording rules (also in docs/internals.md):
   ``Turn.error`` so the agent reads it on its next turn. It counts against the
   step budget.
 - Every turn, rejected ones included, counts against ``max_steps``.
-- The same invalid reply (same text and calls) ``STUCK_REPEATS`` (3) times in
-  a row ends the episode with reason ``"stuck"`` instead of spending the budget.
+- The same invalid reply (same text and calls), or the same action with the
+  same observation, ``stuck_repeats`` (3) times in a row ends the episode with
+  reason ``"stuck"`` (the footer's ``detail`` says what repeated) instead of
+  spending the budget; one repetition before, the turn's ``note`` warns the
+  agent (see :mod:`dgym_tui.episode.stuck`).
 
 The loop holds no UI: it is safe to drive from a worker thread. Environment
 access is serialized by a lock; subscribers are called from the thread that
@@ -36,7 +39,6 @@ drives the loop and must hand work over to their own thread themselves.
 
 from __future__ import annotations
 
-import json
 import logging
 import platform
 import sys
@@ -53,6 +55,7 @@ from dgym_tui.core.types import StepResult, ToolCall
 from dgym_tui.episode.examples import task_examples
 from dgym_tui.episode.policy import Policy
 from dgym_tui.episode.records import EpisodeInfo, Proposal, Turn, Usage
+from dgym_tui.episode.stuck import STUCK_REPEATS, repetition, repetition_warning
 from dgym_tui.episode.trajectory import TrajectoryWriter
 
 if TYPE_CHECKING:
@@ -61,7 +64,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MODES = ("human", "approve", "auto")
-STUCK_REPEATS = 3  # the same invalid reply this many times in a row ends the episode
 
 
 class SessionError(Exception):
@@ -83,26 +85,6 @@ class SessionEvent:
 
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
-
-
-def _reply_key(turn: Turn) -> str:
-    """The model's reply of a turn, without what differs between identical replies (call ids)."""
-    raw = turn.raw or {}
-    calls = [(c.get("function") or {}) for c in raw.get("tool_calls") or []]
-    return json.dumps([raw.get("content") if raw else turn.reasoning,
-                       [(c.get("name"), c.get("arguments")) for c in calls]], sort_keys=True)
-
-
-def repeats_invalid_reply(turns: list[Turn], repeats: int = STUCK_REPEATS) -> bool:
-    """True when the last ``repeats`` turns are invalid proposals with the same reply.
-
-    Args:
-        turns: the episode's turns, oldest first.
-        repeats: how many identical invalid replies in a row count as stuck.
-    """
-    last = turns[-repeats:]
-    return (len(last) == repeats and all(t.invalid for t in last)
-            and len({_reply_key(t) for t in last}) == 1)
 
 
 class Session:
@@ -127,6 +109,8 @@ class Session:
             passes it).
         environment: the environment options for the header (tools,
             timeouts) that are not part of the task.
+        stuck_repeats: identical invalid replies, or identical actions with the
+            same observation, in a row that end the episode as ``stuck``.
 
     Raises:
         ValueError: unknown mode, or ``approve`` / ``auto`` without a policy,
@@ -137,7 +121,8 @@ class Session:
                  max_steps: int = 50, trajectory_path: Any = None, task_name: str = "",
                  config: dict[str, Any] | None = None, stop_on_resolved: bool = False,
                  task: dict[str, Any] | None = None,
-                 environment: dict[str, Any] | None = None) -> None:
+                 environment: dict[str, Any] | None = None,
+                 stuck_repeats: int = STUCK_REPEATS) -> None:
         if max_steps < 1:
             raise ValueError(f"max_steps must be at least 1, got {max_steps}")
         self.env = env
@@ -147,6 +132,7 @@ class Session:
         self.task_name = task_name
         self.config = dict(config or {})
         self.stop_on_resolved = stop_on_resolved
+        self.stuck_repeats = max(2, int(stuck_repeats))
         self.task_record = {"name": task_name, **(task or {})}
         self.environment = dict(environment or {})
         self.turns: list[Turn] = []
@@ -511,6 +497,10 @@ class Session:
     def _record(self, turn: Turn) -> Turn:
         self.pending = None
         self.turns.append(turn)
+        repeats, repeated = repetition(self.turns) if turn.actor == "agent" else (0, "")
+        if repeats == self.stuck_repeats - 1:
+            turn.note = " ".join(filter(None, [turn.note, repetition_warning(
+                repeats, repeated, self.stuck_repeats)]))
         self.usage = self.usage + turn.usage
         if self._writer is not None:
             self._writer.write_step(turn.to_record())
@@ -524,8 +514,8 @@ class Session:
             self.finish("resolved")
         elif self.steps_left == 0:
             self.finish("max_steps")
-        elif repeats_invalid_reply(self.turns):
-            self.finish("stuck")
+        elif repeats >= self.stuck_repeats:
+            self.finish("stuck", detail=f"{repeated} {repeats} times in a row")
         return turn
 
     def inspect(self, frame: int | None = None, scope: str = "locals") -> Any:
@@ -552,12 +542,14 @@ class Session:
                 log.debug("pdb inspection failed: %s", exc)
                 return None
 
-    def finish(self, reason: str = "") -> None:
+    def finish(self, reason: str = "", detail: str = "") -> None:
         """End the episode: write the footer, emit ``"done"``. Idempotent.
 
         Args:
             reason: why it ended (``"submitted"``, ``"resolved"``,
                 ``"max_steps"``, ``"stuck"``, ``"quit"``, ``"error: ..."``, ...).
+            detail: one line more about the reason, the footer's ``detail``
+                (only when given; e.g. what repeated for ``"stuck"``).
         """
         if self.footer is not None:
             return
@@ -578,6 +570,8 @@ class Session:
                        "patch": patch, "reason": reason, "ended_at": _now(),
                        "usage": self.usage.to_dict(),
                        "wall_time": round(time.monotonic() - self._started, 3)}
+        if detail:
+            self.footer["detail"] = detail
         if self._writer is not None:
             try:
                 self._writer.write_footer(self.footer)

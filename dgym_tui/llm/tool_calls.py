@@ -242,3 +242,37 @@ def parse_reply(content: str | None, tool_calls: list[dict[str, Any]] | None = N
     parsed = parse_text(content or "", known_tools)
     parsed.recovered = native and bool(parsed.calls)
     return parsed
+
+
+def drop_unknown_arguments(schema: dict[str, Any], arguments: dict[str, Any]
+                           ) -> tuple[dict[str, Any], list[str]]:
+    """Drop the argument names a tool's schema does not know, when that is all that is wrong.
+
+    Small models copy schema keys (``"type": "string"``) into their arguments.
+    Keys are dropped only when the schema forbids unknown ones
+    (``additionalProperties: false``) and the remaining arguments are valid
+    against it; otherwise the arguments are returned as they are, for the
+    environment to refuse with its own message.
+
+    Args:
+        schema: the tool's OpenAI function schema (``{"function": {"parameters"}}``
+            or the function object itself).
+        arguments: the decoded arguments.
+
+    Returns:
+        ``(arguments, dropped names in the reply's order)``.
+    """
+    import jsonschema
+
+    parameters = (schema.get("function", schema).get("parameters") or {})
+    properties = parameters.get("properties") or {}
+    dropped = [key for key in arguments if key not in properties]
+    if not dropped or parameters.get("additionalProperties", True) is not False:
+        return arguments, []
+    kept = {k: v for k, v in arguments.items() if k in properties}
+    try:
+        if next(jsonschema.Draft202012Validator(parameters).iter_errors(kept), None) is not None:
+            return arguments, []
+    except jsonschema.SchemaError:
+        return arguments, []
+    return kept, dropped

@@ -12,6 +12,11 @@ file. Keys:
 - ``unlock`` (optional): tools hidden until a condition holds, e.g.
   ``{pdb: {after_rewrites: 5}}`` (also ``after_steps``);
 - ``tool_calling`` (optional): ``native`` or ``text``; default: the LLM's.
+- ``several_calls`` (optional): a reply with several calls runs the ``first``
+  (default; the model is told the others were not run) or is refused (``refuse``).
+- ``extra_arguments`` (optional): argument names a tool's schema does not know
+  are dropped with a note when the rest is valid (``drop``, default) or refused
+  by the environment (``refuse``, strict).
 - ``tool_options`` (optional): settings of the environment's tools, e.g.
   ``{pdb: {auto_list: 3}, bash: {timeout: 60}}`` (each tool's ``settings``).
 - ``mcp_servers`` (optional): MCP servers whose tools the agent gets besides
@@ -30,6 +35,7 @@ first called.
 from __future__ import annotations
 
 import contextlib
+import difflib
 import json
 import os
 from dataclasses import dataclass, field
@@ -39,8 +45,13 @@ from typing import TYPE_CHECKING, Any
 from dgym_tui.core.types import ToolCall, decode_arguments
 from dgym_tui.episode.examples import TaskExamples
 from dgym_tui.episode.records import EpisodeInfo, Proposal, Turn, Usage
-from dgym_tui.llm.tool_calls import ParsedCall, parse_reply
-from dgym_tui.policies.tool_examples import localise, localise_schema, main_example
+from dgym_tui.llm.tool_calls import ParsedCall, drop_unknown_arguments, parse_reply
+from dgym_tui.policies.tool_examples import (
+    example_calls,
+    localise,
+    localise_schema,
+    main_example,
+)
 
 if TYPE_CHECKING:
     from dgym_tui.llm.client import LLM, LLMConfig
@@ -66,6 +77,8 @@ class AgentSpec:
         tool_calling: ``"native"``, ``"text"`` or None (use the LLM's setting).
         tool_options: ``{tool: {option: value}}`` for the environment's tools.
         mcp_servers: checked ``mcp_servers`` entries (dicts) whose tools join the toolbox.
+        several_calls: ``"first"`` or ``"refuse"`` (see the module docstring).
+        extra_arguments: ``"drop"`` or ``"refuse"``.
         path: the YAML file, or None for a spec built in code.
     """
 
@@ -79,7 +92,13 @@ class AgentSpec:
     tool_calling: str | None = None
     tool_options: dict[str, dict[str, Any]] = field(default_factory=dict)
     mcp_servers: list[dict[str, Any]] = field(default_factory=list)
+    several_calls: str = "first"
+    extra_arguments: str = "drop"
     path: Path | None = None
+
+
+#: the values of the spec keys that choose how forgiving validation is (first = default)
+LENIENCY = {"several_calls": ("first", "refuse"), "extra_arguments": ("drop", "refuse")}
 
 
 @dataclass
@@ -163,12 +182,13 @@ def parse_agent_spec(data: dict[str, Any], base: Path, source: str = "agent spec
 
     Raises:
         AgentSpecError: unknown keys, missing name/tools/system_prompt, bad
-            unlock conditions or tool_calling value.
+            unlock conditions, tool_calling, several_calls or extra_arguments value.
     """
     if not isinstance(data, dict):
         raise AgentSpecError(f"{source}: an agent spec must be a YAML mapping")
     known = {"name", "description", "tools", "system_prompt", "instance_prompt",
-             "guidance", "unlock", "tool_calling", "tool_options", "mcp_servers"}
+             "guidance", "unlock", "tool_calling", "tool_options", "mcp_servers",
+             *LENIENCY}
     unknown = sorted(set(data) - known)
     if unknown:
         raise AgentSpecError(f"{source}: unknown key(s) {', '.join(unknown)}; "
@@ -196,6 +216,10 @@ def parse_agent_spec(data: dict[str, Any], base: Path, source: str = "agent spec
     mode = data.get("tool_calling")
     if mode not in (None, "native", "text"):
         raise AgentSpecError(f"{source}: tool_calling must be 'native' or 'text', not {mode!r}")
+    for key, values in LENIENCY.items():
+        if data.get(key, values[0]) not in values:
+            raise AgentSpecError(f"{source}: {key} must be {' or '.join(map(repr, values))}, "
+                                 f"not {data[key]!r}")
     from dgym_tui.core.tools.mcp_client import parse_servers
 
     try:
@@ -205,6 +229,8 @@ def parse_agent_spec(data: dict[str, Any], base: Path, source: str = "agent spec
     spec = AgentSpec(name=str(data["name"]), description=str(data.get("description") or ""),
                      tools=list(tools), guidance=str(data.get("guidance") or ""),
                      unlock={k: dict(v) for k, v in unlock.items()}, tool_calling=mode,
+                     several_calls=data.get("several_calls", "first"),
+                     extra_arguments=data.get("extra_arguments", "drop"),
                      tool_options={k: dict(v) for k, v in tool_options.items()},
                      mcp_servers=servers,
                      system_prompt=_read_template(data["system_prompt"], "system_prompt",
@@ -504,7 +530,8 @@ class LLMAgent:
         """The user message that answers an invalid reply.
 
         Says what was wrong, then shows the exact format with a one-line
-        example built from a real tool on offer, and lists the tools.
+        example built from a real tool on offer on the task's own files, and
+        lists the tools (after an unknown tool: each with an example call).
 
         Args:
             error: why the reply could not be run (without the
@@ -531,7 +558,12 @@ class LLMAgent:
             lines.append("Reply with exactly one tool call: end your reply with one fenced "
                          "tool_call block holding a JSON object with the tool's \"name\" and its "
                          f"\"arguments\", e.g.:{block}")
-        if names:
+        if names and error.startswith("unknown tool"):
+            lines.append("The tools, each with an example that runs on this repository:")
+            calls = example_calls([self._schemas[n] for n in names], self.info.examples)
+            lines += [f"- {n}: {json.dumps({'name': n, 'arguments': c.arguments})}"
+                      for n, c in calls.items()]
+        elif names:
             lines.append(f"Available tools: {', '.join(names)}.")
         return "\n".join(lines)
 
@@ -556,8 +588,11 @@ class LLMAgent:
         noted = f" Note: {note}" if note else ""
         if turn.invalid:
             error = turn.error or note
+            correction = self.correction(error, before)
+            if turn.error and note:  # the session's warning about a repeated reply
+                correction += f"\n{note}"
             return [{"role": "assistant", "content": self.reply_text(turn) or "(empty reply)"},
-                    {"role": "user", "content": self.correction(error, before)}]
+                    {"role": "user", "content": correction}]
         if turn.proposed is None:  # the person acted on their own
             return [{"role": "user", "content": f"The user ran `{_describe(turn.action)}` "
                                                 f"themselves.{noted}\nOutput:\n{observation}"}]
@@ -571,7 +606,9 @@ class LLMAgent:
                                     f"`{_describe(turn.action)}` instead.{noted}\nOutput:\n"
                                     f"{observation}", output=False))
         else:
-            out.append(self._result(turn.proposed, observation))
+            notes = [*((turn.raw or {}).get("parse") or {}).get("notes", []), note]
+            text = "\n\n".join([observation, *(f"[{n}]" for n in notes if n)])
+            out.append(self._result(turn.proposed, text))
         return out
 
     # -- proposal ------------------------------------------------------------
@@ -583,13 +620,17 @@ class LLMAgent:
         in either mode: native ``tool_calls``, ``<tool_call>`` tags, fenced or
         bare call JSON, our ``tool_call`` block with or without its opening
         fence. ``raw`` is the reply message as received plus ``"parse":
-        {"form": str | None, "recovered": bool}`` (recovered: native mode, but
-        the call was read from the text).
+        {"form": str | None, "recovered": bool, "notes": [str]}`` (recovered:
+        native mode, but the call was read from the text; notes, when any: what
+        was left out, told to the model after the tool's output).
 
         Returns:
             A Proposal with one ToolCall, or ``action=None`` and ``error`` set
-            when the reply had no call, several calls, an unknown or locked
-            tool, a broken call block, or arguments that are not a JSON object.
+            when the reply had no call, an unknown or locked tool, a broken
+            call block, or arguments that are not a JSON object. Several calls:
+            the first runs (``several_calls: first``) or the reply is refused;
+            arguments the tool's schema does not know are dropped when the rest
+            is valid (``extra_arguments: drop``).
 
         Raises:
             LLMConfigError: authentication failed. LLMError: the model call
@@ -607,32 +648,62 @@ class LLMAgent:
         raw["parse"] = {"form": parsed.form, "recovered": parsed.recovered}
         if self.role:
             raw["role"] = self.role
-        action, error = None, parsed.error
+        action, error, notes = None, parsed.error, []
         if error is None:
-            action, error = self._validate(parsed.calls, available, turns)
+            action, error, notes = self._validate(parsed.calls, available, turns)
+        if notes:
+            raw["parse"]["notes"] = notes
         return Proposal(action=action, reasoning=parsed.reasoning, error=error,
                         usage=response.usage, raw=raw,
                         prompt=self.prompt_record(response.prompt, turns, response.trimmed,
                                                    tools))
 
-    def _validate(self, calls: list[ParsedCall], available: list[str],
-                  turns: list[Turn]) -> tuple[ToolCall | None, str | None]:
+    def _validate(self, calls: list[ParsedCall], available: list[str], turns: list[Turn]
+                  ) -> tuple[ToolCall | None, str | None, list[str]]:
+        """``(action, error, notes)``: notes tell the model what was changed or left out."""
         if not calls:
-            return None, "the reply contained no tool call"
+            return None, "the reply contained no tool call", []
+        notes = []
         if len(calls) > 1:
             names = ", ".join(call.name for call in calls)
-            return None, (f"the reply contained {len(calls)} tool calls ({names}); "
-                          f"make exactly one tool call per reply")
+            if self.spec.several_calls == "refuse":
+                return None, (f"the reply contained {len(calls)} tool calls ({names}); "
+                              f"make exactly one tool call per reply"), []
+            rest = "the other one was not" if len(calls) == 2 else \
+                f"the other {len(calls) - 1} were not"
+            notes.append(f"Your reply held {len(calls)} tool calls ({names}); only the first "
+                         f"({calls[0].name}) was run, {rest}. Make one tool call per reply.")
         call = calls[0]
         name, arguments = call.name, call.arguments
         if name not in available:
             locked = self.locked_tools(turns)
             if name in locked:
-                return None, f"the {name} tool is not available yet: it unlocks {locked[name]}"
-            return None, f"unknown tool {name!r}; available tools: {', '.join(available)}"
+                return None, (f"the {name} tool is not available yet: it unlocks "
+                              f"{locked[name]}"), []
+            return None, self._unknown_tool(name, available), []
         try:
             arguments = decode_arguments(arguments)
         except ValueError as exc:
-            return None, f"the arguments of the {name} call {exc}"
-        return (ToolCall(name=name, arguments=arguments, id=call.id) if call.id
-                else ToolCall(name=name, arguments=arguments)), None
+            return None, f"the arguments of the {name} call {exc}", []
+        if self.spec.extra_arguments == "drop":
+            arguments, dropped = drop_unknown_arguments(self._schemas[name], arguments)
+            if dropped:
+                notes.append(f"The argument(s) {', '.join(dropped)} are not parameters of "
+                             f"{name} and were dropped.")
+        action = (ToolCall(name=name, arguments=arguments, id=call.id) if call.id
+                  else ToolCall(name=name, arguments=arguments))
+        return action, None, notes
+
+    def _unknown_tool(self, name: str, available: list[str]) -> str:
+        """The error of a call to a tool that is not on offer: says which tool or test
+        the name is close to (the correction then shows each tool with an example)."""
+        message = f"unknown tool {name!r}"
+        test = self.info.examples.test.rsplit("::", 1)[-1] if self.info else ""
+        close = difflib.get_close_matches(name, available, n=1, cutoff=0.6)
+        if test and (name == test or difflib.SequenceMatcher(None, name, test).ratio() >= 0.8
+                     or name.startswith("test_")):
+            message += " (that is the name of a test, not a tool: run the tests with eval)" \
+                if "eval" in available else " (that is the name of a test, not a tool)"
+        elif close:
+            message += f" (did you mean {close[0]}?)"
+        return f"{message}; available tools: {', '.join(available)}"
