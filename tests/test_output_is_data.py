@@ -99,7 +99,7 @@ def test_observations_of_eval_view_and_pdb_hold_no_controls(noisy_repo, make_env
 def test_replay_show_and_play_print_no_controls(noisy_repo, tmp_path):
     """``dgym play`` on the repository, then ``dgym replay --show`` of its trajectory and of
     a trajectory file whose records were written with raw controls (an old or forged
-    file): stdout holds none."""
+    file), and ``dgym replay`` of the forged file (its divergence diff): stdout holds none."""
     repo, entrypoint = noisy_repo
     traj = tmp_path / "play.jsonl"
     play = subprocess.run(DGYM + ["play", str(repo), "--entrypoint", entrypoint, "-o", str(traj),
@@ -125,3 +125,8 @@ def test_replay_show_and_play_print_no_controls(noisy_repo, tmp_path):
         # the forged action's arguments print as Python's repr (\\x1b as text): no controls
         assert_clean(show.stdout, payloads=path == traj)
     assert "forgedobservation" in show.stdout
+    again = subprocess.run(DGYM + ["replay", str(forged)], text=True, capture_output=True,
+                           timeout=240, check=False)  # re-executed: step 1 diverges, diff shown
+    assert again.returncode == 1 and "step 1: DIVERGED" in again.stdout, again.stderr
+    assert "forgedobservation" in again.stdout
+    assert_clean(again.stdout, payloads=False)

@@ -135,7 +135,7 @@ def _policy_from_args(args: argparse.Namespace) -> Any:
 def _print_replay_step(number: int, result: Any, divergence: Any) -> None:
     if divergence is not None:
         print(f"step {number}: DIVERGED")
-        print(divergence.diff())
+        _say(divergence.diff())  # recorded text: data
 
 
 def _cmd_replay(args: argparse.Namespace) -> int:
@@ -175,7 +175,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     initial = [d for d in report.divergences if d.step == 0]
     if initial:
         print("initial observation: DIVERGED")
-        print(initial[0].diff())
+        _say(initial[0].diff())
     if report.ok:
         print(f"replayed {report.steps} step(s) of {traj.path}: no divergence")
         return 0
@@ -519,7 +519,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--benchmark", help="benchmark of a plain --task name (alias of BENCH/TASK)")
     p.add_argument("--terminal", choices=("local", "bwrap", "docker"),
                    help="where commands run: local (your own rights: trusted code only), "
-                        "bwrap (a local sandbox) or docker")
+                        "bwrap (a local sandbox) or docker; default, as dgym-tui: bwrap where it "
+                        "works (a repository's dgym.yaml may raise it, never lower it)")
     p.add_argument("--image", help="Docker image (with --terminal docker)")
     p.add_argument("--max-steps", type=_positive_int, default=200)
     p.add_argument("-o", "--output", help="trajectory file (default: a new file under "
