@@ -141,3 +141,37 @@ def test_solution_resolves_the_fixture_and_the_tests_stay_hidden(docker_ready, r
         assert "wordstat/counter.py" in env.patch() and "r2e_tests" not in env.patch()
     finally:
         env.close()
+
+
+def test_copy_out_keeps_absolute_links_and_never_writes_through_them(tmp_path):
+    """A hostile image: a link to /etc, then a member written through it, and `..` links."""
+    import io
+    import tarfile
+
+    from dgym_tui.benchmarks.swebench import _extract
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w") as tar:
+        def add(name, kind=tarfile.REGTYPE, link="", data=b"x"):
+            info = tarfile.TarInfo(name)
+            info.type, info.linkname = kind, link
+            info.size = 0 if kind != tarfile.REGTYPE else len(data)
+            tar.addfile(info, io.BytesIO(data) if kind == tarfile.REGTYPE else None)
+
+        add("testbed/.venv/bin/python3", tarfile.SYMTYPE, "/usr/bin/python3")
+        add("testbed/evil", tarfile.SYMTYPE, str(outside))
+        add("testbed/evil/planted.txt")
+        add("testbed/up", tarfile.SYMTYPE, "../../outside")
+        add("testbed/code.py", data=b"x = 1\n")
+    raw.seek(0)
+    _extract(raw, tmp_path / "repo", absolute_links=True)
+    repo = tmp_path / "repo"
+    assert os.readlink(repo / ".venv/bin/python3") == "/usr/bin/python3"
+    assert (repo / "code.py").read_text() == "x = 1\n"
+    assert not (outside / "planted.txt").exists()  # never written through the link
+    assert not (repo / "up").is_symlink()  # a relative link out is still refused
+    raw.seek(0)
+    _extract(raw, tmp_path / "plain")  # the default (swebench): no absolute links
+    assert not os.path.lexists(tmp_path / "plain/.venv/bin/python3")

@@ -68,6 +68,10 @@ TEST_LOG = f"{PRIVATE_DIR}/test.log"
 #: Where the tests run: a scratch copy of the working copy.
 RUN_DIR = f"{PRIVATE_DIR}/run"
 _HIDDEN_FILE = "r2e_hidden.json"
+#: Run as root when the container starts: R2E-Gym's images keep the interpreter their
+#: ``.venv`` links to under ``/root`` (uv's), which the sandbox's unprivileged user must reach.
+ROOT_SETUP = ["chmod a+x /root 2>/dev/null; if [ -d /root/.local ]; then "
+              "chmod -R a+rX /root/.local; fi; true"]
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _STATUSES = ("PASSED", "FAILED", "ERROR")
 
@@ -286,7 +290,7 @@ class R2EGymBenchmark(Benchmark):
         self.image_template = image_template
         self.repo_dir = repo_dir
         cache = Path(cache_dir).expanduser() if cache_dir else default_cache_dir().parent / "r2egym"
-        self._materialize = _Materializer(cache, repo_dir)
+        self._materialize = _Materializer(cache, repo_dir, absolute_links=True)
 
     def tasks(self) -> list[str]:
         """The task names, sorted."""
@@ -339,7 +343,7 @@ class R2EGymBenchmark(Benchmark):
                     terminal="docker", setup_commands=setup, meta=meta,
                     ignore=[f"/{name}" for name in HIDDEN_NAMES], readonly=[],
                     grader=R2EGrader(dict(record["expected"])),
-                    terminal_options={"workdir": self.repo_dir})
+                    terminal_options={"workdir": self.repo_dir, "root_setup": ROOT_SETUP})
 
 
 def _entrypoint() -> str:
@@ -397,12 +401,17 @@ def fixture_repo(instance_id: str) -> Path:
     return resource_dir("data") / "r2egym" / "repos" / instance_id
 
 
+#: The fixture images' ``.venv``, as R2E-Gym's images have one (``bin/python`` an
+#: absolute link to the interpreter; the system's packages, pytest among them, visible).
+FIXTURE_VENV = "python3 -m venv --without-pip --system-site-packages /testbed/.venv"
+
+
 def build_fixture_images(base: str | None = None, force: bool = False) -> dict[str, str]:
     """Build the image of every fixture record, offline, from the sandbox image.
 
     Each image is ``base`` plus ``data/r2egym/repos/<task name>`` at ``/testbed``
-    (with its ``run_tests.sh`` and ``r2e_tests``, as R2E-Gym's images have them),
-    named as the record's ``docker_image`` (see
+    (with its ``run_tests.sh`` and ``r2e_tests``, as R2E-Gym's images have them) and a
+    ``.venv`` (:data:`FIXTURE_VENV`), named as the record's ``docker_image`` (see
     :func:`dgym_tui.benchmarks.swebench.build_fixture_image`).
 
     Returns:
@@ -410,7 +419,8 @@ def build_fixture_images(base: str | None = None, force: bool = False) -> dict[s
     """
     bench = R2EGymBenchmark()
     return {name: build_fixture_image(name, base=base, force=force, repo=fixture_repo(name),
-                                      tag=bench.image_for(bench.instances[name]))
+                                      tag=bench.image_for(bench.instances[name]),
+                                      run=FIXTURE_VENV)
             for name in bench.tasks()}
 
 

@@ -55,6 +55,7 @@ from __future__ import annotations
 import base64
 import difflib
 import glob
+import hashlib
 import json
 import os
 import posixpath
@@ -253,11 +254,18 @@ def patch_paths(patch: str) -> list[str]:
 
 
 class _Materializer:
-    """Copies a repository folder out of an image into the cache (once per image id)."""
+    """Copies a repository folder out of an image into the cache (once per image id).
 
-    def __init__(self, cache_dir: Path, repo_dir: str) -> None:
+    ``absolute_links``: keep symbolic links whose target is an absolute path (a
+    virtual environment's ``bin/python``); they point into the container, and every
+    other member is still extracted with the ``data`` filter (which resolves links on
+    disk, so nothing is ever written through one).
+    """
+
+    def __init__(self, cache_dir: Path, repo_dir: str, absolute_links: bool = False) -> None:
         self.cache_dir = cache_dir
         self.repo_dir = posixpath.normpath(repo_dir)
+        self.absolute_links = absolute_links
 
     def cached_info(self, instance_id: str, image: str) -> dict[str, Any] | None:
         """What an earlier copy of ``image`` recorded (``python``, ``conda``), without Docker;
@@ -303,7 +311,7 @@ class _Materializer:
                 for chunk in stream:
                     raw.write(chunk)
                 raw.seek(0)
-                _extract(raw, staging / "repo")
+                _extract(raw, staging / "repo", self.absolute_links)
             info = {"image": image, "image_id": image_obj.id,
                     "python": HARNESS_PYTHON if _exists(container, HARNESS_PYTHON) else "python",
                     "conda": _exists(container, HARNESS_CONDA)}
@@ -331,9 +339,16 @@ def _exists(container, path: str) -> bool:
     return True
 
 
-def _extract(fileobj, dest: Path) -> None:
+def _extract(fileobj, dest: Path, absolute_links: bool = False) -> None:
     """Extract a ``docker cp`` archive of one folder into ``dest``, dropping the top
-    folder name and ``.git``; members a safe extraction refuses are skipped."""
+    folder name and ``.git``; members a safe extraction refuses are skipped, except
+    symbolic links to absolute paths when ``absolute_links``."""
+    def keep(member: tarfile.TarInfo, path: str) -> tarfile.TarInfo | None:
+        if absolute_links and member.issym() and member.linkname.startswith("/"):
+            tarfile.data_filter(member.replace(linkname="target", deep=False), path)
+            return member  # the name is checked; the target stays as the image has it
+        return tarfile.data_filter(member, path)
+
     dest.mkdir(parents=True)
     with tarfile.open(fileobj=fileobj, mode="r:") as tar:
         for member in tar:
@@ -345,7 +360,7 @@ def _extract(fileobj, dest: Path) -> None:
                 continue
             member.name = rel
             try:
-                tar.extract(member, dest, filter="data")
+                tar.extract(member, dest, filter=keep)
             except (tarfile.FilterError, OSError):
                 continue
 
@@ -659,8 +674,6 @@ FIXTURE_IMAGE = fixture_image_name("dgym__calc-1")
 
 
 def _tree_hash(folder: Path) -> str:
-    import hashlib
-
     digest = hashlib.sha256()
     for path in sorted(folder.rglob("*")):
         if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
@@ -671,7 +684,7 @@ def _tree_hash(folder: Path) -> str:
 
 def build_fixture_image(instance_id: str = "dgym__calc-1", base: str | None = None,
                         force: bool = False, repo: Path | None = None,
-                        tag: str | None = None) -> str:
+                        tag: str | None = None, run: str | None = None) -> str:
     """Build the image of one offline fixture instance (cached by tag and content).
 
     The image is ``base`` plus the fixture repository (``data/swebench/repos/
@@ -688,6 +701,8 @@ def build_fixture_image(instance_id: str = "dgym__calc-1", base: str | None = No
         force: rebuild even when the image is up to date.
         repo: the repository folder (default :func:`fixture_repo` of the instance).
         tag: the image name (default :func:`fixture_image_name` of the instance).
+        run: one more shell line run in ``/testbed`` after the commit (part of the
+            image's identity).
 
     Returns:
         the image name.
@@ -707,7 +722,8 @@ def build_fixture_image(instance_id: str = "dgym__calc-1", base: str | None = No
     tag = tag or fixture_image_name(instance_id)
     client = get_client()
     base = base or os.environ.get("DGYM_TEST_IMAGE", "dgym-tui/sandbox:test")
-    content = _tree_hash(source)
+    content = _tree_hash(source) + (f"-{hashlib.sha256(run.encode()).hexdigest()[:8]}"
+                                    if run else "")
     if not force:
         try:
             if client.images.get(tag).labels.get(_FIXTURE_LABEL) == content:
@@ -722,7 +738,8 @@ def build_fixture_image(instance_id: str = "dgym__calc-1", base: str | None = No
                   "ENV PYTHONPATH=/testbed\n"
                   f"LABEL {_FIXTURE_LABEL}={content}\n"
                   f"RUN {env_lines} sh -c 'git init -q -b main . && git add -A && "
-                  "git commit -q -m base'\n")
+                  "git commit -q -m base'\n"
+                  + (f"RUN {run}\n" if run else ""))
     with tempfile.TemporaryDirectory(prefix="dgym-fixture-") as ctx:
         shutil.copytree(source, Path(ctx) / "repo",
                         ignore=shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache"))
