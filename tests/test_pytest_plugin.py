@@ -118,3 +118,13 @@ def test_summarize_rules_without_processes():
     assert f == FailedTest("t", "app.py", 2, "", "call",
                            [("tests/test_app.py", 5), ("app.py", 2)])
     assert summarize("1 passed in 0.01s", 0, False, None, rel).passed == 1  # no report
+
+
+def test_eval_output_is_80_columns_wide(repo, make_env, fast_pytest, every_terminal):
+    """pytest's separator lines follow COLUMNS: 80 in an eval, not the terminals' 200."""
+    env = make_env(repo, entrypoint=f"{fast_pytest} tests")
+    env.reset()
+    output = env.step(ToolCall("eval", {})).observation
+    separators = [line for line in output.splitlines() if line.startswith("____")
+                  or line.startswith("=====")]
+    assert separators and max(len(line) for line in separators) <= 80

@@ -158,11 +158,15 @@ class PytestReport:
     sessions: list[SessionRecord] = field(default_factory=list)
 
 
+#: the terminal width pytest sees in an eval (its separator lines are this wide)
+EVAL_COLUMNS = 80
+
+
 def prepare(terminal, entrypoint: str) -> tuple[str, str | None]:
     """Return ``(command, host report path)`` for one eval of ``entrypoint`` on ``terminal``.
 
     The plugin file is written into the terminal's scratch folder (once) and
-    the command exports what loads it. Terminals without a scratch folder
+    the command exports what loads it, and ``COLUMNS`` (:data:`EVAL_COLUMNS`). Terminals without a scratch folder
     (``scratch`` empty, e.g. a custom Terminal) run the entrypoint as it is
     and get no report (``None``).
     """
@@ -182,7 +186,10 @@ def prepare(terminal, entrypoint: str) -> tuple[str, str | None]:
     if os.path.lexists(host_report):
         os.unlink(host_report)
     inside = terminal.scratch_path()
-    command = (f"export {REPORT_VARIABLE}={shlex.quote(inside + '/' + name)} "
+    # COLUMNS: pytest draws its separator lines as wide as the terminal; 80 columns
+    # keep them short in the observation (fewer tokens than the terminals' 200)
+    command = (f"export COLUMNS={EVAL_COLUMNS} "
+               f"{REPORT_VARIABLE}={shlex.quote(inside + '/' + name)} "
                f"PYTEST_PLUGINS=\"{PLUGIN}${{PYTEST_PLUGINS:+,$PYTEST_PLUGINS}}\" "
                f"PYTHONPATH={shlex.quote(inside + '/plugin')}\"${{PYTHONPATH:+:$PYTHONPATH}}\"\n"
                f"{entrypoint}")
