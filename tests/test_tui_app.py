@@ -256,6 +256,7 @@ async def test_replay_and_fork(calc_repo, tmp_path):
         await pilot.press("f")  # fork at step 2: re-executed live, then human mode
         await settle(app, pilot)
         assert app.replay is None and app.session is not None
+        assert "local: unsandboxed" in app.status.text  # the recorded terminal, now in force
         session = app.session
         assert len(session.turns) == 2 and session.env.frame == ("calc.py", 5)
         assert view.frame_line == 5

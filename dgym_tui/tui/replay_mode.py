@@ -148,8 +148,11 @@ class ReplayMode(MessagePump):
         self._refresh_marks(last)
         self._inspection = message.inspection
         self._show_debug(message.inspection, last)
+        from dgym_tui.launch.sandbox import terminal_name
+
         self.status.update_status(task=session.task_name, budget=session.max_steps,
                                   mode=session.mode, agent=session.policy is not None,
+                                  sandbox=terminal_name(session.env),  # the recorded terminal
                                   extra=f"forked at step {len(session.turns)}")
         self._update_status(last)
         self.pdb_console.write(f"forked: {len(session.turns)} recorded steps re-executed; live now",
