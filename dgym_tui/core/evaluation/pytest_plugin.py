@@ -166,8 +166,8 @@ def prepare(terminal, entrypoint: str) -> tuple[str, str | None]:
     """Return ``(command, host report path)`` for one eval of ``entrypoint`` on ``terminal``.
 
     The plugin file is written into the terminal's scratch folder (once) and
-    the command exports what loads it, and ``COLUMNS`` (:data:`EVAL_COLUMNS`). Terminals without a scratch folder
-    (``scratch`` empty, e.g. a custom Terminal) run the entrypoint as it is
+    the command exports what loads it, and ``COLUMNS`` (:data:`EVAL_COLUMNS`).
+    Terminals without a scratch folder (``scratch`` empty, e.g. a custom Terminal) run the entrypoint as it is
     and get no report (``None``).
     """
     scratch = getattr(terminal, "scratch", "")
