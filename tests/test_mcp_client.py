@@ -70,7 +70,8 @@ def notes_server(request, tmp_path):
         proc.wait(30)
 
 
-def test_dgym_run_agent_calls_a_tool_of_an_mcp_server(tmp_path, tiny, llm_server, notes_server):
+def test_dgym_run_agent_calls_a_tool_of_an_mcp_server(tmp_path, tiny, llm_server, notes_server,
+                                                      capsys):
     llm_server.script([
         {"tool_calls": [{"name": "notes_lookup", "arguments": {"key": "add"}}]},
         {"tool_calls": [{"name": "notes_secret", "arguments": {}}]},
@@ -109,6 +110,9 @@ def test_dgym_run_agent_calls_a_tool_of_an_mcp_server(tmp_path, tiny, llm_server
     # the agent refuses a call of a tool it was not offered: nothing reaches the server
     assert second["decision"] == "rejected" and second["action"] is None
     assert "notes_secret" in second["error"]
+    # replay connects to the server again (the header keeps it): same observations
+    assert main(["replay", str(out / "add" / "trajectory.jsonl")]) == 0
+    assert "no divergence" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("entry, message", [

@@ -110,7 +110,9 @@ def test_http_client_debugs_and_submits(repo, tmp_path, capsys):
         wait_listening(server, port)  # the episode starts (initial eval), then the server listens
 
         async def session() -> list[types.CallToolResult]:
-            async with Client(f"http://127.0.0.1:{port}/mcp", client_info=CLIENT) as client:
+            # the initialize handshake of today's clients (stdio above: the newer discovery)
+            async with Client(f"http://127.0.0.1:{port}/mcp", client_info=CLIENT,
+                              mode="legacy") as client:
                 return await _debug(client)
 
         results = anyio.run(session)

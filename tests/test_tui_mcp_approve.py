@@ -3,6 +3,7 @@
 The client's call shows in the proposal panel like an LLM agent's; the person approves
 one (the client reads its observation) and rejects the next with a note (the client
 reads the note as the call's result, and nothing ran); both are steps of the trajectory.
+Taking over answers the waiting call, and the calls after it, without running them.
 """
 
 from __future__ import annotations
@@ -43,6 +44,8 @@ async def test_a_person_approves_one_call_and_rejects_one_with_a_note(calc_repo,
         async with Client(episode.http.url, client_info=CLIENT) as client:
             results.append(await client.call_tool("pdb", {"command": "b calc.py:4"}))
             results.append(await client.call_tool("eval", {}))
+            results.append(await client.call_tool("view", {"path": "calc.py"}))
+            results.append(await client.call_tool("eval", {}))  # after the take-over
 
     try:
         async with app.run_test(size=SIZE) as pilot:
@@ -65,10 +68,16 @@ async def test_a_person_approves_one_call_and_rejects_one_with_a_note(calc_repo,
             app.screen.query_one("Input").value = "read the loop with pdb first"
             await pilot.press("enter")
             await _until(pilot, lambda: len(results) == 2, "the rejected call's result")
-            await calls
             assert results[1].is_error
             assert "read the loop with pdb first" in results[1].content[0].text
             assert "nothing was run" in results[1].content[0].text
+
+            await _until(pilot, lambda: panel.proposal is not None
+                         and panel.proposal.action.name == "view", "the third call")
+            await pilot.press("t")  # take over: the waiting call and the next one run nothing
+            await _until(pilot, lambda: len(results) == 4, "the calls after the take-over")
+            await calls
+            assert all(r.is_error and "took over" in r.content[0].text for r in results[2:])
             await pilot.press("q")
             await pilot.pause()
     finally:

@@ -213,7 +213,7 @@ class ExternalPolicy(Policy):
                                         data=dict(self._final)))
         elif session is not None and session.mode == "human":
             _resolve(entry, CallOutcome(
-                "Nothing was run: a person has taken over the episode. Call again later, "
+                "Nothing was run: the person took over the episode. Call again later, "
                 "once they hand it back.", error=True))
         else:
             self._queue.put(entry)
