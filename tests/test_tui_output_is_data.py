@@ -14,6 +14,7 @@ from dgym_tui.core.env import RepoEnv
 from dgym_tui.core.types import ToolCall
 from dgym_tui.episode.session import Session
 from dgym_tui.episode.trajectory import read_trajectory
+from dgym_tui.tui.actions import pdb_call
 from dgym_tui.tui.app import DgymApp
 from dgym_tui.tui.replay_model import ReplayModel
 from dgym_tui.tui.widgets.file_tree import FileTree
@@ -89,6 +90,13 @@ async def test_noise_and_markup_reach_the_screen_as_text(make_repo, tmp_path):
         shown = [node.label.plain for node in variables.root.children]
         assert any(label.startswith("loud = [bold red]boom[/] [link=https://example.com]click")
                    for label in shown), shown
+        assert_frame_clean(app)
+        # a condition that is malformed markup ("[/x]" closes nothing): shown as typed
+        app.act(pdb_call('b noisy.py:13, "[/x]" != "[bold red]c"'))
+        await settle(app, pilot)
+        table = app.query_one("BreakpointsPane")
+        cells = [str(cell) for number in range(table.row_count) for cell in table.get_row_at(number)]
+        assert '"[/x]" != "[bold red]c"' in cells, cells
         assert_frame_clean(app)
 
         tree.post_message(FileTree.FileChosen("notes.txt"))  # a file holding the raw noise

@@ -15,6 +15,8 @@ from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.widgets import DataTable
 
+from dgym_tui.core.safetext import one_line
+
 
 @dataclass
 class Row:
@@ -79,7 +81,8 @@ class BreakpointsPane(DataTable):
         for row in rows:
             mark = Text("●" if row.enabled else "○",
                         style="bold red" if row.enabled else "dim")
-            self.add_row(mark, f"{row.path}:{row.line}", row.condition or "",
+            self.add_row(mark, Text(one_line(f"{row.path}:{row.line}")),  # Text: a str cell
+                         Text(one_line(row.condition or "")),  # would be read as markup
                          "" if row.hits is None else str(row.hits))
         if rows:
             self.move_cursor(row=min(keep, len(rows) - 1))

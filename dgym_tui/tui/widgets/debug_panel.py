@@ -11,6 +11,7 @@ from textual.containers import Vertical
 from textual.events import Click
 from textual.widgets import Static
 
+from dgym_tui.core.safetext import one_line
 from dgym_tui.tui.widgets.breakpoints import BreakpointsPane, rows_from
 from dgym_tui.tui.widgets.stack import StackPane
 from dgym_tui.tui.widgets.variables import VariablesPane
@@ -23,9 +24,9 @@ def where_text(inspection: Any) -> Text:
     if frame is None:
         return Text("pdb is not stopped", style="dim")
     if frame.relative is None:
-        return Text(f"frame outside the repository: {frame.path}:{frame.line}",
+        return Text(f"frame outside the repository: {one_line(frame.path)}:{frame.line}",
                     style="bold yellow")
-    return Text(f"{frame.function} · {frame.relative}:{frame.line}", style="bold")
+    return Text(f"{frame.function} · {one_line(frame.relative)}:{frame.line}", style="bold")
 
 
 class DebugPanel(Vertical):
