@@ -270,6 +270,9 @@ def main(argv: list[str] | None = None) -> int:
         from dgym_tui.tui.serve import serve
 
         return serve(argv, args.host, args.port)
+    from dgym_tui.tui.serve import exit_with_server
+
+    exit_with_server()  # a browser tab's app: it quits when its server dies
     if args.study:
         return _main_study(args)
     from dgym_tui.runs.index import is_run_folder
