@@ -171,3 +171,22 @@ async def test_runs_table_shows_names_as_text(tmp_path):
         cells = [str(cell) for cell in table.get_row(f"{run}/ep")]
         assert "[bold red]t" in cells, cells
         assert_frame_clean(app)
+
+
+async def test_an_agents_proposal_is_shown_as_text(calc_session, llm_server):
+    """A model's reasoning and arguments holding controls (a reply steered by what it read)
+    reach the approve panel and the frame as text."""
+    from tui_helpers import stub_agent
+
+    llm_server.script([{"content": f"Stop [bold]here[/]{NOISE}.",
+                        "tool_calls": [{"name": "pdb", "id": "call_1",
+                                        "arguments": {"command": f"p 1{NOISE}\u009b"}}]}])
+    app = DgymApp(session=calc_session(stub_agent(llm_server), mode="approve"))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        panel = app.query_one("#approve-reasoning")
+        assert str(panel.render()) == "Stop [bold]here[/]."
+        assert "\u009b" not in str(app.query_one("#approve-action").render())
+        assert_frame_clean(app)
+        await pilot.press("q")
+        await pilot.pause()

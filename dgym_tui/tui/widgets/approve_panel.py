@@ -10,6 +10,8 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
+from dgym_tui.core.safetext import strip_controls
+
 KEYS_HINT = ("[a] approve  [e] edit  [R] reject with note  [t] take over  [g] go (auto; "
              "[space] pauses)  ·  pdb keys n s c r u d b work too")
 ERROR_KEYS_HINT = "[m] ask again now  [t] take over  [g] go (auto)"
@@ -40,15 +42,15 @@ class ApprovePanel(VerticalScroll):
         """Show ``proposal`` (a Proposal) as the candidate for 1-based ``step``."""
         self.proposal = proposal
         self.border_title = f"agent proposes step {step}"
-        self.query_one("#approve-reasoning", Static).update(Text(proposal.reasoning.strip()))
+        self.query_one("#approve-reasoning", Static).update(Text(strip_controls(proposal.reasoning.strip())))
         if proposal.action is None:
-            body = Text(f"no valid action: {proposal.error}", style="red")
+            body = Text(strip_controls(f"no valid action: {proposal.error}"), style="red")
         else:
             args = proposal.action.arguments
             pretty = args if isinstance(args, str) else json.dumps(args, indent=2,
                                                                    ensure_ascii=False)
             body = Text(proposal.action.name, style="bold")
-            body.append("\n" + pretty)
+            body.append("\n" + strip_controls(pretty))  # a model's (or client's) text: data
         self.query_one("#approve-action", Static).update(body)
         self.query_one("#approve-keys", Static).update(KEYS_HINT)
         self.add_class("-shown")
@@ -61,7 +63,7 @@ class ApprovePanel(VerticalScroll):
         times = f" ({failures} times in a row)" if failures > 1 else ""
         self.query_one("#approve-reasoning", Static).update(
             Text(f"asking again in {retry_in:.0f} s{times}"))
-        self.query_one("#approve-action", Static).update(Text(text, style="red"))
+        self.query_one("#approve-action", Static).update(Text(strip_controls(text), style="red"))
         self.query_one("#approve-keys", Static).update(ERROR_KEYS_HINT)
         self.add_class("-shown")
 
