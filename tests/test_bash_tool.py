@@ -238,3 +238,24 @@ def test_dgym_run_with_bash_agent_over_the_stub(tmp_path, tiny, llm_server):
     observations = [s["observation"] for s in traj.steps]
     assert "2:    return a - b" in observations[0]
     assert "2 passed" in observations[1]  # cd - worked: the step-1 cd persisted
+
+
+def test_dgym_tui_with_bash_agent_offers_bash_beside_the_default_tools(tmp_path, make_repo,
+                                                                       monkeypatch):
+    """The app's person keeps every default tool; the agent's own (bash) joins them."""
+    from dgym_tui.cli.tui import build_app, build_parser
+    from dgym_tui.core.env import DEFAULT_TOOLS
+
+    llm_yaml = tmp_path / "llm.yaml"
+    llm_yaml.write_text("stub:\n  model: openai/stub\n  api_base: http://127.0.0.1:9/v1\n"
+                        "  api_key: x\n")
+    monkeypatch.setenv("DGYM_LLM_CONFIG", str(llm_yaml))
+    repo = make_repo({"a.py": "x = 1\n", "test_a.py": "def test_a():\n    pass\n"})
+    args = ["--agent", "froggy_agent", "--llm", "stub", "--terminal", "local",
+            "--trajectory", str(tmp_path / "t.jsonl"), "--no-apply-prompt", str(repo)]
+    app = build_app(build_parser().parse_args(args))
+    try:
+        assert list(app.session.env.tools) == [*DEFAULT_TOOLS, "bash"]
+        assert app.session.env.tools["pdb"].options == {"auto_list": 5}
+    finally:
+        app.session.env.close()
