@@ -17,9 +17,11 @@ import sys
 from pathlib import Path
 
 import anyio
+import httpx2
 import mcp_types as types
 import pytest
 from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
 from process_helpers import free_port, wait_listening
 
 from dgym_tui.cli.main import main
@@ -30,6 +32,7 @@ CALC = ("def average(values):\n    total = 0\n    for value in values:\n        
 TESTS = "from calc import average\n\n\ndef test_average():\n    assert average([2, 4, 6]) == 4\n"
 FIXED = "    return total / len(values)"
 CLIENT = types.Implementation(name="test-agent", version="1.0")
+TOKEN = "s3cret-token"
 
 
 def _server_env() -> dict[str, str]:
@@ -105,13 +108,22 @@ def test_http_client_debugs_and_submits(repo, tmp_path, capsys):
     server = subprocess.Popen(
         [sys.executable, "-m", "dgym_tui.cli.main", "mcp", str(repo), "--http", str(port),
          "--trajectory", str(trajectory)],
-        env=_server_env(), stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        env={**_server_env(), "DGYM_MCP_TOKEN": TOKEN}, stdin=subprocess.DEVNULL,
+        stderr=subprocess.PIPE, text=True)
     try:
         wait_listening(server, port)  # the episode starts (initial eval), then the server listens
 
+        url = f"http://127.0.0.1:{port}/mcp"
+        assert _post(url, {}) == 401  # no token
+        assert _post(url, {"Authorization": "Bearer wrong"}) == 401
+        # the token, but a Host header that is not this machine (DNS rebinding)
+        assert _post(url, {"Authorization": f"Bearer {TOKEN}", "Host": "attacker.example"}) == 421
+
         async def session() -> list[types.CallToolResult]:
+            http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"},
+                                      timeout=httpx2.Timeout(30, read=300))
             # the initialize handshake of today's clients (stdio above: the newer discovery)
-            async with Client(f"http://127.0.0.1:{port}/mcp", client_info=CLIENT,
+            async with Client(streamable_http_client(url, http_client=http), client_info=CLIENT,
                               mode="legacy") as client:
                 return await _debug(client)
 
@@ -127,6 +139,15 @@ def test_http_client_debugs_and_submits(repo, tmp_path, capsys):
     assert f"serving repo at http://127.0.0.1:{port}/mcp" in server.stderr.read()
     _check(results, repo, trajectory)
     _replays(trajectory, capsys)
+
+
+def _post(url: str, headers: dict[str, str]) -> int:
+    """The HTTP status of an initialize request sent with ``headers``."""
+    body = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                       "clientInfo": {"name": "probe", "version": "0"}}}
+    return httpx2.post(url, json=body, timeout=30, headers={
+        "Accept": "application/json, text/event-stream", **headers}).status_code
 
 
 def test_approve_needs_http(repo, capsys):

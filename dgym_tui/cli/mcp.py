@@ -10,6 +10,7 @@ the call's result) or takes over each call, so the server then listens on HTTP.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import threading
 from dataclasses import dataclass
@@ -21,6 +22,8 @@ from dgym_tui.launch.open import UsageError
 
 PROG = "dgym mcp"
 DEFAULT_PORT = 8765
+#: Environment variable holding the bearer token an HTTP client must send (unset: none).
+TOKEN_VARIABLE = "DGYM_MCP_TOKEN"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -29,7 +32,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_episode_arguments(p)
     p.add_argument("--http", metavar="[HOST:]PORT", type=_http_address,
                    help="serve over streamable HTTP at http://HOST:PORT/mcp instead of stdio "
-                        f"(HOST defaults to 127.0.0.1: this machine only; e.g. {DEFAULT_PORT})")
+                        f"(HOST defaults to 127.0.0.1: this machine only; e.g. {DEFAULT_PORT}); "
+                        f"with {TOKEN_VARIABLE} set, clients must send it as a bearer token")
     p.add_argument("--approve", action="store_true",
                    help="a person approves each call in the app (needs --http: the app "
                         "takes this terminal)")
@@ -84,10 +88,12 @@ def open_server(args: argparse.Namespace) -> McpEpisode:
     http = None
     if args.http:
         host, port = args.http
-        if host not in LOOPBACK:
-            print(f"{PROG}: warning: listening on {host}: whoever reaches it runs code in the "
-                  "episode's sandbox", file=sys.stderr)
-        http = HttpServer(server, host, port)
+        token = os.environ.get(TOKEN_VARIABLE) or None
+        if token is None:
+            who = "other users of this machine" if host in LOOPBACK else f"anyone who reaches {host}"
+            print(f"{PROG}: warning: {TOKEN_VARIABLE} is not set: {who} can call the episode's "
+                  "tools", file=sys.stderr)
+        http = HttpServer(server, host, port, token=token)
     return McpEpisode(session, policy, server, http)
 
 

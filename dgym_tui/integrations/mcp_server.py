@@ -14,6 +14,7 @@ two standard transports (stdio; streamable HTTP, loopback by default).
 from __future__ import annotations
 
 import asyncio
+import hmac
 import logging
 import threading
 from typing import TYPE_CHECKING, Any
@@ -124,6 +125,33 @@ def serve_stdio(server: Server) -> None:
     anyio.run(run)
 
 
+def require_bearer(app: Any, token: str) -> Any:
+    """Wrap an ASGI ``app``: an HTTP request without ``Authorization: Bearer TOKEN`` gets 401.
+
+    Args:
+        app: the ASGI application (the lifespan and other scopes pass through).
+        token: the secret the client sends.
+
+    Returns:
+        The wrapping ASGI application.
+    """
+    expected = f"Bearer {token}".encode()
+
+    async def guarded(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            given = dict(scope.get("headers") or []).get(b"authorization", b"")
+            if not hmac.compare_digest(given, expected):
+                await send({"type": "http.response.start", "status": 401,
+                            "headers": [(b"content-type", b"text/plain"),
+                                        (b"www-authenticate", b"Bearer")]})
+                await send({"type": "http.response.body",
+                            "body": b"this dgym mcp server needs Authorization: Bearer <token>"})
+                return
+        await app(scope, receive, send)
+
+    return guarded
+
+
 class HttpServer:
     """``server`` over streamable HTTP at ``http://HOST:PORT/mcp`` (uvicorn).
 
@@ -132,17 +160,22 @@ class HttpServer:
         host: address to listen on; a loopback address (the default) also makes the
             SDK refuse requests whose Host or Origin header is not local (DNS rebinding).
         port: TCP port (0: a free one, see :attr:`port` after :meth:`start`).
+        token: when given, every request must carry ``Authorization: Bearer TOKEN``
+            (other local users reach a loopback port too).
 
     Attributes:
         url: ``http://HOST:PORT/mcp`` once listening.
     """
 
-    def __init__(self, server: Server, host: str = "127.0.0.1", port: int = 8765) -> None:
+    def __init__(self, server: Server, host: str = "127.0.0.1", port: int = 8765,
+                 token: str | None = None) -> None:
         import uvicorn
 
         self.host = host
         self.port = port
-        app = server.streamable_http_app(host=host)
+        app: Any = server.streamable_http_app(host=host)
+        if token:
+            app = require_bearer(app, token)
         self._server = uvicorn.Server(uvicorn.Config(app, host=host, port=port,
                                                      log_level="warning", lifespan="on"))
         self._thread: threading.Thread | None = None
