@@ -143,3 +143,19 @@ def test_an_unreachable_server_fails_the_start_with_one_line(tmp_path):
             env.reset()
     finally:
         env.close()
+
+
+def test_an_agent_spec_lists_mcp_servers(tmp_path):
+    from dgym_tui.policies.agent import AgentSpecError, load_agent_spec
+    from dgym_tui.runs.runner import agent_env_options
+
+    spec = tmp_path / "agent.yaml"
+    spec.write_text("name: a\ntools: [view, submit]\nsystem_prompt: hi\n"
+                    "mcp_servers: [{name: notes, command: 'python notes.py --fast'}]\n")
+    servers = load_agent_spec(spec).mcp_servers
+    assert servers == [{"name": "notes", "transport": "stdio", "prefix": "notes_",
+                        "timeout": 30.0, "command": ["python", "notes.py", "--fast"]}]
+    assert agent_env_options("agent", str(spec))["mcp_servers"] == servers
+    spec.write_text("name: a\ntools: [view]\nsystem_prompt: hi\nmcp_servers: [{name: x}]\n")
+    with pytest.raises(AgentSpecError, match=r"agent.yaml: mcp_servers\[0\]: a stdio server needs"):
+        load_agent_spec(spec)
