@@ -184,3 +184,29 @@ def test_an_unknown_tool_near_a_test_or_a_tool_gets_every_tool_with_a_real_examp
         '- rewrite: {"name": "rewrite", "arguments": {"path": "lib/shop.py", "start": 8, '
         '"end": 8, "new_code": "    gross = amount * (1 + TAX)"}}',
         '- submit: {"name": "submit", "arguments": {}}']
+
+
+@pytest.mark.parametrize("targets", ["clean", "valid"])
+def test_sft_export_keeps_every_message_of_a_stuck_episode(llm_server, shop_env, tmp_path,
+                                                           targets):
+    from dgym_tui.training.export import export
+
+    same = {"content": "I think the test is wrong."}
+    llm_server.script([text_call("view", {"path": "lib/shop.py"}),
+                       text_call("view", {"path": "src/app.py"}),  # runs, a tool error
+                       same, same, same])
+    session = Session(shop_env, policy=LLMAgent("debug_agent", stub_llm(llm_server),
+                                                tool_calling="text"),
+                      mode="auto", max_steps=10, trajectory_path=tmp_path / "t.jsonl")
+    session.start()
+    session.run()
+    assert session.reason == "stuck" and len(session.turns) == 5
+    text, _ = export([tmp_path / "t.jsonl"], "sft", targets=targets)
+    messages = json.loads(text)["messages"]
+    # what the model saw at its last step, repeated turns included, then its last reply
+    assert [{k: v for k, v in m.items() if k != "weight"} for m in messages[:-1]] == \
+        llm_server.requests[-1]["messages"]
+    replies = [m for m in messages if m["role"] == "assistant"]
+    assert len(replies) == 5 and [m["content"] for m in replies[2:]] == [same["content"]] * 3
+    weights = [m.get("weight", 1) for m in replies]
+    assert weights == ([1, 0, 0, 0, 0] if targets == "clean" else [1, 1, 0, 0, 0])

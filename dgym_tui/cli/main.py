@@ -225,7 +225,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
                 print(f"{PROG} export: no accepted episode in {' '.join(args.trajectories)} "
                       "(review them in dgym-tui RUN_DIR)", file=sys.stderr)
                 return 2
-        text, count = export(paths, args.format, args.output)
+        text, count = export(paths, args.format, args.output, targets=args.targets)
         what = "episode(s)"
     if args.output:
         print(f"wrote {count} {what} to {args.output}", file=sys.stderr)
@@ -501,6 +501,10 @@ def build_parser() -> argparse.ArgumentParser:
                    "(prompt / chosen / rejected chat JSONL)")
     p.add_argument("--accepted-only", action="store_true",
                    help="only episodes whose review verdict is accept (run folders)")
+    p.add_argument("--targets", choices=("clean", "valid"), default="clean",
+                   help="sft: replies marked as training targets, the others get weight 0: "
+                        "clean = the action ran without a tool error (default), valid = any "
+                        "valid tool call")
     p.add_argument("-o", "--output", help="output file (default: stdout)")
     p.set_defaults(func=_cmd_export)
 

@@ -7,10 +7,12 @@
 - ``sft``: chat-format JSONL, one conversation per episode. For an LLM
   agent's episode (the header has a ``prompt``: see :func:`rebuild_prompt`)
   it is the conversation the agent really saw: its own system prompt and task
-  message, then every message its prompts held, in order (invalid replies,
-  corrections, rejections and the person's edits as the agent read them;
-  trimming notes left out; invalid replies marked ``"weight": 0``), then its
-  last reply; the tools are the schemas it was offered (native mode).
+  message, then every message its prompts held, in order, repeated ones as
+  often as they were sent (invalid replies, corrections, rejections and the
+  person's edits as the agent read them; trimming notes left out), then its
+  last reply; replies whose action did not run cleanly (invalid, rejected,
+  edited, or a tool error) are marked ``"weight": 0`` (``targets="valid"``:
+  only invalid ones); the tools are the schemas it was offered (native mode).
   Otherwise (a person's session, an older trajectory) a generic system
   message, the task (the reset observation), then for every executed action
   an assistant tool call and a ``tool`` message with the observation;
@@ -96,25 +98,59 @@ def rebuild_prompt(traj: Trajectory, step: int) -> tuple[list[dict[str, Any]],
     return [table[i] for i in prompt["sent"]], tools
 
 
-def _seen_conversation(traj: Trajectory, role: str | None = None
-                       ) -> tuple[list[dict[str, Any]], list[str]]:
-    """The messages of every prompt of the episode (of one ``role``'s steps for a
-    team), each once, in order, plus the last reply; the model's invalid replies
-    carry ``"weight": 0`` (context, not a target). Returns ``(messages, names of
-    the tools offered)``."""
-    from dgym_tui.episode.records import Turn
-    from dgym_tui.policies.agent import LLMAgent
+#: which of the model's replies an SFT export marks as targets (the others get "weight": 0)
+SFT_TARGETS = ("clean", "valid")
 
+
+def _is_target(record: dict[str, Any], targets: str) -> bool:
+    """Whether the reply of one step is a training target.
+
+    ``clean``: its action ran without a tool error (a team's summary counts);
+    ``valid``: it held a valid tool call (also rejected, edited or failing ones).
+    """
+    from dgym_tui.episode.records import Turn
+
+    if record.get("summary"):
+        return True
+    turn = Turn.from_record(record)
+    if targets == "valid":
+        return not turn.invalid
+    return (turn.action is not None and turn.proposed == turn.action
+            and turn.result is not None and not turn.result.error)
+
+
+def _new_messages(seen: list[str], sent: list[str], trimmed: bool) -> list[str]:
+    """The ids ``sent`` adds to the conversation ``seen`` so far (repeats included).
+
+    A prompt holds the whole history, so an untrimmed one extends the previous:
+    what is new is what follows its length. A trimmed one holds the system,
+    the task and the latest messages: the new ones follow the longest end of
+    ``seen`` that its tail starts with."""
+    if not trimmed:
+        return sent[len(seen):] if sent[:len(seen)] == seen else \
+            [i for i in sent if i not in seen]
+    tail = sent[2:]
+    for overlap in range(min(len(tail), len(seen)), 0, -1):
+        if seen[-overlap:] == tail[:overlap]:
+            return tail[overlap:]
+    return tail
+
+
+def _seen_conversation(traj: Trajectory, role: str | None = None, targets: str = "clean"
+                       ) -> tuple[list[dict[str, Any]], list[str]]:
+    """Every message the model saw over the episode (of one ``role``'s steps for a
+    team), in order, a message repeated in the history as often as it was
+    (the same invalid reply and correction three times: three times), plus the
+    last reply. Replies that are not targets (see :func:`_is_target`) carry
+    ``"weight": 0``. Returns ``(messages, names of the tools offered)``."""
     records = [r for r in traj.steps if r.get("prompt")
                and (role is None or (r.get("raw") or {}).get("role") == role)]
     for record in traj.steps:  # a team's handoff: the call that gave the summary
         handoff = (record.get("raw") or {}).get("handoff") or {}
         if role and handoff.get("from") == role and handoff.get("prompt"):
             records.append({"step": record["step"], "actor": "agent", "decision": "auto",
-                            "prompt": handoff["prompt"],
+                            "prompt": handoff["prompt"], "summary": True,
                             "raw": {"role": role, "content": handoff.get("summary", "")}})
-    invalid = {LLMAgent.reply_text(turn) for turn in map(Turn.from_record, records)
-               if turn.invalid and turn.raw}
     table = _message_table(traj)
     order: list[str] = []
     tools: list[str] = []
@@ -123,20 +159,22 @@ def _seen_conversation(traj: Trajectory, role: str | None = None
         sent = list(prompt["sent"])
         if prompt.get("trimmed"):
             sent = sent[:2] + sent[3:]  # the note that replaced the dropped messages
-        order.extend(i for i in sent if i not in order)
+        order.extend(_new_messages(order, sent, bool(prompt.get("trimmed"))))
         tools.extend(name for name in prompt.get("tools") or [] if name not in tools)
-    messages = [table[i] for i in order]
+    messages = [dict(table[i]) for i in order]
     last = records[-1] if records else {}
     raw = dict(last.get("raw") or {})
     if raw:
         reply = {"role": "assistant", "content": raw.get("content") or ""}
         if raw.get("tool_calls"):
             reply["tool_calls"] = raw["tool_calls"]
-        if Turn.from_record(last).invalid:
-            reply["weight"] = 0
         messages.append(reply)
-    return [{**m, "weight": 0} if m["role"] == "assistant" and "tool_calls" not in m
-            and m.get("content") in invalid else m for m in messages], tools
+    # the n-th assistant message is the reply of the n-th step of this model
+    replies = [m for m in messages if m["role"] == "assistant"]
+    for message, record in zip(replies, records, strict=False):
+        if not _is_target(record, targets):
+            message["weight"] = 0
+    return messages, tools
 
 
 def to_debug_gym(traj: Trajectory) -> dict[str, Any]:
@@ -192,15 +230,16 @@ def to_debug_gym(traj: Trajectory) -> dict[str, Any]:
     }
 
 
-def sft_conversations(traj: Trajectory) -> list[dict[str, Any]]:
+def sft_conversations(traj: Trajectory, targets: str = "clean") -> list[dict[str, Any]]:
     """The SFT conversations of one episode: one per role for a team agent
     (``info_seek_agent``: the seeker's, then the fixer's), else one (:func:`to_sft`)."""
     roles = (traj.header.get("prompt") or {}).get("roles")
-    return [to_sft(traj, role=role) for role in roles] if roles else [to_sft(traj)]
+    return ([to_sft(traj, role=role, targets=targets) for role in roles] if roles
+            else [to_sft(traj, targets=targets)])
 
 
 def to_sft(traj: Trajectory, system_prompt: str = SYSTEM_PROMPT,
-           role: str | None = None) -> dict[str, Any]:
+           role: str | None = None, targets: str = "clean") -> dict[str, Any]:
     """Convert one trajectory to a chat-format conversation for supervised fine-tuning.
 
     Args:
@@ -208,6 +247,9 @@ def to_sft(traj: Trajectory, system_prompt: str = SYSTEM_PROMPT,
         system_prompt: the system message text when the trajectory has no
             recorded prompt (a person's session, an older trajectory).
         role: for a team agent's episode, whose conversation (``meta.role``).
+        targets: which of an LLM agent's replies are training targets: ``clean``
+            (its action ran without a tool error) or ``valid`` (any valid tool
+            call); the others carry ``"weight": 0``.
 
     Returns:
         ``{"messages": [...], "tools": [schemas], "meta": {"task", "resolved",
@@ -224,7 +266,7 @@ def to_sft(traj: Trajectory, system_prompt: str = SYSTEM_PROMPT,
             "steps": len(traj.steps)}
     if header.get("prompt") and any(record.get("prompt") for record in traj.steps):
         prompt = header["prompt"]
-        messages, offered = _seen_conversation(traj, role)
+        messages, offered = _seen_conversation(traj, role, targets)
         schemas = {t["function"]["name"]: t for t in prompt.get("tools") or []}
         extra = {"role": role} if role else {}
         return {"messages": messages,  # text mode: the tools are described in the prompt
@@ -279,7 +321,8 @@ def find_trajectories(paths: list[str | os.PathLike[str]]) -> list[Path]:
 
 
 def export(paths: list[str | os.PathLike[str]], fmt: str,
-           output: str | os.PathLike[str] | None = None) -> tuple[str, int]:
+           output: str | os.PathLike[str] | None = None,
+           targets: str = "clean") -> tuple[str, int]:
     """Export trajectories.
 
     Args:
@@ -289,6 +332,7 @@ def export(paths: list[str | os.PathLike[str]], fmt: str,
             ``debug-gym`` writes one JSON document (a list when there are
             several episodes); ``sft`` writes one JSON line per episode (per
             role of a team agent's episode).
+        targets: for ``sft``, which replies are targets (see :func:`to_sft`).
 
     Returns:
         ``(text, episodes)``: the exported text and how many episodes it holds.
@@ -302,7 +346,8 @@ def export(paths: list[str | os.PathLike[str]], fmt: str,
     trajectories = [read_trajectory(p) for p in find_trajectories(paths)]
     if fmt == "sft":
         text = "".join(json.dumps(conversation, ensure_ascii=False) + "\n"
-                       for t in trajectories for conversation in sft_conversations(t))
+                       for t in trajectories
+                       for conversation in sft_conversations(t, targets))
     else:
         docs = [to_debug_gym(t) for t in trajectories]
         text = json.dumps(docs[0] if len(docs) == 1 else docs, indent=2, ensure_ascii=False) + "\n"

@@ -1,0 +1,146 @@
+"""Bench: a small local model (Qwen2.5-Coder-0.5B-Instruct) on the mini set.
+
+Runs episodes of each agent in each tool-calling mode against a model already
+served on an OpenAI-compatible endpoint (tests/smollm2_server.py), through
+``dgym run``, and prints per agent x mode: replies, the share of replies whose
+action ran, the share of executed actions without a tool error, resolved
+episodes, steps, tokens and seconds per step, plus how the episodes ended.
+
+Start the server first (its own venv; see tests/smollm2_server.py)::
+
+    dgym model fetch qwen2.5-coder-0.5b
+    OMP_NUM_THREADS=1 /tmp/model-venv/bin/python tests/smollm2_server.py \\
+        --gguf PATH --checkpoint /tmp/qwen --port 8231 &
+    python bench/bench_small_model.py --api-base http://127.0.0.1:8231/v1 \\
+        --model /tmp/qwen --tasks shopping_cart,pagination --max-steps 6 --out /tmp/bench
+
+The model is slow on a CPU (~2.8 tokens/s on one thread here): a step takes
+about a minute. ``--deadline`` (UTC ``HH:MM``) stops starting episodes after
+that time; ``--report-only`` prints the table of the trajectories in ``--out``.
+Episodes run interleaved (task by task, every agent and mode), so an early
+stop leaves every combination with as many episodes as possible.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+AGENTS = ("debug_agent", "rewrite_agent", "info_seek_agent")
+MODES = ("text", "native")
+SETTINGS = {"context_window": 8192, "max_tokens": 200, "temperature": 0.0}
+
+
+def run_episode(out: Path, api_base: str, model: str, task: str, agent: str, mode: str,
+                max_steps: int) -> Path:
+    """One ``dgym run`` of ``agent`` on mini/``task``; returns the trajectory path."""
+    from dgym_tui.cli.main import main
+
+    folder = out / f"{agent}-{mode}-{task}"
+    folder.mkdir(parents=True, exist_ok=True)
+    llm_yaml = folder / "llm.yaml"
+    llm_yaml.write_text(f"local:\n  model: openai/{model}\n  api_base: {api_base}\n"
+                        "  api_key: none\n  timeout: 1800\n  retries: 1\n"
+                        f"  tool_calling: {mode}\n"
+                        + "".join(f"  {k}: {v}\n" for k, v in SETTINGS.items()))
+    config = {"benchmark": "mini", "tasks": [task], "policy": "agent", "agent": agent,
+              "llm": "local", "llm_config": str(llm_yaml), "max_steps": max_steps}
+    (folder / "run.yaml").write_text(json.dumps(config))
+    main(["run", str(folder / "run.yaml"), "--output", str(folder / "out"), "--no-progress"])
+    return folder / "out" / task / "trajectory.jsonl"
+
+
+def episode_numbers(path: Path) -> dict:
+    """Counts of one trajectory: replies, executed, tool errors, steps, tokens, time."""
+    from dgym_tui.episode.trajectory import read_trajectory
+
+    traj = read_trajectory(path)
+    steps = traj.steps
+    replies = [s for s in steps if s.get("raw")]
+    executed = [s for s in replies if s.get("action")]
+    errors = [s for s in executed if (s.get("result") or {}).get("error")]
+    footer = traj.footer or {}
+    usage = footer.get("usage") or {}
+    return {"replies": len(replies), "executed": len(executed), "tool_errors": len(errors),
+            "steps": len(steps), "resolved": bool(footer.get("resolved")),
+            "reason": footer.get("reason", "unfinished"),
+            "tokens": (usage.get("prompt_tokens") or 0) + (usage.get("completion_tokens") or 0),
+            "completion_tokens": usage.get("completion_tokens") or 0,
+            "seconds": sum(float(s.get("wall_time") or 0) for s in steps)}
+
+
+def report(out: Path) -> str:
+    """The table of every trajectory under ``out``, by agent and mode."""
+    rows: dict[tuple[str, str], list[dict]] = {}
+    for path in sorted(out.glob("*/out/*/trajectory.jsonl")):
+        agent, mode = path.parts[-4].split("-")[:2]
+        try:
+            rows.setdefault((agent, mode), []).append(episode_numbers(path))
+        except Exception as exc:  # noqa: BLE001  an unfinished file: say so, go on
+            print(f"skipped {path}: {exc}", file=sys.stderr)
+    lines = ["agent            mode    eps replies executed  no-tool-error resolved steps "
+             "tokens/step s/step  ended"]
+    total = {"replies": 0, "executed": 0, "tool_errors": 0}
+    for (agent, mode), episodes in sorted(rows.items()):
+        s = {k: sum(e[k] for e in episodes) for k in ("replies", "executed", "tool_errors",
+                                                      "steps", "tokens", "seconds")}
+        for k in total:
+            total[k] += s[k]
+        ran = s["executed"] - s["tool_errors"]
+        ended = ", ".join(f"{r} {sum(e['reason'] == r for e in episodes)}"
+                          for r in sorted({e["reason"] for e in episodes}))
+        lines.append(
+            f"{agent:16} {mode:7} {len(episodes):3} {s['replies']:7} "
+            f"{s['executed']:4} {s['executed'] / max(s['replies'], 1):4.0%}  "
+            f"{ran:4} {ran / max(s['executed'], 1):4.0%}      "
+            f"{sum(e['resolved'] for e in episodes):3}    {s['steps']:4} "
+            f"{s['tokens'] / max(s['steps'], 1):8.0f}   {s['seconds'] / max(s['steps'], 1):5.0f}"
+            f"  {ended}")
+    ran = total["executed"] - total["tool_errors"]
+    lines.append(f"all: {total['executed']}/{total['replies']} replies executed "
+                 f"({total['executed'] / max(total['replies'], 1):.0%}), {ran}/"
+                 f"{total['executed']} executed actions without a tool error "
+                 f"({ran / max(total['executed'], 1):.0%})")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--api-base", default="http://127.0.0.1:8231/v1")
+    parser.add_argument("--model", default="/tmp/qwen", help="the served model's id")
+    parser.add_argument("--tasks", default="shopping_cart",
+                        help="comma-separated mini tasks")
+    parser.add_argument("--agents", default=",".join(AGENTS))
+    parser.add_argument("--modes", default=",".join(MODES))
+    parser.add_argument("--max-steps", type=int, default=6)
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--deadline", help="UTC HH:MM after which no episode starts")
+    parser.add_argument("--report-only", action="store_true")
+    args = parser.parse_args(argv)
+    if not args.report_only:
+        for task in args.tasks.split(","):
+            for agent in args.agents.split(","):
+                for mode in args.modes.split(","):
+                    now = datetime.now(UTC).strftime("%H:%M")
+                    if args.deadline and now >= args.deadline:
+                        print(f"deadline {args.deadline} reached; stopping", flush=True)
+                        print(report(args.out))
+                        return 0
+                    if (args.out / f"{agent}-{mode}-{task}" / "out" / task /
+                            "trajectory.jsonl").is_file():
+                        continue  # done in an earlier run of the bench
+                    started = time.monotonic()
+                    run_episode(args.out, args.api_base, args.model, task, agent, mode,
+                                args.max_steps)
+                    print(f"{task} {agent} {mode}: {time.monotonic() - started:.0f} s",
+                          flush=True)
+    print(report(args.out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
