@@ -15,6 +15,7 @@ Each command runs as::
           --bind-fd FD WORK --bind-fd FD SCRATCH --ro-bind-fd FD PLUGIN
           --ro-bind-fd FD WORK/ro ...                              # .debugreadonly
           --ro-bind-fd EMPTY WORK/f | --tmpfs WORK/d --remount-ro WORK/d   # .debugignore
+          --remount-ro /                                           # the sandbox's own root
           --seccomp FD --chdir WORK --
     [setpriv --reuid=U --regid=G --clear-groups --inh-caps=-all --bounding-set=-all
              --no-new-privs --]                                    # dgym runs as root
@@ -384,7 +385,7 @@ class BwrapTerminal(LocalTerminal):
             argv = ["bwrap", *isolation(self.run_as),
                     *([] if self.network else ["--unshare-net"]),
                     *([] if interactive else ["--new-session"]),
-                    *self._static, *masks, "--seccomp", str(opened[-1]),
+                    *self._static, *masks, "--remount-ro", "/", "--seccomp", str(opened[-1]),
                     "--chdir", self.workdir, "--", *identity.drop_argv(self.run_as),
                     *self.limits.prlimit_argv(), "sh", "-c", command]
             yield Launch(argv, self._env(env), (*self._fds, *opened))

@@ -1,0 +1,48 @@
+"""Mount sources the sandbox cannot steer, and an allow-list file system."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+
+FILES = {"pkg/ro/test_x.py": "def test_x():\n    pass\n", ".debugreadonly": "pkg/ro/test_x.py\n",
+         "app.py": "x = 1\n"}
+
+
+def test_planted_link_in_place_of_a_read_only_entrys_parent_is_not_followed(sandbox):
+    """The sandbox moves the read-only file's folder away and puts a link to a host folder in
+    its place; the next sandbox must not bind the host file the link leads to."""
+    host = tempfile.mkdtemp(prefix="dgym-adv-host-", dir="/var/tmp")
+    os.chmod(host, 0o755)
+    with open(os.path.join(host, "test_x.py"), "w") as f:
+        f.write("HOST FILE b71e\n")
+    os.chmod(os.path.join(host, "test_x.py"), 0o644)
+    try:
+        probe = sandbox.run(["mv pkg pkg.moved && mkdir pkg && ln -s " + host + " pkg/ro && echo planted",
+                             "cat pkg/ro/test_x.py; cat pkg.moved/ro/test_x.py"], files=FILES)
+    finally:
+        shutil.rmtree(host, ignore_errors=True)
+    assert "planted" in probe[0].output, probe[0].output
+    assert "HOST FILE" not in probe[1].output, probe[1].output
+    assert "def test_x" in probe[1].output  # the real file is still there, moved
+
+
+def test_only_the_allow_list_is_shown(bwrap_sandbox):
+    """/ holds system folders, a few /etc entries, /proc, /dev, /tmp and the folders of the
+    episode and of Python; no /var, /run, /home, /srv, /mnt, /opt, /boot; /etc has no shadow."""
+    probe = bwrap_sandbox.run(["ls -A /", "ls -A /etc", "touch /usr/x /etc/x 2>&1; echo done"])
+    top = set(probe[0].output.split())
+    assert not top & {"var", "run", "home", "srv", "mnt", "opt", "boot", "media", "sys"}, top
+    assert {"usr", "etc", "proc", "dev", "tmp"} <= top, top
+    etc = set(probe[1].output.split())
+    assert not etc & {"shadow", "gshadow", "sudoers", "ssh", "docker", "machine-id"}, etc
+    assert "passwd" in etc and "ld.so.cache" in etc
+    assert probe[2].output.count("Read-only file system") == 2, probe[2].output
+
+
+def test_working_copy_and_scratch_belong_to_the_commands_user(sandbox):
+    """The commands' uid owns the working copy (it can write it) and is not root."""
+    probe = sandbox.run(["id -u; stat -c %u . ; echo x > new.txt && echo wrote"])
+    uid, owner, wrote = probe[0].output.split()[:3]
+    assert uid == owner and uid != "0" and wrote == "wrote", probe[0].output
