@@ -49,6 +49,9 @@ def instructions_for(session: Session, policy: ExternalPolicy) -> str:
             f"Task:\n{task}"]
     if info is not None and info.initial_observation:
         text.append(f"First observation:\n{info.initial_observation}")
+    else:
+        text.append("The episode is starting (its tests run once): call eval to see their "
+                    "state.")
     return "\n\n".join(text)
 
 
