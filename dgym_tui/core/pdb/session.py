@@ -21,10 +21,8 @@ import re
 import time
 from dataclasses import dataclass, field
 
-import pexpect
-
 from dgym_tui.core.terminals.base import DEFAULT_MAX_OUTPUT, child_alive
-from dgym_tui.core.terminals.output import BoundedOutput
+from dgym_tui.core.terminals.output import BoundedOutput, read_until
 
 #: pdb's prompt (Python 3.8 - 3.13 print exactly this and wait for a line).
 PROMPT = "(Pdb) "
@@ -34,6 +32,7 @@ PROMPT = "(Pdb) "
 CONFIRMATIONS = {"Clear all breaks? ": "y"}
 
 _KEEP = max(len(PROMPT), *(len(q) for q in CONFIRMATIONS)) - 1
+_PROMPT_RE = re.compile(re.escape(PROMPT))
 
 _ML = re.MULTILINE
 #: "> /abs/file.py(12)func()" (pdb's current-frame line; "->value" may follow on return).
@@ -272,31 +271,16 @@ class PdbSession:
         """Read up to the next prompt, the deadline, or the end of the process."""
         out = BoundedOutput(self.max_output)
         buf, self._pending = self._pending, ""
-        status = "timeout"
-        while True:
-            idx = buf.find(PROMPT)
-            if idx >= 0:
-                out.feed(buf[:idx].encode("utf-8", "replace"))
-                self._pending = buf[idx + len(PROMPT):]
-                status = "prompt"
-                break
-            for question, answer in CONFIRMATIONS.items():
-                if buf.endswith(question):
-                    self.child.send(answer + "\n")
-                    buf += answer + "\n"  # show the answer, as a terminal would
-            if len(buf) > _KEEP:  # keep a tail in case the prompt is split across reads
-                out.feed(buf[:-_KEEP].encode("utf-8", "replace"))
-                buf = buf[-_KEEP:]
-            left = deadline - time.monotonic()
-            if left <= 0:
-                break
-            try:
-                buf += self.child.read_nonblocking(65536, timeout=left)
-            except pexpect.TIMEOUT:
-                break
-            except (pexpect.EOF, OSError, ValueError):
-                status = "exited"
-                break
-        if status != "prompt":
-            out.feed(buf.encode("utf-8", "replace"))
+        status, _, rest = read_until(self.child, buf, out, _PROMPT_RE.search, _KEEP, deadline,
+                                     on_read=self._confirm)
+        if status == "found":
+            status, self._pending = "prompt", rest
         return PdbReply(normalize(out.text()), status, time.monotonic() - started, out.dropped)
+
+    def _confirm(self, buf: str) -> str:
+        """Answer a question pdb asks inside a command (:data:`CONFIRMATIONS`)."""
+        for question, answer in CONFIRMATIONS.items():
+            if buf.endswith(question):
+                self.child.send(answer + "\n")
+                buf += answer + "\n"  # show the answer, as a terminal would
+        return buf

@@ -33,10 +33,8 @@ import secrets
 import time
 from dataclasses import dataclass
 
-import pexpect
-
 from .base import DEFAULT_MAX_OUTPUT, child_alive
-from .output import BoundedOutput
+from .output import BoundedOutput, read_until
 
 #: The shell the session starts (``--noediting``: no readline, so nothing is echoed).
 SHELL = ("command -v bash >/dev/null 2>&1 || { echo 'bash is not installed in the sandbox'; "
@@ -237,31 +235,13 @@ class ShellSession:
         """Read up to ``token``'s sentinel line, the deadline, or the end of the shell."""
         out = BoundedOutput(self.max_output)
         marker = re.compile(rf"\r?\n{token}:(\d+)\r?\n")
-        keep = len(token) + 24  # a sentinel split across reads stays in ``buf``
         buf, self._pending = self._pending, ""
-        status, code = "timeout", None
-        while True:
-            match = marker.search(buf)
-            if match:
-                out.feed(buf[:match.start()].encode("utf-8", "replace"))
-                self._pending = buf[match.end():]
-                status, code = "done", int(match[1])
-                break
-            if len(buf) > keep:
-                out.feed(buf[:-keep].encode("utf-8", "replace"))
-                buf = buf[-keep:]
-            left = deadline - time.monotonic()
-            if left <= 0:
-                break
-            try:
-                buf += self.child.read_nonblocking(65536, timeout=left)
-            except pexpect.TIMEOUT:
-                break
-            except (pexpect.EOF, OSError, ValueError):
-                status = "exited"
-                break
-        if status != "done":
-            out.feed(buf.encode("utf-8", "replace"))
+        # keep back enough that a sentinel split across reads stays whole
+        status, match, rest = read_until(self.child, buf, out, marker.search, len(token) + 24,
+                                         deadline)
+        code = None
+        if status == "found":
+            status, code, self._pending = "done", int(match[1]), rest
         text = out.text().replace("\r\n", "\n").replace("\r", "")
         return ShellReply(text, status, code, time.monotonic() - started, out.dropped)
 
