@@ -84,29 +84,40 @@ def test_ignored_paths_are_masked(term, repo):
     assert (repo / "hidden.txt").read_text() == "hidden text\n"  # the host copy is intact
 
 
-def test_hidden_host_paths_are_masked(repo):
-    """The read-only view of the system must not show the original repository's ignored files."""
+def test_hidden_host_paths_are_masked(repo, monkeypatch):
+    """A folder the sandbox shows (here a PATH entry) must not show the hidden paths inside it
+    (e.g. the original repository's ignored files next to a virtualenv); a folder it does not
+    show stays invisible as a whole."""
     import shutil
     import tempfile
 
     outside = tempfile.mkdtemp(dir="/var/tmp", prefix="dgym-orig-")  # not under /tmp's tmpfs
+    unseen = tempfile.mkdtemp(dir="/var/tmp", prefix="dgym-unseen-")
     try:
         with open(os.path.join(outside, "gold.patch"), "w") as f:
             f.write("the fix\n")
         os.mkdir(os.path.join(outside, "private"))
         with open(os.path.join(outside, "private", "key"), "w") as f:
             f.write("secret key\n")
+        with open(os.path.join(unseen, "other.txt"), "w") as f:
+            f.write("unseen text\n")
+        for path in (outside, unseen):
+            os.chmod(path, 0o755)
+        monkeypatch.setenv("PATH", f"{outside}{os.pathsep}{os.environ['PATH']}")
         t = BwrapTerminal(hidden=[os.path.join(outside, "gold.patch"),
                                   os.path.join(outside, "private")])
         t.start(str(repo))
         try:
             res = t.run(f"cat {outside}/gold.patch {outside}/private/key; ls {outside}")
-            assert "the fix" not in res.output and "secret key" not in res.output
-            assert "gold.patch" in res.output  # masked, not removed
+            unseen_res = t.run(f"cat {unseen}/other.txt")
         finally:
             t.close()
+        assert "the fix" not in res.output and "secret key" not in res.output
+        assert "gold.patch\nprivate" in res.output  # masked, not removed
+        assert unseen_res.exit_code != 0 and "unseen text" not in unseen_res.output
     finally:
         shutil.rmtree(outside)
+        shutil.rmtree(unseen)
 
 
 def test_system_is_read_only_no_network_no_devices(term):
@@ -303,3 +314,25 @@ def test_path_entries_under_tmp_stay_visible_read_only(repo, tmp_path, monkeypat
     assert "probe-tool-ran" in res.output
     assert "No such file" in res.output  # only the PATH entry came back, not its parent
     assert "Read-only file system" in res.output
+
+
+def test_activated_virtualenv_runs_the_tests(make_repo, make_env, monkeypatch, bwrap_ready):
+    """Issue 26 bug 5: a virtualenv activated in the user's shell, kept in the repository and
+    ignored there, is the Python inside the sandbox (its interpreter and site-packages), as
+    with the local terminal; nothing else of the repository shows."""
+    import venv
+
+    repo = make_repo({"app.py": "x = 1\n", ".debugignore": ".venv/\n", "notes.txt": "original\n"})
+    venv.create(repo / ".venv", with_pip=False, symlinks=True)
+    [site] = (repo / ".venv" / "lib").glob("python3*/site-packages")
+    (site / "venvprobe.py").write_text("WHERE = 'the virtualenv'\n")
+    monkeypatch.setenv("VIRTUAL_ENV", str(repo / ".venv"))
+    monkeypatch.setenv("PATH", f"{repo / '.venv' / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    env = make_env(repo, terminal="bwrap", entrypoint="true")
+    env.reset()
+    res = env.terminal.run("python -c 'import sys, venvprobe; print(sys.prefix, venvprobe.WHERE)';"
+                           f" cat {repo}/notes.txt; echo $VIRTUAL_ENV")
+    lines = res.output.splitlines()
+    assert lines[0] == f"{os.path.realpath(repo / '.venv')} the virtualenv", res.output
+    assert "original" not in res.output  # the original repository itself stays hidden
+    assert lines[-1] == str(repo / ".venv")
