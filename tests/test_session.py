@@ -11,6 +11,7 @@ from scripted import ENTRYPOINT, FIX, TOOLS, ScriptedPolicy, write_repo
 
 from dgym_tui.core.env import RepoEnv
 from dgym_tui.core.types import ToolCall
+from dgym_tui.episode.events import EpisodeEnded, EpisodeStarted, ModeChanged, TurnRecorded
 from dgym_tui.episode.session import Session, SessionError
 from dgym_tui.episode.trajectory import read_trajectory
 from dgym_tui.launch.replay import replay
@@ -36,7 +37,7 @@ def test_approve_edit_reject_take_over_are_recorded(open_repo, tmp_path):
     session = open_repo(write_repo(tmp_path / "repo"), policy, "approve", max_steps=10,
                         trajectory=traj_path, name="calc", entrypoint=ENTRYPOINT, tools=TOOLS)
     events = []
-    session.subscribe(lambda e: events.append(e.kind))
+    session.subscribe(lambda e: events.append(type(e)))
     initial = session.start()
     assert initial.score == 1 and initial.max_score == 2
     assert policy.info.initial_observation == initial.observation
@@ -83,8 +84,8 @@ def test_approve_edit_reject_take_over_are_recorded(open_repo, tmp_path):
     assert traj.header["task"]["entrypoint"] == ENTRYPOINT
     assert [t["function"]["name"] for t in traj.header["tools"]] == list(TOOLS)
     assert traj.footer["usage"]["prompt_tokens"] == 300  # three proposals of 100
-    assert events[0] == "reset" and events[-1] == "done"
-    assert events.count("turn") == 5 and "mode" in events
+    assert events[0] is EpisodeStarted and events[-1] is EpisodeEnded
+    assert events.count(TurnRecorded) == 5 and ModeChanged in events
     # the trajectory's turns are the session's turns
     assert [t.to_record() for t in traj.turns()] == [t.to_record() for t in session.turns]
 
@@ -133,7 +134,7 @@ def test_pause_and_mode_switch_stop_the_auto_loop(env):
     session.start()
 
     def pause_after_two(event):
-        if event.kind == "turn" and event.data.index == 2:
+        if isinstance(event, TurnRecorded) and event.turn.index == 2:
             session.request_pause()
 
     session.subscribe(pause_after_two)
@@ -141,7 +142,7 @@ def test_pause_and_mode_switch_stop_the_auto_loop(env):
     assert len(session.turns) == 2 and not session.done and session.pause_requested
 
     def switch_after_three(event):
-        if event.kind == "turn" and event.data.index == 3:
+        if isinstance(event, TurnRecorded) and event.turn.index == 3:
             session.mode = "approve"
 
     session.subscribe(switch_after_three)

@@ -357,6 +357,7 @@ def _drive_agent(session: Any) -> None:
 
 def _cmd_play(args: argparse.Namespace) -> int:
     from dgym_tui.benchmarks.local import folder_task
+    from dgym_tui.episode.events import EpisodeEnded, EpisodeStarted, SessionEvent, TurnRecorded
     from dgym_tui.launch.open import UsageError, load_task, open_session
     from dgym_tui.policies import make_policy
 
@@ -384,15 +385,15 @@ def _cmd_play(args: argparse.Namespace) -> int:
     print(f"\x1b[1;31m{line}\x1b[0m" if sandbox == "local" and sys.stdout.isatty() else line,
           flush=True)
 
-    def show(event: Any) -> None:
-        if event.kind == "reset":
-            _say(event.data.observation)
-        elif event.kind == "turn":
-            _say(event.data.observation or event.data.error or event.data.note)
-        elif event.kind == "done":
-            footer = event.data
-            _say(f"episode over ({footer['reason']}): resolved={footer['resolved']} "
-                 f"score={footer['score']}/{footer['max_score']}")
+    def show(event: SessionEvent) -> None:
+        match event:
+            case EpisodeStarted(result=result):
+                _say(result.observation)
+            case TurnRecorded(turn=turn):
+                _say(turn.observation or turn.error or turn.note)
+            case EpisodeEnded(footer=footer):
+                _say(f"episode over ({footer['reason']}): resolved={footer['resolved']} "
+                     f"score={footer['score']}/{footer['max_score']}")
 
     session.subscribe(show)
     try:

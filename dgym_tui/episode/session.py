@@ -4,7 +4,7 @@ A :class:`Session` drives one episode of a :class:`~dgym_tui.core.env.RepoEnv`.
 Each turn, the policy proposes an action; depending on the mode a person
 decides about it (approve, edit, reject with a note, or take over), the
 environment executes it and the turn is appended to ``turns``, written to the
-trajectory file and announced to subscribers as :class:`SessionEvent` objects.
+trajectory file and announced to subscribers as events (:mod:`dgym_tui.episode.events`).
 
 Modes (settable at any turn through ``session.mode``):
 
@@ -45,13 +45,23 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from dgym_tui import __version__
 from dgym_tui.core.fs.patches import PatchError, original_texts
 from dgym_tui.core.types import StepResult, ToolCall
+from dgym_tui.episode.events import (
+    EpisodeEnded,
+    EpisodeStarted,
+    LoopFailed,
+    ModeChanged,
+    Proposed,
+    Proposing,
+    SessionEvent,
+    Stepping,
+    TurnRecorded,
+)
 from dgym_tui.episode.examples import task_examples
 from dgym_tui.episode.policy import Policy
 from dgym_tui.episode.records import EpisodeInfo, Proposal, Turn, Usage
@@ -68,19 +78,6 @@ MODES = ("human", "approve", "auto")
 
 class SessionError(Exception):
     """A session method was called at the wrong time (episode over, no policy, ...)."""
-
-
-@dataclass
-class SessionEvent:
-    """Something happened in the loop.
-
-    ``kind`` / ``data``: ``"reset"`` (StepResult), ``"proposing"`` (None),
-    ``"proposal"`` (Proposal), ``"stepping"`` (ToolCall), ``"turn"`` (Turn),
-    ``"mode"`` (str), ``"done"`` (footer dict), ``"error"`` (str).
-    """
-
-    kind: str
-    data: Any = None
 
 
 def _now() -> str:
@@ -171,7 +168,7 @@ class Session:
 
     @property
     def mode(self) -> str:
-        """``"human" | "approve" | "auto"``; setting it emits a ``"mode"`` event."""
+        """``"human" | "approve" | "auto"``; setting it emits ModeChanged."""
         return self._mode
 
     @mode.setter
@@ -179,7 +176,7 @@ class Session:
         self._check_mode(value)
         if value != self._mode:
             self._mode = value
-            self._emit("mode", value)
+            self._emit(ModeChanged(value))
 
     @property
     def steps_left(self) -> int:
@@ -188,20 +185,19 @@ class Session:
 
     # -- events -------------------------------------------------------------
     def subscribe(self, callback: Callable[[SessionEvent], None]) -> None:
-        """Call ``callback(SessionEvent)`` for every event, from the loop's thread.
+        """Call ``callback(event)`` for every :data:`SessionEvent`, from the loop's thread.
 
         A callback that raises is logged and otherwise ignored: a front-end bug
         must not break the episode.
         """
         self._subscribers.append(callback)
 
-    def _emit(self, kind: str, data: Any = None) -> None:
-        event = SessionEvent(kind, data)
+    def _emit(self, event: SessionEvent) -> None:
         for callback in list(self._subscribers):
             try:
                 callback(event)
             except Exception:
-                log.exception("session subscriber failed on %s event", kind)
+                log.exception("session subscriber failed on %s", type(event).__name__)
 
     # -- episode ------------------------------------------------------------
     def start(self) -> StepResult:
@@ -218,7 +214,7 @@ class Session:
             with self.lock:
                 result = self.env.reset()
         except Exception as exc:
-            self._emit("error", f"reset failed: {exc}")
+            self._emit(LoopFailed(f"reset failed: {exc}"))
             raise
         self.initial = self.last = result
         self._started = time.monotonic()
@@ -233,7 +229,7 @@ class Session:
         if self.trajectory_path is not None:
             self._writer = TrajectoryWriter(self.trajectory_path)
             self._writer.write_header(self._header(result))
-        self._emit("reset", result)
+        self._emit(EpisodeStarted(result))
         return result
 
     def _header(self, initial: StepResult) -> dict[str, Any]:
@@ -268,7 +264,7 @@ class Session:
             raise SessionError(f"the episode is over ({self.reason}); start a new session")
 
     def propose(self) -> Proposal:
-        """Ask the policy for the next action; emits ``"proposing"`` then ``"proposal"``.
+        """Ask the policy for the next action; emits Proposing then Proposed.
 
         Returns:
             The Proposal (also kept as ``pending`` until it is decided).
@@ -280,16 +276,16 @@ class Session:
         self._require_running()
         if self.policy is None:
             raise SessionError("this session has no policy to propose actions")
-        self._emit("proposing")
+        self._emit(Proposing())
         t0 = time.monotonic()
         try:
             proposal = self.policy.propose(list(self.turns))
         except Exception as exc:
-            self._emit("error", f"{self.policy.name} failed: {exc}")
+            self._emit(LoopFailed(f"{self.policy.name} failed: {exc}"))
             raise
         self._propose_time = {id(proposal): time.monotonic() - t0}
         self.pending = proposal
-        self._emit("proposal", proposal)
+        self._emit(Proposed(proposal))
         return proposal
 
     def _think_time(self, proposal: Proposal | None) -> float:
@@ -434,7 +430,7 @@ class Session:
 
     def _execute(self, actor: str, decision: str, proposed: ToolCall | None,
                  action: ToolCall, proposal: Proposal | None, note: str = "") -> Turn:
-        self._emit("stepping", action)
+        self._emit(Stepping(action))
         t0 = time.monotonic()
         try:
             with self.lock:
@@ -442,7 +438,7 @@ class Session:
                 patch = self._remember_patch()
                 originals = self._originals(patch) if patch is not None else None
         except Exception as exc:
-            self._emit("error", f"step failed: {exc}")
+            self._emit(LoopFailed(f"step failed: {exc}"))
             raise
         turn = Turn(index=len(self.turns) + 1, actor=actor, decision=decision,
                     proposed=proposed, action=action, note=note,
@@ -504,7 +500,7 @@ class Session:
         self.usage = self.usage + turn.usage
         if self._writer is not None:
             self._writer.write_step(turn.to_record())
-        self._emit("turn", turn)
+        self._emit(TurnRecorded(turn))
         result = turn.result
         if self._abort_reason is not None:
             self.finish(self._abort_reason)
@@ -543,7 +539,7 @@ class Session:
                 return None
 
     def finish(self, reason: str = "", detail: str = "") -> None:
-        """End the episode: write the footer, emit ``"done"``. Idempotent.
+        """End the episode: write the footer, emit EpisodeEnded. Idempotent.
 
         Args:
             reason: why it ended (``"submitted"``, ``"resolved"``,
@@ -577,4 +573,4 @@ class Session:
                 self._writer.write_footer(self.footer)
             except (OSError, ValueError) as exc:
                 log.warning("could not write the trajectory footer: %s", exc)
-        self._emit("done", self.footer)
+        self._emit(EpisodeEnded(self.footer))

@@ -24,12 +24,13 @@ from mcp.server.lowlevel import Server
 
 from dgym_tui import __version__
 from dgym_tui.core.types import ToolCall
+from dgym_tui.episode.events import EpisodeStarted, SessionEvent
 from dgym_tui.policies.external import CallOutcome, ExternalPolicy
 
 if TYPE_CHECKING:
     from mcp.server.context import ServerRequestContext
 
-    from dgym_tui.episode.session import Session, SessionEvent
+    from dgym_tui.episode.session import Session
 
 log = logging.getLogger(__name__)
 
@@ -105,7 +106,7 @@ def build_server(session: Session, policy: ExternalPolicy) -> Server:
                     on_list_tools=list_tools, on_call_tool=call_tool)
 
     def follow(event: SessionEvent) -> None:
-        if event.kind == "reset":
+        if isinstance(event, EpisodeStarted):
             server.instructions = instructions_for(session, policy)
 
     session.subscribe(follow)

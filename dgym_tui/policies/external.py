@@ -21,11 +21,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from dgym_tui.core.types import ToolCall
+from dgym_tui.episode.events import EpisodeEnded, ModeChanged, SessionEvent, TurnRecorded
 from dgym_tui.episode.policy import Policy
 from dgym_tui.episode.records import EpisodeInfo, Proposal, Turn
 
 if TYPE_CHECKING:
-    from dgym_tui.episode.session import Session, SessionEvent
+    from dgym_tui.episode.session import Session
 
 #: Seconds between two looks at whether the policy was closed while waiting for a call.
 POLL_SECONDS = 0.2
@@ -171,26 +172,26 @@ class ExternalPolicy(Policy):
     def _on_event(self, event: SessionEvent) -> None:
         with self._lock:
             call = self._current
-            if event.kind == "turn" and call is not None:
+            if isinstance(event, TurnRecorded) and call is not None:
                 self._current = None
-                turn: Turn = event.data
+                turn = event.turn
                 if turn.result is not None and turn.result.done:
                     self._ended = call  # answered with the patch once the footer is written
                     self._turn = turn
                 else:
                     _resolve(call, describe_turn(turn))
-            elif event.kind == "mode" and event.data == "human" and call is not None:
+            elif isinstance(event, ModeChanged) and event.mode == "human" and call is not None:
                 session = self._session
                 if session is None or session.pending is None:  # taken over: dropped
                     self._current = None
                     _resolve(call, CallOutcome(
                         "The person took over the episode; your call was not run. They may "
                         "hand it back later: call again then.", error=True))
-        if event.kind == "done":
+        if isinstance(event, EpisodeEnded):
             ended, self._ended = self._ended, None
             if ended is not None:
-                _resolve(ended, describe_turn(self._turn, event.data))
-            footer = event.data or {}
+                _resolve(ended, describe_turn(self._turn, event.footer))
+            footer = event.footer
             self.close(f"the episode is over ({footer.get('reason') or 'ended'})",
                        footer=footer)
 

@@ -15,6 +15,8 @@ from typing import Any
 
 from textual.message import Message
 
+from dgym_tui.episode import events
+from dgym_tui.episode.events import SessionEvent
 from dgym_tui.tui.locate import first_source_file, locate_failure
 from dgym_tui.tui.messages import (
     AgentThinking,
@@ -76,19 +78,24 @@ class SessionBridge:
         self.shown_path = shown_path
         self.generation: int | None = None
 
-    def __call__(self, event: Any) -> None:
-        make: Callable[[Any], Message] | None = {
-            "reset": self._started,
-            "proposing": lambda _data: AgentThinking(),
-            "proposal": ProposalReady,
-            "stepping": StepStarted,
-            "turn": self._turn,
-            "mode": ModeChanged,
-            "done": EpisodeEnded,
-            "error": lambda text: SessionFailed(str(text)),
-        }.get(event.kind)
-        if make is not None:
-            self.post(make(event.data))
+    def __call__(self, event: SessionEvent) -> None:
+        match event:
+            case events.EpisodeStarted(result=result):
+                self.post(self._started(result))
+            case events.Proposing():
+                self.post(AgentThinking())
+            case events.Proposed(proposal=proposal):
+                self.post(ProposalReady(proposal))
+            case events.Stepping(action=action):
+                self.post(StepStarted(action))
+            case events.TurnRecorded(turn=turn):
+                self.post(self._turn(turn))
+            case events.ModeChanged(mode=mode):
+                self.post(ModeChanged(mode))
+            case events.EpisodeEnded(footer=footer):
+                self.post(EpisodeEnded(footer))
+            case events.LoopFailed(message=message):
+                self.post(SessionFailed(message))
 
     # -- events that read the working copy -------------------------------------------
     def _started(self, result: Any) -> Message:
