@@ -10,10 +10,11 @@ its own (``sandbox_probe.py``), started the way a person starts dgym:
   When the tests do not run as root, ``user`` is this process's own user and
   ``root`` is skipped.
 
-Fixtures: ``sandbox`` (``bwrap`` and ``docker``, each as ``root`` and
-``user``), ``bwrap_sandbox`` (``bwrap`` only, for what only it does); both
+Fixtures: ``prober`` (``bwrap`` and ``docker``, each as ``root`` and
+``user``), ``bwrap_prober`` (``bwrap`` only, for what only it does); both
 give a :class:`Prober` whose ``run(files, commands, ...)`` returns the
-commands' results. Probes are bounded in time (each command has a timeout)
+commands' results. ``sandbox``: ``(terminal name, image)`` for tests that
+open their episodes in this process. Probes are bounded in time (each command has a timeout)
 and in amount (caps are shown with small limits and small overshoots).
 """
 
@@ -215,13 +216,21 @@ _BOTH = [pytest.param(("bwrap", w), id=f"bwrap-{w}") for w in ("root", "user")] 
 
 
 @pytest.fixture(params=_BOTH)
-def sandbox(request) -> Prober:
+def prober(request) -> Prober:
     """Probes on ``bwrap`` and ``docker``, each started as root and as a user."""
     return _prober(request, *request.param)
 
 
 @pytest.fixture(params=["root", "user"])
-def bwrap_sandbox(request) -> Prober:
+def bwrap_prober(request) -> Prober:
     """Probes on ``bwrap``, started as root and as a user."""
     return _prober(request, "bwrap", request.param)
 
+
+@pytest.fixture(params=["bwrap", pytest.param("docker", marks=pytest.mark.docker)])
+def sandbox(request) -> tuple[str, str | None]:
+    """``(terminal name, Docker image or None)`` for each sandbox; skips where one is unusable."""
+    if request.param == "docker":
+        return request.param, request.getfixturevalue("docker_ready")
+    request.getfixturevalue("bwrap_ready")
+    return request.param, None

@@ -10,7 +10,7 @@ FILES = {"pkg/ro/test_x.py": "def test_x():\n    pass\n", ".debugreadonly": "pkg
          "app.py": "x = 1\n"}
 
 
-def test_planted_link_in_place_of_a_read_only_entrys_parent_is_not_followed(sandbox):
+def test_planted_link_in_place_of_a_read_only_entrys_parent_is_not_followed(prober):
     """The sandbox moves the read-only file's folder away and puts a link to a host folder in
     its place; the next sandbox must not bind the host file the link leads to."""
     host = tempfile.mkdtemp(prefix="dgym-adv-host-", dir="/var/tmp")
@@ -19,7 +19,7 @@ def test_planted_link_in_place_of_a_read_only_entrys_parent_is_not_followed(sand
         f.write("HOST FILE b71e\n")
     os.chmod(os.path.join(host, "test_x.py"), 0o644)
     try:
-        probe = sandbox.run(["mv pkg pkg.moved && mkdir pkg && ln -s " + host + " pkg/ro && echo planted",
+        probe = prober.run(["mv pkg pkg.moved && mkdir pkg && ln -s " + host + " pkg/ro && echo planted",
                              "cat pkg/ro/test_x.py; cat pkg.moved/ro/test_x.py"], files=FILES)
     finally:
         shutil.rmtree(host, ignore_errors=True)
@@ -28,10 +28,10 @@ def test_planted_link_in_place_of_a_read_only_entrys_parent_is_not_followed(sand
     assert "def test_x" in probe[1].output  # the real file is still there, moved
 
 
-def test_only_the_allow_list_is_shown(bwrap_sandbox):
+def test_only_the_allow_list_is_shown(bwrap_prober):
     """/ holds system folders, a few /etc entries, /proc, /dev, /tmp and the folders of the
     episode and of Python; no /var, /run, /home, /srv, /mnt, /opt, /boot; /etc has no shadow."""
-    probe = bwrap_sandbox.run(["ls -A /", "ls -A /etc", "touch /usr/x /etc/x 2>&1; echo done"])
+    probe = bwrap_prober.run(["ls -A /", "ls -A /etc", "touch /usr/x /etc/x 2>&1; echo done"])
     top = set(probe[0].output.split())
     assert not top & {"var", "run", "home", "srv", "mnt", "opt", "boot", "media", "sys"}, top
     assert {"usr", "etc", "proc", "dev", "tmp"} <= top, top
@@ -41,8 +41,8 @@ def test_only_the_allow_list_is_shown(bwrap_sandbox):
     assert probe[2].output.count("Read-only file system") == 2, probe[2].output
 
 
-def test_working_copy_and_scratch_belong_to_the_commands_user(sandbox):
+def test_working_copy_and_scratch_belong_to_the_commands_user(prober):
     """The commands' uid owns the working copy (it can write it) and is not root."""
-    probe = sandbox.run(["id -u; stat -c %u . ; echo x > new.txt && echo wrote"])
+    probe = prober.run(["id -u; stat -c %u . ; echo x > new.txt && echo wrote"])
     uid, owner, wrote = probe[0].output.split()[:3]
     assert uid == owner and uid != "0" and wrote == "wrote", probe[0].output

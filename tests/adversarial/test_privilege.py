@@ -34,9 +34,9 @@ SYSCALLS = textwrap.dedent(r"""
 """)
 
 
-def test_commands_never_run_as_host_root(sandbox):
+def test_commands_never_run_as_host_root(prober):
     """uid 0 nowhere: not the command's uid, no capability, no_new_privs set."""
-    probe = sandbox.run(["id -u; id -G; grep -E '^(CapEff|CapPrm|CapBnd|NoNewPrivs)' /proc/self/status"])
+    probe = prober.run(["id -u; id -G; grep -E '^(CapEff|CapPrm|CapBnd|NoNewPrivs)' /proc/self/status"])
     lines = probe[0].output.split("\n")
     assert lines[0].strip() != "0" and "0" not in lines[1].split(), probe[0].output
     caps = dict(line.split(":\t") for line in lines[2:] if ":\t" in line)
@@ -44,7 +44,7 @@ def test_commands_never_run_as_host_root(sandbox):
     assert caps["NoNewPrivs"] == "1", caps
 
 
-def test_shadow_and_root_home_unreadable(sandbox):
+def test_shadow_and_root_home_unreadable(prober):
     """/etc/shadow and root's home: not shown (bwrap) or refused (docker's own files)."""
     marker = None
     if os.geteuid() == 0:  # a file of the host's root that nothing inside may read
@@ -53,7 +53,7 @@ def test_shadow_and_root_home_unreadable(sandbox):
             f.write("ROOT-ONLY 4c1d\n")
         os.chmod(marker, 0o600)
     try:
-        probe = sandbox.run(["cat /etc/shadow", f"cat {marker or '/root/.bashrc'}", "ls -A /root"])
+        probe = prober.run(["cat /etc/shadow", f"cat {marker or '/root/.bashrc'}", "ls -A /root"])
     finally:
         if marker:
             os.unlink(marker)
@@ -62,20 +62,20 @@ def test_shadow_and_root_home_unreadable(sandbox):
     assert ".dgym-probe" not in probe[2].output, probe[2].output
 
 
-def test_proc_sys_is_read_only(sandbox):
+def test_proc_sys_is_read_only(prober):
     """Writing kernel.core_pattern (root code execution on the host) is refused."""
     with open("/proc/sys/kernel/core_pattern") as f:
         before = f.read()
-    probe = sandbox.run(["echo '|/tmp/pwn' > /proc/sys/kernel/core_pattern",
+    probe = prober.run(["echo '|/tmp/pwn' > /proc/sys/kernel/core_pattern",
                          "echo 1 > /proc/sysrq-trigger"])
     assert probe[0].exit_code != 0 and probe[1].exit_code != 0
     with open("/proc/sys/kernel/core_pattern") as f:
         assert f.read() == before
 
 
-def test_kernel_interfaces_tests_never_need_are_refused(bwrap_sandbox):
+def test_kernel_interfaces_tests_never_need_are_refused(bwrap_prober):
     """The seccomp filter: keyrings, ptrace, mount, new namespaces, bpf, perf, file handles, kexec."""
-    probe = bwrap_sandbox.run([f"python3 -c '{SYSCALLS}'"])
+    probe = bwrap_prober.run([f"python3 -c '{SYSCALLS}'"])
     got = dict(line.split(" ", 1) for line in probe[0].output.splitlines() if " " in line)
     assert set(got) >= {"keyctl", "add_key", "ptrace_attach", "mount", "unshare_user",
                         "unshare_mount", "bpf", "perf_event_open", "open_by_handle_at",
@@ -83,9 +83,9 @@ def test_kernel_interfaces_tests_never_need_are_refused(bwrap_sandbox):
     assert all(v == "EPERM" for v in got.values()), got
 
 
-def test_docker_refuses_keyrings_mounts_and_namespaces(sandbox):
+def test_docker_refuses_keyrings_mounts_and_namespaces(prober):
     """On both terminals: no keyring, no mount, no new user namespace."""
-    probe = sandbox.run([f"python3 -c '{SYSCALLS}'"])
+    probe = prober.run([f"python3 -c '{SYSCALLS}'"])
     got = dict(line.split(" ", 1) for line in probe[0].output.splitlines() if " " in line)
     for name in ("keyctl", "add_key", "mount", "unshare_user", "unshare_mount", "bpf",
                  "kexec_load", "open_by_handle_at"):
