@@ -117,6 +117,7 @@ def r2e_image():
 def test_solution_resolves_the_fixture_and_the_tests_stay_hidden(docker_ready, r2e_image,
                                                                  tmp_path):
     bench = get_benchmark("r2egym", cache_dir=tmp_path / "cache")
+    assert bench.prepull(progress=False) == []  # the image is there: nothing to pull
     task = bench.load(TASK)
     assert task.image == r2e_image and task.terminal == "docker"
     assert task.description.startswith("Title: count_words ignores line breaks")

@@ -46,6 +46,7 @@ from typing import Any
 
 from dgym_tui.benchmarks.base import Benchmark, Task
 from dgym_tui.benchmarks.swebench import (
+    SWEBenchBenchmark,
     _Materializer,
     build_fixture_image,
     hidden_file_commands,
@@ -320,6 +321,9 @@ class R2EGymBenchmark(Benchmark):
         return {"name": task_name, "image": self.image_for(record),
                 "test_command": self.test_command(), "repo": record["repo_name"],
                 "commit": record["commit_hash"], "expected_tests": len(record["expected"])}
+
+    #: ``dgym prepull r2egym``: pull the images of every task not present yet (as swebench).
+    prepull = SWEBenchBenchmark.prepull
 
     def _load(self, task_name: str) -> Task:
         record = self.instances[task_name]
