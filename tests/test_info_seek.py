@@ -138,3 +138,29 @@ def test_role_mapping_errors(tmp_path, llm_server):
     assert same.seeker.llm.config.name == same.fixer.llm.config.name == "small"
     spec = load_agent_spec("info_seek_agent")
     assert spec.max_steps == {"seeker": 12} and "rewrite" not in spec.roles["seeker"].tools
+
+
+@pytest.mark.parametrize("second, summary", [
+    ({"content": "total() returns sum(items) - 1; drop the - 1 in cart.py line 2."},
+     "total() returns sum(items) - 1; drop the - 1 in cart.py line 2."),
+    ({"content": '{"name": "pdb", "arguments": {"command": "p items"}}'}, "")])
+def test_a_summary_that_is_a_tool_call_is_asked_again_once(llm_server, fixer_server, make_repo,
+                                                           make_env, fast_pytest, tmp_path,
+                                                           second, summary):
+    env, agent = episode(llm_server, fixer_server, make_repo, make_env, fast_pytest, tmp_path)
+    agent.seeker_steps = 1
+    llm_server.script([{"tool_calls": [{"name": "eval", "arguments": {}}]},
+                       {"content": '```json\n{"name": "view", "arguments": {"path": "cart.py"}}'
+                                   '\n```'},  # the "summary": a tool call
+                       second])
+    fixer_server.script([{"tool_calls": [{"name": "submit", "arguments": {}}]}])
+    session = Session(env, policy=agent, mode="auto", max_steps=10)
+    session.start()
+    session.run()
+    assert llm_server.remaining == 0 and len(llm_server.requests) == 3
+    again = llm_server.requests[2]["messages"]
+    assert again[-1]["content"].startswith("That is not a summary: it holds a tool call.")
+    assert agent.summary == summary
+    findings = fixer_server.requests[0]["messages"][1]["content"]
+    assert findings.endswith(summary or "(the investigator gave no usable summary)")
+    assert '"name": "view"' not in findings and '"name": "pdb"' not in findings

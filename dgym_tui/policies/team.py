@@ -4,7 +4,10 @@ An agent spec with ``roles`` (``agents/info_seek_agent.yaml``) is played by
 :class:`InfoSeekAgent`: the first role (``seeker``) gathers evidence with the
 read-only tools and pdb; its part ends when it replies with a summary and no
 tool call, or when it has used its ``max_steps``, in which case it is asked for
-the summary. The second role (``fixer``) then starts from the task, the
+the summary: a reply that is not prose (a tool call, JSON, nearly empty; see
+:func:`summary_problem`) is answered once with a request for plain sentences,
+and a second such reply leaves the fixer without findings rather than with a
+bogus one. The second role (``fixer``) then starts from the task, the
 initial observation and that summary, and sees only its own turns. Each
 proposal's ``raw["role"]`` says who made it; the handoff is in
 ``raw["handoff"]`` of the fixer's first proposal: the summary, the tokens it
@@ -18,6 +21,7 @@ import os
 from typing import Any
 
 from dgym_tui.episode.records import EpisodeInfo, Proposal, Turn, Usage
+from dgym_tui.llm.tool_calls import parse_text
 from dgym_tui.policies.agent import AgentSpecError, LLMAgent, TeamSpec
 from dgym_tui.policies.tool_examples import localise_schema
 
@@ -25,7 +29,35 @@ DEFAULT_SEEKER_STEPS = 10
 SUMMARY_REQUEST = ("Stop investigating now. Without any tool call, write a summary for the "
                    "engineer who will fix the bug: what fails, where the wrong value comes from "
                    "(file, line, values you saw) and the change you suggest.")
+SUMMARY_AGAIN = ("Write it in plain sentences for a person: no JSON, no code block, no tool "
+                 "call.")
 NO_CALL = "the reply contained no tool call"
+MIN_SUMMARY_CHARS = 15  # a summary shorter than this says nothing the fixer can use
+
+
+def summary_problem(content: str | None, tool_calls: list[dict[str, Any]] | None,
+                    tools: list[str]) -> str | None:
+    """Why a reply is not a usable summary for the fixer, or None when it is one.
+
+    Args:
+        content: the reply text.
+        tool_calls: its native tool calls, if any.
+        tools: the tool names the seeker had (a bare JSON object naming one is a call).
+
+    Returns:
+        ``"it holds a tool call"``, ``"it is empty"``, ``"it is JSON, not prose"``
+        or ``"it is too short"``; None for a prose summary.
+    """
+    text = (content or "").strip()
+    if tool_calls or parse_text(text, tools).calls:
+        return "it holds a tool call"
+    if not text:
+        return "it is empty"
+    if text[0] in "{[":
+        return "it is JSON, not prose"
+    if len(text) < MIN_SUMMARY_CHARS:
+        return "it is too short"
+    return None
 
 
 def role_llms(llm: Any, roles: list[str]) -> dict[str, Any]:
@@ -139,20 +171,34 @@ class InfoSeekAgent:
         return proposal
 
     def _ask_summary(self, turns: list[Turn]) -> tuple[str, Usage, dict[str, Any]]:
-        """Ask the seeker for its summary; returns ``(summary, usage, prompt record)``."""
+        """Ask the seeker for its summary, and once more when the reply is not one
+        (:func:`summary_problem`). Returns ``(summary, usage, prompt record of the
+        last call)``; the summary is "" when neither reply was usable."""
         messages = self.seeker.build_messages(turns)
         messages.append({"role": "user", "content": SUMMARY_REQUEST})
-        response = self.seeker.llm.complete(messages)
-        self._count(self.seeker_role, response.usage)
-        prompt = self.seeker.prompt_record(response.prompt, turns, response.trimmed, None)
-        return response.content.strip(), response.usage, prompt
+        usage = Usage()
+        for attempt in range(2):
+            response = self.seeker.llm.complete(messages)
+            self._count(self.seeker_role, response.usage)
+            usage = usage + response.usage
+            prompt = self.seeker.prompt_record(response.prompt, turns, response.trimmed, None)
+            problem = summary_problem(response.content, response.tool_calls,
+                                      self.seeker.available_tools(turns))
+            if problem is None:
+                return response.content.strip(), usage, prompt
+            if attempt == 0:
+                messages += [{"role": "assistant", "content": response.content or ""},
+                             {"role": "user", "content": f"That is not a summary: {problem}. "
+                                                         f"{SUMMARY_AGAIN}"}]
+        return "", usage, prompt
 
     def _hand_over(self, at: int, summary: str, usage: Usage) -> dict[str, Any]:
         """Start the fixer from the task, the initial observation and the summary."""
         self.handoff_at, self.summary = at, summary
         info = self.info
         findings = (f"{info.initial_observation}\n\n## Findings of the investigation "
-                    f"({self.seeker_role})\n{summary or '(no summary)'}")
+                    f"({self.seeker_role})\n"
+                    f"{summary or '(the investigator gave no usable summary)'}")
         self.fixer.reset(EpisodeInfo(task=info.task, instructions=info.instructions,
                                      tool_schemas=info.tool_schemas,
                                      initial_observation=findings, examples=info.examples))
