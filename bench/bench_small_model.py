@@ -32,11 +32,11 @@ from pathlib import Path
 
 AGENTS = ("debug_agent", "rewrite_agent", "info_seek_agent")
 MODES = ("text", "native")
-SETTINGS = {"context_window": 8192, "max_tokens": 200, "temperature": 0.0}
+SETTINGS = {"context_window": 8192, "max_tokens": 100, "temperature": 0.0}
 
 
 def run_episode(out: Path, api_base: str, model: str, task: str, agent: str, mode: str,
-                max_steps: int) -> Path:
+                max_steps: int, max_tokens: int) -> Path:
     """One ``dgym run`` of ``agent`` on mini/``task``; returns the trajectory path."""
     from dgym_tui.cli.main import main
 
@@ -46,7 +46,8 @@ def run_episode(out: Path, api_base: str, model: str, task: str, agent: str, mod
     llm_yaml.write_text(f"local:\n  model: openai/{model}\n  api_base: {api_base}\n"
                         "  api_key: none\n  timeout: 1800\n  retries: 1\n"
                         f"  tool_calling: {mode}\n"
-                        + "".join(f"  {k}: {v}\n" for k, v in SETTINGS.items()))
+                        + "".join(f"  {k}: {v}\n" for k, v in
+                                  {**SETTINGS, "max_tokens": max_tokens}.items()))
     config = {"benchmark": "mini", "tasks": [task], "policy": "agent", "agent": agent,
               "llm": "local", "llm_config": str(llm_yaml), "max_steps": max_steps}
     (folder / "run.yaml").write_text(json.dumps(config))
@@ -117,6 +118,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--agents", default=",".join(AGENTS))
     parser.add_argument("--modes", default=",".join(MODES))
     parser.add_argument("--max-steps", type=int, default=6)
+    parser.add_argument("--max-tokens", type=int, default=SETTINGS["max_tokens"],
+                        help="completion tokens per reply (one call needs ~30; the first "
+                             "call of a longer reply runs)")
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--deadline", help="UTC HH:MM after which no episode starts")
     parser.add_argument("--report-only", action="store_true")
@@ -135,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
                         continue  # done in an earlier run of the bench
                     started = time.monotonic()
                     run_episode(args.out, args.api_base, args.model, task, agent, mode,
-                                args.max_steps)
+                                args.max_steps, args.max_tokens)
                     print(f"{task} {agent} {mode}: {time.monotonic() - started:.0f} s",
                           flush=True)
     print(report(args.out))
