@@ -207,7 +207,7 @@ async def test_app_console_runs_and_shows_bash_calls(calc_session, tmp_path):
 
 # -- bash_agent: the bash-only baseline through `dgym run` and the LLM stub ----------------
 
-def test_dgym_run_with_bash_agent_over_the_stub(tmp_path, tiny, llm_server):
+def test_dgym_run_with_bash_agent_over_the_stub(tmp_path, tiny, llm_server, capsys):
     import json
 
     from dgym_tui.cli.main import main
@@ -238,6 +238,9 @@ def test_dgym_run_with_bash_agent_over_the_stub(tmp_path, tiny, llm_server):
     observations = [s["observation"] for s in traj.steps]
     assert "2:    return a - b" in observations[0]
     assert "2 passed" in observations[1]  # cd - worked: the step-1 cd persisted
+    # a bash episode replays like any other: the same observations, step for step
+    assert main(["replay", str(out / "add" / "trajectory.jsonl")]) == 0
+    assert "no divergence" in capsys.readouterr().out
 
 
 def test_dgym_tui_with_bash_agent_offers_bash_beside_the_default_tools(tmp_path, make_repo,
