@@ -262,3 +262,15 @@ def test_dgym_tui_with_bash_agent_offers_bash_beside_the_default_tools(tmp_path,
         assert app.session.env.tools["pdb"].options == {"auto_list": 5}
     finally:
         app.session.env.close()
+
+
+def test_breakpoints_follow_an_edit_made_with_bash(make_repo, make_env):
+    """debug-gym loses breakpoints on shell edits; here they move with the code."""
+    env = make_env(make_repo({"prog.py": "def f(x):\n    y = x * 2\n    return y\n\n\nf(1)\n"}),
+                   entrypoint="python prog.py", tools=["bash", "pdb"], pdb_timeout=10)
+    env.reset()
+    assert env.step(ToolCall("pdb", {"command": "b prog.py:3"})).breakpoints == [("prog.py", 3)]
+    r = bash(env, "sed -i '1i import os\\nimport sys' prog.py && head -5 prog.py")
+    assert r.breakpoints == [("prog.py", 5)] and "    return y" in r.observation
+    r = env.step(ToolCall("pdb", {"command": "c"}))
+    assert r.frame == ("prog.py", 5)
