@@ -221,3 +221,32 @@ def test_real_llm_agent_fixes_the_task_and_replays(tmp_path, llm_server, open_re
     assert report.steps == 5
     assert report.ok, "\n".join(d.diff() for d in report.divergences)
     assert report.resolved
+
+
+def test_front_end_facade_reads_and_applies_the_working_copy(tmp_path):
+    """snapshot / read_file / apply_to_source / tool_specs: what the app reads and does
+    besides actions, without reaching into the environment."""
+    repo = write_repo(tmp_path / "repo")
+    (repo / ".debugreadonly").write_text("test_calc.py\n")
+    env = RepoEnv(repo, entrypoint=ENTRYPOINT, tools=TOOLS)
+    session = Session(env)
+    session.start()
+    before = session.snapshot()
+    assert before.files == sorted(before.files) and "calc.py" in before.files
+    assert before.readonly == {"test_calc.py"} and before.patch == ""
+    assert list(session.tool_specs()) == list(TOOLS)
+    assert session.tool_specs()["view"]["required"] == ["path"]
+    session.act(FIX)
+    after = session.snapshot(with_patch=False)
+    assert after.generation != before.generation and after.patch is None
+    assert "return a + b" in session.snapshot().patch
+    assert "return a + b" in session.read_file("calc.py")
+    assert session.read_file("nope.py") is None and session.read_file("../etc/passwd") is None
+    assert "return a - b" in (repo / "calc.py").read_text()  # untouched until applied
+    assert session.apply_to_source() == ["calc.py"]
+    assert "return a + b" in (repo / "calc.py").read_text()
+    env.close()
+    assert session.snapshot() is None and session.generation is None
+    assert session.read_file("calc.py") is None
+    with pytest.raises(SessionError, match="closed"):
+        session.apply_to_source()

@@ -197,3 +197,21 @@ class Turn:
             originals=record.get("originals"),
             prompt=record.get("prompt"),
         )
+
+
+@dataclass(frozen=True)
+class WorkingCopy:
+    """The working copy as a front end shows it (:meth:`Session.snapshot
+    <dgym_tui.episode.session.Session.snapshot>`).
+
+    Attributes:
+        generation: changes with every step that changes a visible file.
+        files: visible files, relative POSIX paths, sorted.
+        readonly: the read-only ones among them.
+        patch: unified diff against the starting files; None when not asked for.
+    """
+
+    generation: int
+    files: list[str]
+    readonly: frozenset[str]
+    patch: str | None = None

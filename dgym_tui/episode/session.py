@@ -64,7 +64,7 @@ from dgym_tui.episode.events import (
 )
 from dgym_tui.episode.examples import task_examples
 from dgym_tui.episode.policy import Policy
-from dgym_tui.episode.records import EpisodeInfo, Proposal, Turn, Usage
+from dgym_tui.episode.records import EpisodeInfo, Proposal, Turn, Usage, WorkingCopy
 from dgym_tui.episode.stuck import STUCK_REPEATS, repetition, repetition_warning
 from dgym_tui.episode.trajectory import TrajectoryWriter
 
@@ -537,6 +537,55 @@ class Session:
             except Exception as exc:  # noqa: BLE001  display data only: never fail a caller
                 log.debug("pdb inspection failed: %s", exc)
                 return None
+
+    # -- what front ends read and do besides actions (each call takes the lock) ---------
+    @property
+    def generation(self) -> int | None:
+        """The working copy's generation (see :class:`WorkingCopy`); None once closed."""
+        return self.env.generation if self.env.workspace is not None else None
+
+    def snapshot(self, with_patch: bool = True) -> WorkingCopy | None:
+        """The working copy's files, read-only set, generation and (``with_patch``) patch;
+        None once the environment is closed."""
+        with self.lock:
+            ws = self.env.workspace
+            if ws is None:
+                return None
+            files = ws.files()
+            return WorkingCopy(self.env.generation, files,
+                               frozenset(f for f in files if ws.is_readonly(f)),
+                               ws.patch() if with_patch else None)
+
+    def read_file(self, path: str) -> str | None:
+        """The text of working-copy file ``path`` (relative); None when it cannot be
+        shown (deleted, hidden, binary, or the environment is closed)."""
+        with self.lock:
+            ws = self.env.workspace
+            try:
+                return ws.read_text(path) if ws is not None else None
+            except Exception:  # noqa: BLE001  display data only: never fail a caller
+                return None
+
+    def apply_to_source(self) -> list[str]:
+        """Write the episode's changes into the original repository (a three-way merge
+        with edits made there meanwhile).
+
+        Returns:
+            The relative paths written or deleted in the original.
+
+        Raises:
+            SessionError: the environment is closed.
+            ApplyConflictError: edits in the original conflict; nothing was written.
+            WorkspaceError: a path of the original cannot be written.
+        """
+        with self.lock:
+            if self.env.workspace is None:
+                raise SessionError("the environment is closed")
+            return self.env.workspace.apply_to_source()
+
+    def tool_specs(self) -> dict[str, dict[str, Any]]:
+        """``{tool name: JSON-schema parameters}`` of the offered tools, in offer order."""
+        return {name: tool.parameters for name, tool in self.env.tools.items()}
 
     def finish(self, reason: str = "", detail: str = "") -> None:
         """End the episode: write the footer, emit EpisodeEnded. Idempotent.

@@ -461,9 +461,9 @@ class DgymApp(AppKeys, SessionCalls, AgentTurns, CodeEdits, ReplayMode, WidgetEv
         if session is None or self._session_closed:
             return
         with session.lock:
-            if session.env.workspace is None:
+            if session.generation is None:  # closed
                 return
-            source = read_source(session.env, path)
+            source = read_source(session, path)
         self.post_message(FileRead(source, line))
 
     @on(FileRead)

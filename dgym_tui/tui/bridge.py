@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual.message import Message
 
+from dgym_tui.core.types import StepResult
 from dgym_tui.episode import events
 from dgym_tui.episode.events import SessionEvent
+from dgym_tui.episode.records import Turn, WorkingCopy
 from dgym_tui.tui.locate import first_source_file, locate_failure
 from dgym_tui.tui.messages import (
     AgentThinking,
@@ -31,24 +33,23 @@ from dgym_tui.tui.messages import (
     WorkspaceState,
 )
 
+if TYPE_CHECKING:
+    from dgym_tui.episode.session import Session
+
 log = logging.getLogger(__name__)
 
 
-def workspace_state(env: Any, patch: str | None = None) -> WorkspaceState:
-    """Files, read-only set and ``patch`` of ``env``'s working copy (call under the lock)."""
-    ws = env.workspace
-    files = ws.files()
-    return WorkspaceState(files, frozenset(f for f in files if ws.is_readonly(f)), patch)
+def workspace_state(copy: WorkingCopy | None, patch: str | None = None) -> WorkspaceState:
+    """The file tree's and diff tab's view of a working copy, with ``patch`` (no files
+    once the environment is closed)."""
+    if copy is None:
+        return WorkspaceState([], frozenset(), patch)
+    return WorkspaceState(copy.files, copy.readonly, patch)
 
 
-def read_source(env: Any, path: str | None) -> SourceText | None:
+def read_source(session: Session, path: str | None) -> SourceText | None:
     """The text of working-copy file ``path`` (None for no path; text None if unreadable)."""
-    if path is None:
-        return None
-    try:
-        return SourceText(path, env.workspace.read_text(path))
-    except Exception:  # noqa: BLE001  deleted / ignored / binary / closed
-        return SourceText(path, None)
+    return None if path is None else SourceText(path, session.read_file(path))
 
 
 def start_location(result: Any, files: list[str]) -> tuple[str, int] | None:
@@ -65,13 +66,13 @@ class SessionBridge:
     """Subscribe an instance to a session: ``session.subscribe(bridge)``.
 
     Args:
-        session: the live ``Session``.
+        session: the live session.
         post: thread-safe ``post(message)`` (the app's ``post_message``).
         shown_path: returns the file the source view shows now (read from the
             worker thread: a plain attribute read).
     """
 
-    def __init__(self, session: Any, post: Callable[[Message], Any],
+    def __init__(self, session: Session, post: Callable[[Message], Any],
                  shown_path: Callable[[], str | None]) -> None:
         self.session = session
         self.post = post
@@ -98,35 +99,38 @@ class SessionBridge:
                 self.post(SessionFailed(message))
 
     # -- events that read the working copy -------------------------------------------
-    def _started(self, result: Any) -> Message:
-        env = self.session.env
-        with self.session.lock:
-            self.generation = env.generation
-            state = workspace_state(env, "")
+    def _started(self, result: StepResult) -> Message:
+        session = self.session
+        with session.lock:
+            copy = session.snapshot(with_patch=False)
+            self.generation = copy.generation if copy is not None else None
+            state = workspace_state(copy, "")
             location = start_location(result, state.files)
-            source = read_source(env, location[0] if location else None)
+            source = read_source(session, location[0] if location else None)
         return SessionStarted(result, state, location, source)
 
-    def _turn(self, turn: Any) -> Message:
-        env = self.session.env
+    def _turn(self, turn: Turn) -> Message:
+        session = self.session
         state = source = inspection = None
         changed = False
         try:
-            with self.session.lock:
-                if env.workspace is None:  # closed under the step (quit)
+            with session.lock:
+                generation = session.generation
+                if generation is None:  # closed under the step (quit)
                     return TurnRecorded(turn, None, None, None, False)
-                generation = env.generation
                 changed = generation != self.generation
                 self.generation = generation
                 if changed:
-                    state = workspace_state(env, env.patch() if turn.patch is None else turn.patch)
+                    copy = session.snapshot(with_patch=turn.patch is None)
+                    state = workspace_state(copy, turn.patch if turn.patch is not None
+                                            else copy and copy.patch)
                 result = turn.result
                 shown = self.shown_path()
                 path = result.frame[0] if result is not None and result.frame else None
                 if path is not None and (path != shown or changed):
-                    source = read_source(env, path)
+                    source = read_source(session, path)
                 elif changed and shown is not None:
-                    source = read_source(env, shown)
+                    source = read_source(session, shown)
             if turn.action is not None and turn.action.name == "pdb":
                 inspection = self.session.inspect()
         except Exception:  # noqa: BLE001  the turn is shown anyway; the panes wait
@@ -137,11 +141,12 @@ class SessionBridge:
     def snapshot(self) -> tuple[WorkspaceState, SourceText | None, Any]:
         """State of a session that is already running (a fork): workspace with patch, the
         text of the frame's (else the first) file, pdb's inspection. Call in a worker."""
-        env = self.session.env
-        with self.session.lock:
-            self.generation = env.generation
-            state = workspace_state(env, env.patch())
-            last = self.session.last or self.session.initial
+        session = self.session
+        with session.lock:
+            copy = session.snapshot()
+            self.generation = copy.generation if copy is not None else None
+            state = workspace_state(copy, copy.patch if copy is not None else "")
+            last = session.last or session.initial
             where = last and (last.frame or start_location(last, state.files))
-            source = read_source(env, where[0] if where else None)
+            source = read_source(session, where[0] if where else None)
         return state, source, self.session.inspect()

@@ -36,7 +36,7 @@ class CodeEdits(MessagePump):
             return "the episode is over"
         if self.busy:
             return "busy: wait for the current step to finish"
-        if "rewrite" not in self.env.tools:
+        if "rewrite" not in self.session.tool_specs():
             return "the rewrite tool is not enabled in this episode"
         if path not in self._workspace.files:
             return f"{path} is hidden by .debugignore: it cannot be edited"
@@ -105,13 +105,14 @@ class CodeEdits(MessagePump):
     def _apply_patch(self, source: str) -> None:
         """Write the working copy's changes into the original (a three-way merge with edits
         made there meanwhile, or a refusal that names the files), under the session's lock."""
+        from dgym_tui.episode.session import SessionError  # loaded with the session
+
         session = self.session
         self._calling(True)
         try:
-            with session.lock:
-                if session.env.workspace is None:
-                    return
-                changed = session.env.workspace.apply_to_source()
+            changed = session.apply_to_source()
+        except SessionError:  # closed meanwhile (quit)
+            return
         except Exception as exc:  # noqa: BLE001  refused (conflicting edits) or I/O
             self.post_message(PatchApplied(source, [], str(exc) or type(exc).__name__))
             return

@@ -81,10 +81,9 @@ class WidgetEvents(MessagePump):
         if self.replay is not None:
             self.notify("replay: fork (f) to act", severity="warning")
             return
-        tools = self.env.tools if self.env is not None else {}
+        specs = self.session.tool_specs() if self.session is not None else {}
         try:
-            action = console_action(text, list(tools),
-                                    {name: tool.parameters for name, tool in tools.items()})
+            action = console_action(text, list(specs), specs)
         except ValueError as exc:
             self.pdb_console.write(f"error: {exc}", style="bold red")
             return
