@@ -3,7 +3,8 @@
 The client's call shows in the proposal panel like an LLM agent's; the person approves
 one (the client reads its observation) and rejects the next with a note (the client
 reads the note as the call's result, and nothing ran); both are steps of the trajectory.
-Taking over answers the waiting call, and the calls after it, without running them.
+Taking over answers the waiting call, and the calls after it, without running them; taken
+over while the app waits for a call, the app is the person's again at once.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ async def test_a_person_approves_one_call_and_rejects_one_with_a_note(calc_repo,
     app = approve_app(episode)
     episode.http.start()
     results: list[types.CallToolResult] = []
+    handed_back = asyncio.Event()
 
     async def agent() -> None:
         async with Client(episode.http.url, client_info=CLIENT) as client:
@@ -46,6 +48,8 @@ async def test_a_person_approves_one_call_and_rejects_one_with_a_note(calc_repo,
             results.append(await client.call_tool("eval", {}))
             results.append(await client.call_tool("view", {"path": "calc.py"}))
             results.append(await client.call_tool("eval", {}))  # after the take-over
+            await handed_back.wait()
+            results.append(await client.call_tool("listdir", {}))
 
     try:
         async with app.run_test(size=SIZE) as pilot:
@@ -76,8 +80,25 @@ async def test_a_person_approves_one_call_and_rejects_one_with_a_note(calc_repo,
                          and panel.proposal.action.name == "view", "the third call")
             await pilot.press("t")  # take over: the waiting call and the next one run nothing
             await _until(pilot, lambda: len(results) == 4, "the calls after the take-over")
-            await calls
             assert all(r.is_error and "took over" in r.content[0].text for r in results[2:])
+
+            # handed back (m), the app waits for the next call; taken over again meanwhile,
+            # the app is the person's at once (not busy until a call comes), and m again
+            # shows the call that came
+            app.source_view.focus()  # taking over focused the console's input
+            await pilot.press("m")
+            await _until(pilot, lambda: app.busy, "the app waiting for a call")
+            await pilot.press("t")
+            await _until(pilot, lambda: not app.busy, "the app back to the person")
+            app.source_view.focus()
+            await pilot.press("m")
+            await _until(pilot, lambda: app.busy, "the app waiting again")
+            handed_back.set()
+            await _until(pilot, lambda: panel.proposal is not None
+                         and panel.proposal.action.name == "listdir", "the fifth call")
+            await pilot.press("a")
+            await calls
+            assert not results[4].is_error and "calc.py" in results[4].content[0].text
             await pilot.press("q")
             await pilot.pause()
     finally:
@@ -87,5 +108,5 @@ async def test_a_person_approves_one_call_and_rejects_one_with_a_note(calc_repo,
     steps = [json.loads(line) for line in out.read_text().splitlines()]
     steps = [s for s in steps if s["type"] == "step"]
     assert [(s["decision"], s["note"]) for s in steps] == [
-        ("approved", ""), ("rejected", "read the loop with pdb first")]
+        ("approved", ""), ("rejected", "read the loop with pdb first"), ("approved", "")]
     assert steps[0]["raw"]["external"]["client"] == "test-agent 1.0"

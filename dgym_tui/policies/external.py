@@ -36,6 +36,10 @@ class PolicyClosed(Exception):
     """The policy was closed (the server stopped, the app quit) while a proposal was awaited."""
 
 
+class ProposalWithdrawn(Exception):
+    """The person took over while a proposal was awaited; none is made."""
+
+
 @dataclass
 class CallOutcome:
     """What the external agent receives for one call.
@@ -151,6 +155,7 @@ class ExternalPolicy(Policy):
 
         Raises:
             PolicyClosed: :meth:`close` was called before a call came.
+            ProposalWithdrawn: the session switched to ``human`` mode (taken over) meanwhile.
         """
         while True:
             if self._closed.is_set():
@@ -158,6 +163,10 @@ class ExternalPolicy(Policy):
             if self._session is not None and self._session.env.workspace is None:
                 self.close("the episode's environment was closed")  # a front end quit
                 continue
+            if self._session is not None and self._session.mode == "human":
+                # taken over while waiting: the front end gets its turn back (calls are
+                # answered at once until the person hands the episode back)
+                raise ProposalWithdrawn("the person took over")
             try:
                 call = self._queue.get(timeout=POLL_SECONDS)
             except queue.Empty:

@@ -32,7 +32,10 @@ class AgentTurns(MessagePump):
                                   failed=self._agent_failed)
 
     def _agent_failed(self, text: str) -> None:
-        """A proposal failed: say so once, keep every key live, ask again later."""
+        """A proposal failed: say so once, keep every key live, ask again later. Not when
+        the person took over while the agent was asked: its failure no longer matters."""
+        if self.session is not None and self.session.mode == "human":
+            return
         first = self._agent_error is None
         self._agent_error = text
         self._agent_failures += 1
