@@ -130,3 +130,28 @@ def test_replay_show_and_play_print_no_controls(noisy_repo, tmp_path):
     assert again.returncode == 1 and "step 1: DIVERGED" in again.stdout, again.stderr
     assert "forgedobservation" in again.stdout
     assert_clean(again.stdout, payloads=False)
+
+
+def test_run_and_report_print_task_names_as_text(make_repo, tmp_path):
+    """A folder benchmark whose task folder is named with markup and controls: ``dgym run``'s
+    progress and summary and ``dgym report`` show the name as written (the markup was
+    applied: a bold red "t") and print no control."""
+    name = "[bold red]t\x1b]2;pwned\x07"
+    root = make_repo({f"{name}/calc.py": "def add(a, b):\n    return a - b\n",
+                      f"{name}/test_calc.py": "from calc import add\n\n\ndef test_add():\n"
+                                              "    assert add(2, 3) == 5\n"}, "suite")
+    config = tmp_path / "run.yaml"
+    config.write_text(f"benchmark: {{name: folder, path: {root}}}\npolicy: human\nmax_steps: 1\n"
+                      "terminal: local\n")
+    out = tmp_path / "out"
+    run = subprocess.run(DGYM + ["run", str(config), "--output", str(out)], input="submit\n",
+                         text=True, capture_output=True, timeout=240, check=False)
+    assert run.returncode == 0, run.stderr
+    assert "[bold red]t" in run.stdout
+    assert_clean(run.stdout + run.stderr)
+    for fmt in ("table", "markdown", "csv"):
+        report = subprocess.run(DGYM + ["report", str(out), "--format", fmt], text=True,
+                                capture_output=True, timeout=120, check=False)
+        assert report.returncode == 0, report.stderr
+        assert ("[bold red]t" in report.stdout) == (fmt != "csv")  # csv: per system only
+        assert_clean(report.stdout)

@@ -114,7 +114,9 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
         print_report(report, Console())
     else:
-        sys.stdout.write(render(report, args.format))
+        from dgym_tui.core.safetext import strip_controls
+
+        sys.stdout.write(strip_controls(render(report, args.format)))  # names from run folders
     if args.plot == "terminal":
         print(plot(report))
     elif args.plot:

@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from dgym_tui.core.safetext import one_line
 from dgym_tui.runs.index import episode_labels, read_header
 from dgym_tui.runs.runner import STATUS_FILE, TRAJECTORY_FILE, read_status
 
@@ -212,13 +213,14 @@ def render(report: Report, fmt: str = "markdown") -> str:
 def print_report(report: Report, console: Any) -> None:
     """Draw the three tables with rich on ``console``."""
     from rich.table import Table
+    from rich.text import Text
 
     for title, header, rows in _tables(report):
         table = Table(title=title)
         for i, column in enumerate(header):
             table.add_column(column, justify="left" if i == 0 else "right", no_wrap=i == 0)
-        for row in rows:
-            table.add_row(*row)
+        for row in rows:  # names from run folders: text, never markup
+            table.add_row(*(Text(one_line(str(cell))) for cell in row))
         console.print(table)
 
 

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from dgym_tui.core.errors import first_line
+from dgym_tui.core.safetext import one_line
 from dgym_tui.episode.policy import Policy
 from dgym_tui.policies import make_policy
 from dgym_tui.runs.config import ConfigError, RunConfig
@@ -478,8 +479,9 @@ def summary_table(summary: RunSummary) -> Any:
     """Return a ``rich.table.Table``: per task resolved, score, steps, tokens, cost,
     wall time and state; a total row at the bottom."""
     from rich.table import Table
+    from rich.text import Text
 
-    table = Table(title=f"dgym run: {summary.output_dir}", show_footer=False)
+    table = Table(title=Text(f"dgym run: {summary.output_dir}"), show_footer=False)
     table.add_column("task", justify="left", no_wrap=True)
     for column, justify in (("resolved", "center"), ("score", "right"),
                             ("steps", "right"), ("tokens", "right"), ("cost $", "right"),
@@ -490,7 +492,8 @@ def summary_table(summary: RunSummary) -> Any:
     for s in summary.statuses:
         used = s.prompt_tokens + s.completion_tokens
         tokens, cost, wall, steps = tokens + used, cost + s.cost, wall + s.wall_time, steps + s.steps
-        table.add_row(s.task, "yes" if s.resolved else "no", f"{s.score}/{s.max_score}",
+        table.add_row(Text(one_line(s.task)),  # a task folder's name: never markup
+                      "yes" if s.resolved else "no", f"{s.score}/{s.max_score}",
                       str(s.steps), str(used), f"{s.cost:.4f}", f"{s.wall_time:.1f}", s.state)
     total = len(summary.statuses)
     table.add_section()

@@ -17,6 +17,8 @@ from rich.progress import (
 )
 from rich.text import Text
 
+from dgym_tui.core.safetext import one_line
+
 if TYPE_CHECKING:
     from dgym_tui.runs.runner import TaskStatus
 
@@ -53,7 +55,7 @@ class RunProgress:
         self._bar = Progress(
             TextColumn("[bold]episodes"), BarColumn(), MofNCompleteColumn(),
             TextColumn("{task.fields[counts]}"), _RateColumn(), TextColumn("ETA"),
-            TimeRemainingColumn(), TimeElapsedColumn(), TextColumn("{task.fields[last]}"),
+            TimeRemainingColumn(), TimeElapsedColumn(), TextColumn("{task.fields[last]}", markup=False),
             console=console, disable=not enabled, transient=False)
         self._id = self._bar.add_task("episodes", total=total, counts=self._counts(), last="")
 
@@ -84,4 +86,4 @@ class RunProgress:
             self.cost += status.cost
             mark = "resolved" if status.resolved else status.state
             self._bar.update(self._id, advance=1, counts=self._counts(),
-                             last=f"{status.task}: {mark}")
+                             last=one_line(f"{status.task}: {mark}"))  # a folder's name: data
