@@ -69,12 +69,12 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
-from . import allowlist, identity, seccomp
+from . import allowlist, hostview, identity, seccomp
 from .base import TerminalError
 from .environ import SANDBOX_HOME, SANDBOX_USER_NAME, sandbox_environ
 from .limits import Limits
 from .local import Launch, LocalTerminal
-from .mounts import inside_paths
+from .mounts import normalized
 
 T = TypeVar("T")
 
@@ -239,6 +239,8 @@ class BwrapTerminal(LocalTerminal):
         self._support = ""
         self._static: list[str] = []   # arguments fixed for the terminal's life
         self._fds: list[int] = []      # descriptors they name (open until close())
+        self._readonly: list[str] = []
+        self._ignored: list[str] = []
         self._root_fd = -1
         self._empty = ""  # an empty read-only file of the terminal's own (masks)
 
@@ -252,6 +254,7 @@ class BwrapTerminal(LocalTerminal):
         problem = bwrap_problem()
         if problem:
             raise TerminalError(f"{problem}; or use terminal='local' for trusted code")
+        self._readonly, self._ignored = normalized(self.readonly), normalized(self.ignored)
         super().start(host_root)
         try:
             self.run_as = identity.sandbox_ids()
@@ -349,12 +352,12 @@ class BwrapTerminal(LocalTerminal):
         args: list[str] = []
         opened: list[int] = []
         work = self.workdir
-        for rel in inside_paths(work, self.readonly):
+        for rel in self._readonly:
             fd = open_entry(self._root_fd, rel)
             if fd is not None:
                 opened.append(fd)
                 args += ["--ro-bind-fd", str(fd), os.path.join(work, rel)]
-        for rel in inside_paths(work, self.ignored):
+        for rel in self._ignored:
             fd = open_entry(self._root_fd, rel)
             if fd is None:
                 continue  # gone, or replaced by a link: nothing of it to hide
@@ -388,7 +391,12 @@ class BwrapTerminal(LocalTerminal):
                     *self._static, *masks, "--remount-ro", "/", "--seccomp", str(opened[-1]),
                     "--chdir", self.workdir, "--", *identity.drop_argv(self.run_as),
                     *self.limits.prlimit_argv(), "sh", "-c", command]
-            yield Launch(argv, self._env(env), (*self._fds, *opened))
+            preexec = None
+            if self.run_as is not None:  # bwrap runs as root: it must not write to the host
+                writable = [os.fsencode(self.workdir), os.fsencode(self.scratch)]
+                preexec = functools.partial(hostview.read_only_host, writable,
+                                            hostview.host_mounts())
+            yield Launch(argv, self._env(env), (*self._fds, *opened), preexec)
         finally:
             for fd in opened:
                 os.close(fd)

@@ -37,11 +37,13 @@ class Launch:
         env: the complete environment of the program.
         pass_fds: descriptors the program inherits (valid until the ``launch_spec``
             context that made them ends).
+        preexec: called in the child between fork and exec (None: nothing).
     """
 
     argv: list[str]
     env: dict[str, str]
     pass_fds: tuple[int, ...] = ()
+    preexec: Callable[[], None] | None = None
 
 
 class LocalTerminal(Terminal):
@@ -125,7 +127,7 @@ class LocalTerminal(Terminal):
                 return subprocess.Popen(
                     spec.argv, cwd=self.workdir, env=spec.env, stdin=subprocess.DEVNULL,
                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
-                    pass_fds=spec.pass_fds)
+                    pass_fds=spec.pass_fds, preexec_fn=spec.preexec)
 
         proc = self._track(start)
         out = BoundedOutput(max_output)
@@ -161,7 +163,8 @@ class LocalTerminal(Terminal):
             with self.launch_spec(command, env, interactive=True) as spec:
                 return LocalProcess(spec.argv[0], spec.argv[1:], cwd=self.workdir, env=spec.env,
                                     encoding="utf-8", codec_errors="replace", echo=False,
-                                    dimensions=(50, 200), pass_fds=spec.pass_fds)
+                                    dimensions=(50, 200), pass_fds=spec.pass_fds,
+                                    preexec=spec.preexec)
 
         return self._track(start)
 
@@ -209,23 +212,28 @@ class LocalProcess(pexpect.spawn):
 
     Args:
         pass_fds: descriptors the program inherits (besides the terminal's).
+        preexec: called in the child before exec (after the descriptors are set).
         Other arguments as ``pexpect.spawn``.
     """
 
-    def __init__(self, *args, pass_fds: tuple[int, ...] = (), **kwargs) -> None:
+    def __init__(self, *args, pass_fds: tuple[int, ...] = (),
+                 preexec: Callable[[], None] | None = None, **kwargs) -> None:
         self._pass_fds = tuple(pass_fds)
+        self._preexec = preexec
         super().__init__(*args, **kwargs)
 
     def _spawnpty(self, args, **kwargs):
-        if self._pass_fds:
-            fds = self._pass_fds
+        if self._pass_fds or self._preexec:
+            fds, then = self._pass_fds, self._preexec
 
-            def inherit() -> None:  # in the child, after ptyprocess closed the others
+            def prepare() -> None:  # in the child, after ptyprocess closed the others
                 for fd in fds:
                     os.set_inheritable(fd, True)
+                if then is not None:
+                    then()
 
             kwargs["pass_fds"] = fds
-            kwargs["preexec_fn"] = inherit
+            kwargs["preexec_fn"] = prepare
         return super()._spawnpty(args, **kwargs)
 
     def close(self, force: bool = True) -> None:

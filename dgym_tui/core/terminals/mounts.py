@@ -17,6 +17,21 @@ from .base import TerminalError
 CACHE_NAMES = frozenset({"__pycache__", ".pytest_cache", ".git"})
 
 
+def normalized(rels) -> list[str]:
+    """Workspace-relative paths normalised without touching the disk (sorted, distinct).
+
+    Raises:
+        TerminalError: a path is absolute or leads outside the working copy.
+    """
+    out: set[str] = set()
+    for rel in rels:
+        norm = posixpath.normpath(str(rel).replace(os.sep, "/"))
+        if norm in (".", "..") or posixpath.isabs(norm) or norm.startswith("../"):
+            raise TerminalError(f"path {rel!r} must be relative to the working copy")
+        out.add(norm)
+    return sorted(out)
+
+
 def inside_paths(host_root: str, rels) -> list[str]:
     """Normalise workspace-relative paths to mount; keep the ones inside the working copy.
 
@@ -35,10 +50,7 @@ def inside_paths(host_root: str, rels) -> list[str]:
         TerminalError: a path is absolute or leads outside the working copy.
     """
     out: set[str] = set()
-    for rel in rels:
-        norm = posixpath.normpath(str(rel).replace(os.sep, "/"))
-        if norm in (".", "..") or posixpath.isabs(norm) or norm.startswith("../"):
-            raise TerminalError(f"path {rel!r} must be relative to the working copy")
+    for norm in normalized(rels):
         path = os.path.join(host_root, norm)
         if not os.path.lexists(path):
             continue
