@@ -156,3 +156,15 @@ class TestStatusBar:
             await pilot.pause()
         assert json.loads((tmp_path / "t.jsonl").read_text().splitlines()[0])["task"]["terminal"] \
             == shown.split(":")[0]
+
+
+def test_replay_names_the_recorded_sandbox(repo_asking, tmp_path):
+    """``dgym replay`` re-executes the recorded actions in the trajectory's terminal: its
+    first line says which (local: unsandboxed)."""
+    repo = repo_asking(None)
+    traj = tmp_path / "p.jsonl"
+    _play(repo, "--entrypoint", WHERE, "--terminal", "local", "-o", str(traj), stdin="eval\n")
+    proc = subprocess.run(DGYM + ["replay", str(traj)], text=True, capture_output=True,
+                          timeout=240, check=False)
+    first = proc.stdout.splitlines()[0]
+    assert first.startswith("sandbox: local (unsandboxed") and "trajectory" in first, proc.stdout

@@ -152,6 +152,12 @@ def _cmd_replay(args: argparse.Namespace) -> int:
         _show(traj, args.until)
         return 0
     from dgym_tui.launch.open import UsageError
+    from dgym_tui.launch.sandbox import describe_sandbox
+
+    # Re-executing runs the recorded actions where the trajectory's header says: say where.
+    recorded = ((traj.header.get("task") or {}).get("terminal")
+                or (traj.header.get("environment") or {}).get("terminal") or "local")
+    _say(f"{describe_sandbox(str(recorded))}; the trajectory's terminal")
 
     policy = _policy_from_args(args)
     if policy is None and (args.agent != "debug_agent" or args.output):
