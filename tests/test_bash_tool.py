@@ -274,3 +274,17 @@ def test_breakpoints_follow_an_edit_made_with_bash(make_repo, make_env):
     assert r.breakpoints == [("prog.py", 5)] and "    return y" in r.observation
     r = env.step(ToolCall("pdb", {"command": "c"}))
     assert r.frame == ("prog.py", 5)
+
+
+def test_dgym_tui_bash_flag_offers_bash_to_a_person(tmp_path, make_repo):
+    from dgym_tui.cli.tui import build_app, build_parser
+    from dgym_tui.core.env import DEFAULT_TOOLS
+
+    repo = make_repo({"a.py": "x = 1\n"})
+    base = ["--terminal", "local", "--trajectory", str(tmp_path / "t.jsonl"), "--no-apply-prompt"]
+    for flags, tools in (([], list(DEFAULT_TOOLS)), (["--bash"], [*DEFAULT_TOOLS, "bash"])):
+        app = build_app(build_parser().parse_args([*base, *flags, str(repo)]))
+        try:
+            assert list(app.session.env.tools) == tools
+        finally:
+            app.session.env.close()

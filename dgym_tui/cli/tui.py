@@ -59,7 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def add_episode_arguments(p: argparse.ArgumentParser) -> None:
     """Add the options that say which episode to open and how: ``--entrypoint``, ``--task``,
-    ``--benchmark``, ``--max-steps``, ``--terminal``, ``--image``, ``--trajectory``
+    ``--benchmark``, ``--max-steps``, ``--terminal``, ``--image``, ``--bash``, ``--trajectory``
     (``dgym-tui`` and ``dgym mcp`` share them; :func:`open_episode` reads them)."""
     p.add_argument("--entrypoint", help="command that runs the tests (default: the folder's "
                    "dgym.yaml/task.yaml 'entrypoint', else pytest)")
@@ -72,6 +72,8 @@ def add_episode_arguments(p: argparse.ArgumentParser) -> None:
         "without network, the system read-only, ignored files hidden), docker, or local "
         "(your own rights: only for code you trust)"))
     p.add_argument("--image", help="Docker image for --terminal docker")
+    p.add_argument("--bash", action="store_true", help="also offer the bash tool: one shell "
+                   "per episode, in the same sandbox (the app's console runs $ COMMAND)")
     p.add_argument("--trajectory", metavar="OUT.jsonl",
                    help="where to write the trajectory (default: a new "
                    "$XDG_DATA_HOME/dgym-tui/runs/<task>-<time>.jsonl)")
@@ -246,6 +248,11 @@ def open_episode(args: argparse.Namespace, task: Any, policy: Any, mode: str,
     for notice in notices:
         print(f"{prog}: {notice}", file=sys.stderr)
     overrides.update(options or {})
+    if getattr(args, "bash", False):
+        from dgym_tui.core.env import DEFAULT_TOOLS
+
+        tools = list(overrides.get("tools") or DEFAULT_TOOLS)
+        overrides["tools"] = tools if "bash" in tools else [*tools, "bash"]
     try:
         session = open_session(task, policy, mode, args.max_steps, out, overrides, config=config,
                                check=True)
