@@ -442,6 +442,8 @@ def _positive_int(text: str) -> int:
 def build_parser() -> argparse.ArgumentParser:
     """Return the ``dgym`` argument parser (subcommands run, replay, export, play,
     list-tasks, prepull, init-llm-config, config-keys)."""
+    from dgym_tui.episode.session import PERSON_MAX_STEPS
+
     parser = _Parser(
         prog=PROG, description="Headless tools of dgym-tui: batch runs, replay, export.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -535,7 +537,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "bwrap (a local sandbox) or docker; default, as dgym-tui: bwrap where it "
                         "works (a repository's dgym.yaml may raise it, never lower it)")
     p.add_argument("--image", help="Docker image (with --terminal docker)")
-    p.add_argument("--max-steps", type=_positive_int, default=200)
+    p.add_argument("--max-steps", type=_positive_int, default=PERSON_MAX_STEPS,
+                   help=f"step budget (default {PERSON_MAX_STEPS})")
     p.add_argument("-o", "--output", help="trajectory file (default: a new file under "
                    "$XDG_DATA_HOME/dgym-tui/runs)")
     p.set_defaults(func=_cmd_play)

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from dgym_tui.core.errors import first_line
+from dgym_tui.episode.session import DEFAULT_MAX_STEPS
 from dgym_tui.launch.open import UsageError, load_task, open_session
 
 PROG = "dgym-tui"
@@ -66,7 +67,8 @@ def add_episode_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--task", metavar="[BENCH/]TASK",
                    help="a benchmark task, e.g. mini/shopping_cart (plain TASK: mini)")
     p.add_argument("--benchmark", help="benchmark of a plain --task name (alias of BENCH/TASK)")
-    p.add_argument("--max-steps", type=int, default=50, help="step budget (default 50)")
+    p.add_argument("--max-steps", type=int, default=DEFAULT_MAX_STEPS,
+                   help=f"step budget (default {DEFAULT_MAX_STEPS})")
     p.add_argument("--terminal", choices=("bwrap", "docker", "local"), help=(
         "where commands run: bwrap (the default for PATH where bubblewrap works: a sandbox "
         "without network, the system read-only, ignored files hidden), docker, or local "

@@ -74,6 +74,12 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MODES = ("human", "approve", "auto")
+#: An episode's step budget wherever an agent may act (dgym run, dgym-tui, dgym mcp, the API),
+#: so that their trajectories, and forks of them, spend the same budget.
+DEFAULT_MAX_STEPS = 50
+#: The budget where only a person types the actions (dgym play, study sessions): a person
+#: steps through pdb one command at a time, and spends no tokens doing so.
+PERSON_MAX_STEPS = 200
 
 
 class SessionError(Exception):
@@ -115,7 +121,7 @@ class Session:
     """
 
     def __init__(self, env: RepoEnv, policy: Policy | None = None, mode: str = "human",
-                 max_steps: int = 50, trajectory_path: Any = None, task_name: str = "",
+                 max_steps: int = DEFAULT_MAX_STEPS, trajectory_path: Any = None, task_name: str = "",
                  config: dict[str, Any] | None = None, stop_on_resolved: bool = False,
                  task: dict[str, Any] | None = None,
                  environment: dict[str, Any] | None = None,

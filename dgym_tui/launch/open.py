@@ -17,7 +17,7 @@ from typing import Any
 from dgym_tui.benchmarks.base import Task, get_benchmark
 from dgym_tui.core.errors import first_line
 from dgym_tui.episode.policy import Policy
-from dgym_tui.episode.session import Session
+from dgym_tui.episode.session import DEFAULT_MAX_STEPS, Session
 from dgym_tui.episode.trajectory import TrajectoryError
 from dgym_tui.support.paths import hidden_patterns
 
@@ -111,7 +111,7 @@ def task_from_header(header: dict[str, Any]) -> tuple[Task, dict[str, Any]]:
 
 
 def open_session(task: Task, policy: Policy | None = None, mode: str = "human",
-                 max_steps: int = 50, trajectory: str | Path | None = None,
+                 max_steps: int = DEFAULT_MAX_STEPS, trajectory: str | Path | None = None,
                  overrides: dict[str, Any] | None = None, *, config: dict[str, Any] | None = None,
                  stop_on_resolved: bool = False, check: bool = False) -> Session:
     """Build the environment and the session of one episode (not started yet).

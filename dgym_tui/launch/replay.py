@@ -22,6 +22,7 @@ from typing import Any
 
 from dgym_tui.core.types import StepResult, ToolCall
 from dgym_tui.episode.records import Turn
+from dgym_tui.episode.session import DEFAULT_MAX_STEPS
 from dgym_tui.episode.trajectory import Trajectory, TrajectoryError, read_trajectory
 from dgym_tui.launch.open import open_session, task_from_header
 
@@ -194,7 +195,7 @@ def fork(trajectory: Trajectory | str | os.PathLike[str], until: int, policy: An
         output: path of the new trajectory file.
         mode: session mode after the replayed part (``auto``, ``approve``, ``human``).
         max_steps: step budget of the new episode, replayed steps included;
-            None keeps the recorded budget (``config.max_steps``, default 50),
+            None keeps the recorded budget (``config.max_steps``, else ``DEFAULT_MAX_STEPS``),
             raised if needed so at least one new step fits.
         start: run the policy right away when ``mode == "auto"``; False
             returns the prepared session (e.g. for the TUI).
@@ -210,7 +211,7 @@ def fork(trajectory: Trajectory | str | os.PathLike[str], until: int, policy: An
     traj = _load(trajectory)
     until = _check_until(traj, until)
     config = dict(traj.header.get("config") or {})
-    budget = max_steps or int(config.get("max_steps") or 50)
+    budget = max_steps or int(config.get("max_steps") or DEFAULT_MAX_STEPS)
     budget = max(budget, until + 1)
     config.update({"forked_from": {"path": str(traj.path), "step": until},
                    "policy": getattr(policy, "name", None) if policy else "human",

@@ -35,7 +35,8 @@ output_dir           runs/<name>  where results go; ``<name>`` is the config fil
 workers              1            tasks run in parallel (threads); ``-n`` wins
 env.eval_timeout     120          seconds the entrypoint may run
 env.pdb_timeout      30           seconds one pdb command may take
-env.max_output       65536        characters of tool output kept per observation
+env.max_output       65536        bytes of tool output kept per observation (head
+                                  and tail)
 mcp_servers          (none)       MCP servers whose tools join the toolbox: a list of
                                   ``{name, command | url, transport, prefix, tools,
                                   timeout, env}`` (docs/mcp.md)
@@ -51,6 +52,9 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
+from dgym_tui.core.terminals.base import DEFAULT_MAX_OUTPUT
+from dgym_tui.episode.session import DEFAULT_MAX_STEPS
 
 POLICIES = ("agent", "human", "solution")
 TERMINALS = ("local", "bwrap", "docker")
@@ -76,14 +80,15 @@ KEYS: dict[str, tuple[Any, str]] = {
                        "which a task's own dgym.yaml may raise but not lower; for other "
                        "benchmarks the task's own choice, else `local`"),
     "image": (None, "Docker image; empty: the task's image or the environment's default"),
-    "max_steps": (50, "step budget per episode"),
+    "max_steps": (DEFAULT_MAX_STEPS, "step budget per episode"),
     "mode": ("auto", "`auto` for `dgym run`; `approve` and `human` are for the TUI"),
     "stop_on_resolved": (False, "end an episode as soon as every test passes"),
     "output_dir": (None, "results folder; empty: runs/<config file stem>"),
     "workers": (1, "tasks run in parallel (threads); `dgym run -n` wins"),
     "env.eval_timeout": (120, "seconds the entrypoint may run"),
     "env.pdb_timeout": (30, "seconds one pdb command may take (pytest under pdb starts slowly)"),
-    "env.max_output": (65536, "characters of tool output kept per observation"),
+    "env.max_output": (DEFAULT_MAX_OUTPUT, "bytes of tool output kept per observation "
+                       "(head and tail)"),
     "mcp_servers": (None, "MCP servers whose tools join the toolbox: a list of {name, command "
                           "or url, transport, prefix, tools, timeout, env} (docs/mcp.md)"),
 }
@@ -121,7 +126,7 @@ class RunConfig:
     llm_config: str | None = None
     terminal: str | None = None
     image: str | None = None
-    max_steps: int = 50
+    max_steps: int = DEFAULT_MAX_STEPS
     mode: str = "auto"
     stop_on_resolved: bool = False
     output_dir: Path = Path("runs/run")
@@ -291,7 +296,7 @@ def validate(data: dict[str, Any], source: Path | None = None) -> RunConfig:
         terminal=(None if data.get("terminal") in (None, "")
                   else _choice("terminal", data.get("terminal"), TERMINALS)),
         image=_opt_str("image", data.get("image")),
-        max_steps=_int("max_steps", data.get("max_steps", 50), 1),
+        max_steps=_int("max_steps", data.get("max_steps", DEFAULT_MAX_STEPS), 1),
         mode=_choice("mode", data.get("mode", "auto"), MODES),
         stop_on_resolved=stop,
         output_dir=Path(output) if output else Path("runs") / stem,

@@ -51,6 +51,7 @@ from typing import Any
 import yaml
 
 from dgym_tui.core.errors import first_line
+from dgym_tui.episode.session import PERSON_MAX_STEPS
 from dgym_tui.launch.open import UsageError
 from dgym_tui.runs.runner import (
     PATCH_FILE,
@@ -103,7 +104,7 @@ class Study:
     show_time: bool = True
     order: str = "fixed"
     seed: int = 0
-    max_steps: int = 200
+    max_steps: int = PERSON_MAX_STEPS
     results: Path = field(default=Path("results"), compare=False)
 
     @property
@@ -200,7 +201,7 @@ def _build(data: dict[str, Any], path: Path) -> Study:
     show = data.get("show_time", True)
     if not isinstance(show, bool):
         raise UsageError(f"{where}: key 'show_time' must be true or false, got {show!r}")
-    max_steps = _int(data.get("max_steps", 200), "max_steps", where)
+    max_steps = _int(data.get("max_steps", PERSON_MAX_STEPS), "max_steps", where)
     if max_steps < 1:
         raise UsageError(f"{where}: key 'max_steps' must be at least 1, got {max_steps}")
     study_id = str(data.get("id") or path.stem)

@@ -32,6 +32,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from dgym_tui.core.terminals.output import BoundedOutput
 from dgym_tui.core.tools.base import Tool, ToolError, ToolOutput
 
 if TYPE_CHECKING:
@@ -294,7 +295,8 @@ class McpTool(Tool):
     connection: ClassVar[McpConnection | None] = None
 
     def run(self, **arguments: Any) -> ToolOutput:
-        """Call the remote tool; its text is the observation (cut at ``max_output``).
+        """Call the remote tool; its text is the observation (its head and tail when
+        longer than ``max_output`` bytes).
 
         Raises:
             ToolError: the server failed, timed out, or answered with an error.
@@ -305,10 +307,9 @@ class McpTool(Tool):
             result = self.connection.call(self.remote_name, arguments)
         except McpServerError as exc:
             raise ToolError(str(exc)) from None
-        text = result_text(result)
-        limit = self.env.max_output
-        if len(text) > limit:
-            text = text[:limit] + f"\n[output cut at {limit} characters]"
+        out = BoundedOutput(self.env.max_output)  # bytes, head and tail: as every tool
+        out.feed(result_text(result).encode("utf-8", "replace"))
+        text = out.text()
         if result.is_error:
             raise ToolError(f"{self.server} {self.remote_name} failed: {text}")
         return ToolOutput(text, data={"mcp_server": self.server})
