@@ -143,7 +143,7 @@ class Prober:
 
     def run(self, commands: list[str], files: dict[str, str] | None = None,
             options: dict | None = None, host_env: dict[str, str] | None = None,
-            timeout: float = 60, setup=None) -> Probe:
+            timeout: float = 60, setup=None, background: str = "") -> Probe:
         """Open an episode on a repository of ``files`` and run ``commands`` in its sandbox.
 
         Args:
@@ -155,6 +155,7 @@ class Prober:
             host_env: variables added to the probe program's own environment.
             timeout: seconds per command.
             setup: called with the repository's folder before the episode opens.
+            background: a command started (``spawn``) before ``commands``, ended after.
         """
         prefix, uid, gid, env = self._identity()
         folder = self.base / f"probe-{next(_counter)}"
@@ -173,7 +174,8 @@ class Prober:
         spec = folder / "spec.json"
         spec.write_text(json.dumps({"repo": str(repo), "terminal": self.terminal,
                                     "image": self.image, "options": options or {},
-                                    "commands": commands, "timeout": timeout}))
+                                    "commands": commands, "timeout": timeout,
+                                    "background": background}))
         os.chmod(spec, 0o644)
         env.update(host_env or {})
         key = (self.who, self.terminal)
@@ -197,6 +199,16 @@ class Prober:
         report = json.loads(res.stdout.strip().splitlines()[-1])
         return Probe([Result(**r) for r in report["results"]], report["workdir"],
                      report["host_root"], report["run_as"])
+
+
+    def host_folder(self) -> Path:
+        """A new host folder outside every sandbox that the probe's user could write."""
+        folder = Path(tempfile.mkdtemp(prefix="host-", dir=self.base))
+        os.chmod(folder, 0o755)
+        if self.who == "user" and os.geteuid() == 0:
+            uid, gid = _user_ids()
+            os.chown(folder, uid, gid)
+        return folder
 
 
 def _prober(request, terminal: str, who: str) -> Prober:

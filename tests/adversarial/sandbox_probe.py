@@ -8,8 +8,8 @@ built exactly as dgym builds it for whoever started it:
 
 SPEC holds ``repo`` (a folder), ``terminal`` (``bwrap`` / ``docker``),
 ``image``, ``options`` (the terminal options), ``commands`` (shell lines run
-one after the other with ``env.terminal.run``) and ``timeout`` (seconds per
-command). Prints ``{"results": [{"exit_code", "output", "timed_out"}, ...],
+one after the other with ``env.terminal.run``), ``timeout`` (seconds per
+command) and ``background`` (a command spawned before them, ended after them). Prints ``{"results": [{"exit_code", "output", "timed_out"}, ...],
 "workdir", "scratch", "run_as"}``.
 """
 
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 
 
 def main() -> None:
@@ -28,11 +29,17 @@ def main() -> None:
                   image=spec.get("image"), terminal_options=spec.get("options") or {})
     try:
         env.reset()
+        background = None
+        if spec.get("background"):
+            background = env.terminal.spawn(spec["background"])
+            time.sleep(1.0)
         results = []
         for command in spec["commands"]:
             res = env.terminal.run(command, timeout=spec.get("timeout", 60))
             results.append({"exit_code": res.exit_code, "output": res.output,
                             "timed_out": res.timed_out})
+        if background is not None:
+            background.close(force=True)
         report = {"results": results, "workdir": env.terminal.workdir,
                   "host_root": str(env.workspace.root), "scratch": env.terminal.scratch,
                   "run_as": getattr(env.terminal, "run_as", None)}

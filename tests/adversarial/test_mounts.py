@@ -5,9 +5,6 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-import time
-
-import pytest
 
 FILES = {"pkg/ro/test_x.py": "def test_x():\n    pass\n", ".debugreadonly": "pkg/ro/test_x.py\n",
          "app.py": "x = 1\n"}
@@ -61,29 +58,12 @@ while time.time() < end and not os.path.exists("stop"):
 """
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="bwrap runs as root only when dgym does")
-def test_raced_mount_point_never_writes_to_the_host(bwrap_ready, tmp_path):
-    """dgym as root: a sandbox swaps the folder above a read-only file with a link to
-    ``/oldroot/<host folder>`` (bwrap's view of the host) while other sandboxes start; bwrap
-    must not create the mount point there as root. (As a user, bwrap creates files as that
-    user: see docs/security.md, out of scope.)"""
-    from dgym_tui.core.terminals.bwrap import BwrapTerminal
-
-    host = tempfile.mkdtemp(prefix="dgym-adv-race-", dir="/var/tmp")
-    repo = tmp_path / "repo"
-    (repo / "pkg" / "ro").mkdir(parents=True)
-    (repo / "pkg" / "ro" / "test_x.py").write_text("def test_x():\n    pass\n")
-    (repo / "racer.py").write_text(RACER)
-    term = BwrapTerminal(readonly=["pkg/ro/test_x.py"])
-    term.start(str(repo))
-    try:
-        racer = term.spawn(f"python3 racer.py {host}")
-        time.sleep(1.0)
-        for _ in range(40):
-            term.run("true", timeout=30)
-        term.run("touch stop", timeout=30)
-        racer.close()
-        assert os.listdir(host) == []
-    finally:
-        term.close()
-        shutil.rmtree(host, ignore_errors=True)
+def test_raced_mount_point_never_writes_to_the_host(bwrap_prober):
+    """A sandbox swaps the folder above a read-only file with a link to ``/oldroot/<host
+    folder>`` (bwrap's view of the host) while other sandboxes start: bwrap must not create
+    the mount point there (as root, or as the user who started dgym)."""
+    host = bwrap_prober.host_folder()
+    files = {**FILES, "racer.py": RACER}
+    bwrap_prober.run(["true"] * 40, files=files, timeout=30,
+                     background=f"python3 racer.py {host}")
+    assert list(host.iterdir()) == []

@@ -391,11 +391,11 @@ class BwrapTerminal(LocalTerminal):
                     *self._static, *masks, "--remount-ro", "/", "--seccomp", str(opened[-1]),
                     "--chdir", self.workdir, "--", *identity.drop_argv(self.run_as),
                     *self.limits.prlimit_argv(), "sh", "-c", command]
-            preexec = None
-            if self.run_as is not None:  # bwrap runs as root: it must not write to the host
-                writable = [os.fsencode(self.workdir), os.fsencode(self.scratch)]
-                preexec = functools.partial(hostview.read_only_host, writable,
-                                            hostview.host_mounts())
+            # bwrap creates mount points following links: it sees the host read-only
+            writable = [os.fsencode(self.workdir), os.fsencode(self.scratch)]
+            preexec = functools.partial(
+                hostview.read_only_host, writable, hostview.host_mounts(),
+                None if self.run_as is not None else (os.getuid(), os.getgid()))
             yield Launch(argv, self._env(env), (*self._fds, *opened), preexec)
         finally:
             for fd in opened:
