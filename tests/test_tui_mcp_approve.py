@@ -59,6 +59,7 @@ async def test_a_person_approves_one_call_and_rejects_one_with_a_note(calc_repo,
                          "the client's first call in the proposal panel")
             assert panel.proposal.action.name == "pdb"
             assert panel.proposal.action.arguments == {"command": "b calc.py:4"}
+            assert str(panel.border_title) == "test-agent 1.0 proposes step 1"
             assert not results  # the call waits for the person
             await pilot.press("a")
             await _until(pilot, lambda: len(results) == 1, "the approved call's result")

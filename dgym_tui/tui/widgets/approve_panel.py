@@ -8,9 +8,10 @@ from typing import Any
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
+from textual.markup import escape
 from textual.widgets import Static
 
-from dgym_tui.core.safetext import strip_controls
+from dgym_tui.core.safetext import one_line, strip_controls
 
 KEYS_HINT = ("[a] approve  [e] edit  [R] reject with note  [t] take over  [g] go (auto; "
              "[space] pauses)  ·  pdb keys n s c r u d b work too")
@@ -39,9 +40,13 @@ class ApprovePanel(VerticalScroll):
         yield Static(KEYS_HINT, id="approve-keys", markup=False)
 
     def show(self, proposal: Any, step: int) -> None:
-        """Show ``proposal`` (a Proposal) as the candidate for 1-based ``step``."""
+        """Show ``proposal`` (a Proposal) as the candidate for 1-based ``step``; the title
+        names the MCP client of an outside agent's call (``raw["external"]["client"]``)."""
         self.proposal = proposal
-        self.border_title = f"agent proposes step {step}"
+        # an outside agent's call (dgym mcp) names the client that sent it
+        client = ((proposal.raw or {}).get("external") or {}).get("client")
+        who = one_line(str(client))[:60] if client else "agent"
+        self.border_title = f"{escape(who)} proposes step {step}"
         self.query_one("#approve-reasoning", Static).update(Text(strip_controls(proposal.reasoning.strip())))
         if proposal.action is None:
             body = Text(strip_controls(f"no valid action: {proposal.error}"), style="red")
