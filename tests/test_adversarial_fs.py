@@ -319,8 +319,9 @@ def test_patch_always_applies(tree, changes, new, contents):
             _write_tree(fresh, new)
             for rel, (data, executable) in _files(fresh).items():
                 target = ws.root / rel
-                if not target.exists() and not any(p.is_file() for p in target.parents
-                                                   if str(p).startswith(str(ws.root)) and p.exists()):
+                if not target.exists() and not target.is_symlink() and not any(
+                        p.is_file() or p.is_symlink() for p in target.parents
+                        if str(p).startswith(str(ws.root)) and os.path.lexists(p)):
                     target.parent.mkdir(parents=True, exist_ok=True)
                     target.write_bytes(data)
                     os.chmod(target, 0o755 if executable else 0o644)

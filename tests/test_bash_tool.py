@@ -146,8 +146,9 @@ def sandbox_env(sandboxed, make_repo, make_env, fast_pytest):
 @pytest.mark.timeout(180)
 def test_bash_cannot_read_ignored_files(sandbox_env):
     for path in ("answer/fix.txt", "notes.txt", ".debugignore"):
-        r = bash(sandbox_env, f"cat {path}")
-        assert "gold patch" not in r.observation and "notes.txt" not in r.observation, path
+        r = bash(sandbox_env, f"cat {path}")  # ignored files are not in the working copy
+        assert "gold patch" not in r.observation and "No such file" in r.observation, path
+    assert "answer/" not in bash(sandbox_env, "cat .debugignore").observation
     assert "fix.txt" not in bash(sandbox_env, "ls -a answer").observation
     assert "gold patch" not in bash(sandbox_env, "grep -r gold . 2>&1").observation
     r = bash(sandbox_env, f"cat {sandbox_env.workspace.source / 'notes.txt'}")

@@ -271,7 +271,8 @@ def test_repo_env_on_bwrap_eval_pdb_and_masked_ignored_file(make_repo, make_env,
     r = env.step(ToolCall("pdb", {"command": "c"}))
     assert r.frame == ("app.py", 2)
     r = env.step(ToolCall("pdb", {"command": "!print(repr(open('gold.patch').read()))"}))
-    assert "the fix" not in r.observation and "''" in r.observation
+    # ignored files are not copied into the working copy at all
+    assert "the fix" not in r.observation and "No such file" in r.observation
     r = env.step(ToolCall("pdb", {"command": "!open('test_app.py', 'w').write('')"}))
     assert "Read-only file system" in r.observation
     assert (env.workspace.root / "test_app.py").read_text().startswith("from app")

@@ -63,7 +63,7 @@ def test_ignored_cannot_be_written(ws):
         ws.write_text("secret.txt", "x")
     with pytest.raises(WorkspaceError, match="hidden by .debugignore"):
         ws.write_text("hidden/new.py", "x")
-    assert (ws.root / "secret.txt").read_text() == "password\n"
+    assert not (ws.root / "secret.txt").exists()  # ignored files are never copied
 
 
 def test_readonly_visible_but_not_writable(ws):
@@ -143,6 +143,7 @@ def test_changed_files_patch_and_git_apply(ws, tmp_path):
     ws.write_text("code.py", "def add(a, b):\n    return a + b")  # no newline at end
     ws.write_text("pkg/new.py", "NEW = True\n")
     (ws.root / "pkg" / "util.py").unlink()
+    (ws.root / "hidden").mkdir()  # not copied: ignored; the agent's code makes it again
     (ws.root / "hidden" / "answers.py").write_text("changed but hidden\n")
     os.makedirs(ws.root / "__pycache__")
     (ws.root / "__pycache__" / "code.cpython-311.pyc").write_bytes(b"\0junk")

@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Self
 
 from dgym_tui.core.breakpoints import BreakpointStore
+from dgym_tui.core.errors import first_line
 from dgym_tui.core.evaluation import pytest_plugin
 from dgym_tui.core.evaluation.summary import describe_score, is_resolved, summarize
 from dgym_tui.core.fs.workspace import Workspace, WorkspaceError
@@ -45,6 +46,12 @@ TERMINALS = ("local", "bwrap", "docker")
 
 #: Tools every environment gets unless ``tools=`` says otherwise.
 DEFAULT_TOOLS = ("listdir", "view", "eval", "pdb", "rewrite", "grep", "submit")
+
+#: Default of ``RepoEnv(max_workspace_bytes=...)``: disk space of the working copy, in bytes.
+DEFAULT_MAX_WORKSPACE_BYTES = 1 << 30
+
+#: Tools that run code in the sandbox: the working copy's size is measured after them.
+CODE_TOOLS = frozenset({"eval", "submit", "pdb", "bash"})
 
 #: Command that runs the tests when none is given (the one default every front end uses).
 DEFAULT_ENTRYPOINT = "python -m pytest -q"
@@ -96,6 +103,10 @@ class RepoEnv:
             outside the sandbox.
         tool_options: ``{tool name: {option: value}}`` for tools' ``settings``
             (e.g. ``{"bash": {"timeout": 30}}``, ``{"pdb": {"auto_list": 3}}``).
+        max_workspace_bytes: disk space the working copy may take, in bytes
+            (measured after every step of a tool that runs code, and before
+            every eval, through folder descriptors); past it the step's
+            observation ends saying so and evals refuse to run. None: no limit.
         hidden: host paths (files or folders) that sandboxed commands must not
             read besides the ignored files: the bwrap terminal masks them (the
             Docker terminal never mounts them; the local terminal cannot hide
@@ -129,7 +140,8 @@ class RepoEnv:
                  grader: Callable[[RunResult, Terminal], EvalSummary | None] | None = None,
                  hidden: Iterable[str | os.PathLike] = (),
                  tool_options: dict[str, dict[str, Any]] | None = None,
-                 mcp_servers: Sequence[dict[str, Any]] = ()) -> None:
+                 mcp_servers: Sequence[dict[str, Any]] = (),
+                 max_workspace_bytes: int | None = DEFAULT_MAX_WORKSPACE_BYTES) -> None:
         self.path = os.fspath(path)
         if not os.path.isdir(self.path):
             what = "is a file, not a folder" if os.path.isfile(self.path) else "does not exist"
@@ -152,6 +164,7 @@ class RepoEnv:
         self.eval_timeout = eval_timeout
         self.pdb_timeout = pdb_timeout
         self.max_output = max_output
+        self.max_workspace_bytes = max_workspace_bytes
         self.setup_commands = list(setup_commands)
         self.terminal_options = dict(terminal_options or {})
         self.grader = grader
@@ -214,15 +227,10 @@ class RepoEnv:
         self.last_eval = None
         self.last_eval_output = ""
         self.done = False
-        self.terminal = self._make_terminal()
+        self.terminal = self._make_terminal(self.workspace)
         self.terminal.start(str(self.workspace.root))
-        notes = list(self.terminal.notes)
-        for command in self.setup_commands:
-            res = self.terminal.run(command, timeout=self.eval_timeout,
-                                    max_output=self.max_output)
-            if res.exit_code != 0:
-                status = "timed out" if res.timed_out else f"exit code {res.exit_code}"
-                notes.append(f"Setup command failed ({status}): {command}\n{res.output}")
+        pytest_plugin.install(self.terminal)
+        notes = [*self.terminal.notes, *self._run_setup(self.terminal)]
         for tool in self.tools.values():
             tool.on_reset()
         self._validators  # noqa: B018  built here (a front end resets in a worker), not at step 1
@@ -293,11 +301,32 @@ class RepoEnv:
         if self.workspace.refresh():
             self.generation += 1
             self.breakpoints.remap_changed(self.workspace)
+        observation = output.observation
+        if action.name in CODE_TOOLS:
+            over = self._over_size_limit()
+            if over:
+                observation, error = f"{observation}\n\n[{over}]", True
         if output.done:
             self.done = True
-        self.last = self._result(output.observation, action, started, error=error,
+        self.last = self._result(observation, action, started, error=error,
                                  done=output.done, data=output.data)
         return self.last
+
+    def _over_size_limit(self, workspace: Workspace | None = None) -> str:
+        """One line when the working copy takes more than ``max_workspace_bytes``; "" if not."""
+        limit = self.max_workspace_bytes
+        workspace = workspace or self.workspace
+        if not limit or workspace is None:
+            return ""
+        try:
+            used = workspace.disk_usage()
+        except OSError as exc:
+            return (f"the working copy cannot be measured ({first_line(exc, 160)}); "
+                    "evals do not run until it is smaller")
+        if used <= limit:
+            return ""
+        return (f"the working copy takes {_mib(used)}, over its limit of {_mib(limit)}: "
+                "evals do not run until what your commands wrote is deleted")
 
     @functools.cached_property
     def _validators(self) -> dict[str, Any]:
@@ -352,47 +381,142 @@ class RepoEnv:
     def run_eval(self) -> tuple[EvalSummary, str]:
         """Run the entrypoint once in the terminal and remember the result.
 
+        Before the run the read-only files are put back as the task's original
+        has them and files added under read-only paths are removed
+        (:meth:`Workspace.enforce_readonly`); when that cannot be done the
+        eval refuses, with the reason in the summary's ``problem``.
+
         Returns:
             ``(summary, output)``: the counts and failed tests from pytest's
             structured report (see :func:`dgym_tui.core.evaluation.summary.summarize`:
             a pytest run cut short counts as failed; without a report, pytest's
             summary line or the exit status is used) and the output text,
-            truncated to ``max_output`` bytes with a note when longer.
+            truncated to ``max_output`` bytes with a note when longer, after a
+            line naming the read-only files put back, if any.
 
         Raises:
             RuntimeError: no episode is running.
         """
-        if self.terminal is None:
+        if self.terminal is None or self.workspace is None:
             raise RuntimeError("no episode is running; call reset() first")
-        command, report_path = pytest_plugin.prepare(self.terminal, self.entrypoint)
-        res = self.terminal.run(command, timeout=self.eval_timeout,
-                                max_output=self.max_output)
+        summary, output = self._eval_in(self.workspace, self.terminal)
+        self.last_eval, self.last_eval_output = summary, output
+        return summary, output
+
+    def grade_submission(self) -> tuple[EvalSummary, str]:
+        """Grade the episode as the ``submit`` tool does, and remember the result.
+
+        The entrypoint runs in a fresh working copy of the original repository
+        carrying only the agent's changes to writable paths (never read-only or
+        ignored ones), in a fresh terminal of the same kind after the setup
+        commands, the way a benchmark harness applies a patch to a clean checkout.
+        Nothing of the episode's sandbox (processes, files outside the changes)
+        reaches it. A ``Terminal`` instance given to the environment cannot be
+        made twice: the eval then runs in place, after :meth:`run_eval`'s
+        restoration of the read-only files.
+
+        Returns:
+            ``(summary, output)`` as :meth:`run_eval`; the output starts with a
+            line saying where it was graded.
+
+        Raises:
+            RuntimeError: no episode is running.
+        """
+        if self.terminal is None or self.workspace is None:
+            raise RuntimeError("no episode is running; call reset() first")
+        if isinstance(self.terminal_spec, Terminal):
+            return self.run_eval()
+        grading: Workspace | None = None
+        terminal: Terminal | None = None
+        try:
+            try:
+                grading = Workspace(self.path, ignore=self.ignore, readonly=self.readonly)
+                carried = grading.carry_changes(self.workspace)
+                terminal = self._make_terminal(grading)
+                terminal.start(str(grading.root))
+                pytest_plugin.install(terminal)
+                failed = self._run_setup(terminal)
+            except Exception as exc:  # noqa: BLE001  a failed grading is a failed eval
+                log.exception("grading the submission failed")
+                summary = EvalSummary(errors=1, problem=(
+                    f"the submission could not be graded in a fresh working copy: "
+                    f"{type(exc).__name__}: {first_line(exc, 200)}"))
+                self.last_eval, self.last_eval_output = summary, ""
+                return summary, ""
+            summary, output = self._eval_in(grading, terminal)
+            head = (f"[graded in a fresh copy of the original with your changes to "
+                    f"{len(carried)} writable file(s)]")
+            if failed:
+                head += "\n" + "\n".join(failed)
+            output = f"{head}\n{output}"
+        finally:
+            if terminal is not None:
+                try:
+                    terminal.close()
+                except Exception:  # noqa: BLE001  closing must go on
+                    log.exception("closing the grading terminal failed")
+            if grading is not None:
+                grading.cleanup()
+        self.last_eval, self.last_eval_output = summary, output
+        return summary, output
+
+    def _eval_in(self, workspace: Workspace, terminal: Terminal) -> tuple[EvalSummary, str]:
+        """One run of the entrypoint in ``workspace`` through ``terminal``.
+
+        Never raises on anything the sandbox wrote: a report that cannot be
+        read, or read-only files that cannot be put back, make a failed eval
+        whose ``problem`` says why.
+        """
+        over = self._over_size_limit(workspace)
+        if over:
+            return EvalSummary(errors=1, problem=over), f"[{over}]"
+        try:
+            restored, removed = workspace.enforce_readonly()
+        except (WorkspaceError, OSError) as exc:
+            problem = strip_controls(f"the read-only files could not be put back as the task "
+                                     f"has them ({first_line(exc, 200)}); the eval did not run")
+            return EvalSummary(errors=1, problem=problem), f"[{problem}]"
+        notes = []
+        if restored:
+            notes.append(f"[read-only file(s) put back as the task has them: "
+                         f"{_some(restored)}]")
+        if removed:
+            notes.append(f"[file(s) added under read-only paths removed: {_some(removed)}]")
+        command, report_path = pytest_plugin.prepare(terminal, self.entrypoint)
+        res = terminal.run(command, timeout=self.eval_timeout, max_output=self.max_output)
         output = res.output
         if res.timed_out:
             output += (f"\n[the entrypoint was stopped after {self.eval_timeout:g} s; "
                        "look for an endless loop or a hanging call]")
+        if notes:
+            output = "\n".join(notes) + "\n" + output
         report = pytest_plugin.read(report_path)
-        summary = self._grade(res)
-        if summary is None:
-            summary = summarize(res.output, res.exit_code, res.timed_out, report,
-                                self.terminal.to_relative)
-        elif report is not None and not summary.failures:  # the grader's counts, our locations
-            summary.failures = summarize(res.output, res.exit_code, res.timed_out, report,
-                                         self.terminal.to_relative).failures
+        try:
+            summary = self._grade(res, terminal)
+            if summary is None:
+                summary = summarize(res.output, res.exit_code, res.timed_out, report,
+                                    terminal.to_relative)
+            elif report is not None and not summary.failures:  # the grader's counts, our places
+                summary.failures = summarize(res.output, res.exit_code, res.timed_out, report,
+                                             terminal.to_relative).failures
+        except Exception as exc:  # noqa: BLE001  the report is the sandbox's data
+            log.exception("summarizing the eval failed")
+            summary = EvalSummary(errors=1, exit_code=res.exit_code, timed_out=res.timed_out,
+                                  problem=f"the test report cannot be used "
+                                          f"({type(exc).__name__}); counted as failed")
         output = strip_controls(output)
         summary.problem = strip_controls(summary.problem)
         for failure in summary.failures:  # shown by the front ends beside the output
             failure.test_id, failure.message = (strip_controls(failure.test_id),
                                                 strip_controls(failure.message))
-        self.last_eval, self.last_eval_output = summary, output
         return summary, output
 
-    def _grade(self, res: RunResult) -> EvalSummary | None:
+    def _grade(self, res: RunResult, terminal: Terminal) -> EvalSummary | None:
         """The grader's summary of one entrypoint run; None without a grader or when it fails."""
         if self.grader is None:
             return None
         try:
-            return self.grader(res, self.terminal)
+            return self.grader(res, terminal)
         except Exception:  # a grader bug must not break the step: fall back to pytest's line
             log.exception("grader failed; scoring from pytest's summary line instead")
             return None
@@ -431,15 +555,25 @@ class RepoEnv:
             raise RuntimeError("no episode is running; call reset() first")
         return self.workspace.apply_to_source()
 
-    def _make_terminal(self) -> Terminal:
+    def _run_setup(self, terminal: Terminal) -> list[str]:
+        """Run the setup commands in ``terminal``; one note per command that failed."""
+        notes = []
+        for command in self.setup_commands:
+            res = terminal.run(command, timeout=self.eval_timeout, max_output=self.max_output)
+            if res.exit_code != 0:
+                status = "timed out" if res.timed_out else f"exit code {res.exit_code}"
+                notes.append(f"Setup command failed ({status}): {command}\n{res.output}")
+        return notes
+
+    def _make_terminal(self, workspace: Workspace) -> Terminal:
         spec = self.terminal_spec
         if isinstance(spec, Terminal):
             return spec
         if spec in ("docker", "bwrap"):
-            from dgym_tui.core.terminals.mounts import ignored_paths
-
-            readonly = [p for p in self.workspace.files() if self.workspace.is_readonly(p)]
-            ignored = ignored_paths(self.workspace)
+            readonly = [p for p in workspace.files() if workspace.is_readonly(p)]
+            # Ignored files are not in the working copy; masking their paths
+            # keeps ones the agent writes there from other commands' sight.
+            ignored = list(workspace.ignored_at_start)
         if spec == "docker":
             from dgym_tui.core.terminals.docker import DockerTerminal
 
@@ -449,10 +583,10 @@ class RepoEnv:
             from dgym_tui.core.terminals.bwrap import BwrapTerminal
 
             # The original repository's ignored files too: the system is visible read-only.
-            hidden = [str(self.workspace.source / rel) for rel in ignored] + self.hidden
+            hidden = [str(workspace.source / rel) for rel in ignored] + self.hidden
             network = bool(self.terminal_options.get("network", False))
             return BwrapTerminal(readonly=readonly, ignored=ignored, hidden=hidden,
-                                 network=network, source=str(self.workspace.source),
+                                 network=network, source=str(workspace.source),
                                  limits=self.terminal_options.get("limits"))
         from dgym_tui.core.terminals.local import LocalTerminal
 
@@ -526,6 +660,16 @@ class RepoEnv:
             self.close()
         except Exception:
             log.debug("closing a dropped RepoEnv failed", exc_info=True)
+
+
+def _mib(size: int) -> str:
+    return f"{size / (1 << 20):,.1f} MiB"
+
+
+def _some(paths: list[str], most: int = 5) -> str:
+    """``"a, b, c"`` or ``"a, b, c, d, e and 7 more"`` for observations."""
+    shown = ", ".join(paths[:most])
+    return shown if len(paths) <= most else f"{shown} and {len(paths) - most} more"
 
 
 def describe_parameters(tool: Tool) -> str:

@@ -1,16 +1,24 @@
 """A structured test report that code under test cannot fake by exiting early.
 
 Each eval runs the entrypoint with a small pytest plugin of ours loaded
-through ``PYTEST_PLUGINS`` (the plugin file lives in the terminal's private
-``scratch`` folder, outside the working copy). The plugin appends JSON lines
-to a report file in that folder: ``start`` when pytest loads it (before any
-conftest or test module is imported), one ``failure`` per failed test or
-collection error (test id, traceback frames), one ``status`` per test report
-(pytest's category: passed, failed, error, skipped, xfailed, xpassed), and
-``end`` with pytest's exit status when the session finishes. A pytest run cut short
-(``os._exit(0)`` in the code under test, a crash, a kill) leaves a ``start``
-without an ``end``: :func:`dgym_tui.core.evaluation.summary.summarize` then counts
-the run as failed, whatever the exit code says.
+through ``PYTEST_PLUGINS``. The plugin file is written once per episode by
+the host (:func:`install`) into the terminal's ``plugin_dir``, a fresh folder
+outside the working copy that commands may read but never write (sandboxed
+terminals show it read-only). The plugin appends JSON lines to a report file
+in the terminal's private ``scratch`` folder: ``start`` when pytest loads it
+(before any conftest or test module is imported), one ``failure`` per failed
+test or collection error (test id, traceback frames), one ``status`` per test
+report (pytest's category: passed, failed, error, skipped, xfailed, xpassed),
+and ``end`` with pytest's exit status when the session finishes. A pytest run
+cut short (``os._exit(0)`` in the code under test, a crash, a kill) leaves a
+``start`` without an ``end``: :func:`dgym_tui.core.evaluation.summary.summarize`
+then counts the run as failed, whatever the exit code says.
+
+The scratch folder is writable by the sandbox, so the host reads the report
+back through :class:`dgym_tui.core.fs.safefs.SafeTree` (no link followed, only
+a regular file opened, size capped), and whatever it finds there (a link, a
+FIFO, a huge or malformed file) makes a failed eval with a one-line reason
+(:attr:`PytestReport.problem`), never an exception.
 
 The plugin takes the report path out of the environment when it loads, so
 the tests and any pytest they start themselves do not see it or report.
@@ -23,8 +31,9 @@ import itertools
 import json
 import os
 import shlex
-import stat
 from dataclasses import dataclass, field
+
+from dgym_tui.core.fs.safefs import SafeTree, SpecialFileError, read_fd
 
 #: Module name of the plugin (also its file name, plus ``.py``).
 PLUGIN = "dgym_pytest_report"
@@ -48,19 +57,20 @@ import os
 import pytest
 
 _path = os.environ.pop("%(var)s", None)
-_out = None
+_fd = [-1]  # a raw descriptor: no file object, so no ResourceWarning at exit
 _config = None
 _failures = [0]
 
 
 def _write(record):
-    global _out
     if _path is None:
         return
-    if _out is None:
-        _out = open(_path, "a", encoding="utf-8")
-    _out.write(json.dumps(record) + "\\n")
-    _out.flush()
+    if _fd[0] < 0:
+        _fd[0] = os.open(_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT
+                         | getattr(os, "O_CLOEXEC", 0), 0o600)
+    data = (json.dumps(record) + "\\n").encode("utf-8")
+    while data:
+        data = data[os.write(_fd[0], data):]
 
 
 _write({"event": "start", "pid": os.getpid()})
@@ -126,6 +136,9 @@ def pytest_sessionfinish(session, exitstatus):
     if getattr(session.config, "workerinput", None) is not None:
         return  # an xdist worker: the controller reports
     _write({"event": "end", "exitstatus": int(exitstatus)})
+    if _fd[0] >= 0:
+        os.close(_fd[0])
+        _fd[0] = -1
 ''' % {"var": REPORT_VARIABLE, "max_failures": MAX_FAILURES,  # noqa: UP031  the source has braces
        "max_frames": MAX_FRAMES}
 
@@ -153,9 +166,49 @@ class SessionRecord:
 
 @dataclass
 class PytestReport:
-    """Everything the plugin wrote during one eval: one record per pytest session."""
+    """Everything the plugin wrote during one eval: one record per pytest session.
+
+    Attributes:
+        sessions: the sessions, in the order they started.
+        problem: one line saying why the report could not be trusted (not a
+            regular file, too big, a line no plugin writes); "" when none. A
+            report with a problem counts as a failed eval.
+    """
 
     sessions: list[SessionRecord] = field(default_factory=list)
+    problem: str = ""
+
+
+#: Largest report read back, in bytes (a run of 10,000 tests writes about 0.5 MB).
+MAX_REPORT_BYTES = 4 * 1024 * 1024
+
+
+def install(terminal) -> bool:
+    """Write the plugin into ``terminal.plugin_dir``, once, after the terminal started.
+
+    The folder is the host's own (made by the terminal, outside every tree the
+    sandbox writes, shown read-only to the commands): the file is created
+    through the folder's descriptor (temporary file + rename, mode 0644).
+    A terminal without a plugin folder gets nothing (its evals run without a
+    report).
+
+    Returns:
+        True when the plugin is in place.
+
+    Raises:
+        OSError: the folder cannot be written.
+    """
+    folder = getattr(terminal, "plugin_dir", "")
+    if not folder:
+        return False
+    tree = SafeTree(folder)
+    try:
+        if tree.kind(PLUGIN + ".py", follow=False) != "file":
+            tree.write_bytes(PLUGIN + ".py", PLUGIN_SOURCE.encode("utf-8"), mode=0o644,
+                             mkdirs=False)
+    finally:
+        tree.close()
+    return True
 
 
 #: the terminal width pytest sees in an eval (its separator lines are this wide)
@@ -165,61 +218,109 @@ EVAL_COLUMNS = 80
 def prepare(terminal, entrypoint: str) -> tuple[str, str | None]:
     """Return ``(command, host report path)`` for one eval of ``entrypoint`` on ``terminal``.
 
-    The plugin file is written into the terminal's scratch folder (once) and
-    the command exports what loads it, and ``COLUMNS`` (:data:`EVAL_COLUMNS`).
-    Terminals without a scratch folder (``scratch`` empty, e.g. a custom Terminal) run the entrypoint as it is
-    and get no report (``None``).
+    The command exports what loads the plugin from ``terminal.plugin_dir``
+    (see :func:`install`), names a fresh report file in the terminal's scratch
+    folder, and sets ``COLUMNS`` (:data:`EVAL_COLUMNS`). Terminals without a
+    scratch folder or a plugin folder run the entrypoint as it is and get no
+    report (``None``).
+
+    Raises:
+        OSError: the scratch folder cannot be opened (it is the host's own folder).
     """
     scratch = getattr(terminal, "scratch", "")
-    if not scratch:
+    plugin_dir = getattr(terminal, "plugin_dir", "")
+    if not scratch or not plugin_dir:
         return entrypoint, None
-    plugin_dir = os.path.join(scratch, "plugin")
-    plugin_file = os.path.join(plugin_dir, PLUGIN + ".py")
-    if not os.path.exists(plugin_file):
-        os.makedirs(plugin_dir, exist_ok=True)
-        with open(plugin_file, "w", encoding="utf-8") as f:
-            f.write(PLUGIN_SOURCE)
-        os.chmod(plugin_dir, 0o755)
-        os.chmod(plugin_file, 0o644)
     name = f"report-{next(_counter)}.jsonl"
-    host_report = os.path.join(scratch, name)
-    if os.path.lexists(host_report):
-        os.unlink(host_report)
+    tree = SafeTree(scratch)
+    try:
+        with contextlib.suppress(OSError):  # planted by the sandbox: gone or read safely later
+            tree.unlink(name)
+    finally:
+        tree.close()
     inside = terminal.scratch_path()
+    plugin_inside = terminal.plugin_path()
     # COLUMNS: pytest draws its separator lines as wide as the terminal; 80 columns
     # keep them short in the observation (fewer tokens than the terminals' 200)
     command = (f"export COLUMNS={EVAL_COLUMNS} "
                f"{REPORT_VARIABLE}={shlex.quote(inside + '/' + name)} "
                f"PYTEST_PLUGINS=\"{PLUGIN}${{PYTEST_PLUGINS:+,$PYTEST_PLUGINS}}\" "
-               f"PYTHONPATH={shlex.quote(inside + '/plugin')}\"${{PYTHONPATH:+:$PYTHONPATH}}\"\n"
+               f"PYTHONPATH={shlex.quote(plugin_inside)}\"${{PYTHONPATH:+:$PYTHONPATH}}\"\n"
                f"{entrypoint}")
-    return command, host_report
+    return command, os.path.join(scratch, name)
 
 
-def read(path: str | None, max_bytes: int = 4 * 1024 * 1024) -> PytestReport | None:
+def read(path: str | None, max_bytes: int = MAX_REPORT_BYTES) -> PytestReport | None:
     """Read the report file the plugin wrote; None when there is none (pytest never loaded it).
 
-    Lines that are not JSON objects are skipped; at most ``max_bytes`` are read.
-    The file is deleted after reading.
+    ``path`` is ``scratch/name`` as :func:`prepare` returned it: the file is
+    opened from the scratch folder's descriptor without following a link, and
+    only a regular file is read. The file is deleted after reading. Never raises.
+
+    Returns:
+        The report; its ``problem`` says why it counts as failed when the file
+        is a link, a FIFO or other special file, a folder, larger than
+        ``max_bytes``, unreadable, or holds a line nested too deeply for JSON.
+        None when there is no such file. Lines that are not JSON objects
+        (a line cut by a kill) are skipped.
     """
     if not path:
         return None
+    folder, name = os.path.split(path)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
-        return None
+        tree = SafeTree(folder)
+    except OSError as exc:
+        return PytestReport(problem=f"the test report's folder cannot be opened "
+                                    f"({exc.strerror or exc}); counted as failed")
     try:
-        with os.fdopen(fd, "rb") as f:
-            # Only a regular file counts (not a FIFO or device planted by the tests).
-            data = f.read(max_bytes) if stat.S_ISREG(os.fstat(f.fileno()).st_mode) else b""
+        return _read_from(tree, name, max_bytes)
+    except Exception as exc:  # noqa: BLE001  whatever the sandbox planted: a failed eval
+        return PytestReport(problem=f"the test report cannot be read ({type(exc).__name__}); "
+                                    "counted as failed")
     finally:
         with contextlib.suppress(OSError):
-            os.unlink(path)
+            tree.unlink(name)
+        tree.close()
+
+
+def _read_from(tree: SafeTree, name: str, max_bytes: int) -> PytestReport | None:
+    """Read report ``name`` of ``tree`` (see :func:`read`)."""
+    try:
+        fd, st, _ = tree.open_file(name, follow=False)
+    except FileNotFoundError:
+        return None
+    except SpecialFileError as exc:
+        return PytestReport(problem=f"the test report is a {exc.kind}, not a regular file "
+                                    "(made by the code under test); counted as failed")
+    except IsADirectoryError:
+        return PytestReport(problem="the test report is a folder, not a regular file "
+                                    "(made by the code under test); counted as failed")
+    except OSError as exc:
+        return PytestReport(problem=f"the test report cannot be opened ({exc.strerror or exc}); "
+                                    "counted as failed")
+    try:
+        if st.st_size > max_bytes:
+            return PytestReport(problem=f"the test report is larger than {max_bytes:,} bytes "
+                                        f"({st.st_size:,}); counted as failed")
+        data = read_fd(fd, st.st_size, max_bytes + 1)
+    finally:
+        os.close(fd)
+    if len(data) > max_bytes:  # grew between fstat and read
+        return PytestReport(problem=f"the test report is larger than {max_bytes:,} bytes; "
+                                    "counted as failed")
+    return parse(data)
+
+
+def parse(data: bytes) -> PytestReport | None:
+    """Parse the plugin's JSON lines (see :func:`read`); None when no session started."""
     report = PytestReport()
     for raw in data.splitlines():
         try:
             record = json.loads(raw)
-        except ValueError:
+        except RecursionError:
+            return PytestReport(problem="the test report holds a line nested too deeply "
+                                        "(no pytest writes it); counted as failed")
+        except ValueError:  # not JSON, or not UTF-8
             continue
         if not isinstance(record, dict):
             continue

@@ -72,10 +72,12 @@ def summarize(output: str, exit_code: int | None, timed_out: bool, report: Pytes
             path, None outside (``Terminal.to_relative``).
 
     Returns:
-        The summary. With a report, a pytest session cut short (``os._exit``,
-        a crash) or an exit code that disagrees with the report makes the run
-        count as failed (one more error, unless the report already has one)
-        and sets ``problem`` to a one-line reason.
+        The summary. A report with a ``problem`` (unreadable, planted by the
+        code under test) counts as one error with that problem. With a
+        report, a pytest session cut short (``os._exit``, a crash) or an exit
+        code that disagrees with the report makes the run count as failed
+        (one more error, unless the report already has one) and sets
+        ``problem`` to a one-line reason.
     """
     if report is None:
         summary = parse_pytest_summary(output, exit_code, timed_out)
@@ -85,6 +87,9 @@ def summarize(output: str, exit_code: int | None, timed_out: bool, report: Pytes
                                   exit_code=exit_code, timed_out=timed_out)
         return summary
     summary = EvalSummary(exit_code=exit_code, timed_out=timed_out)
+    if report.problem:
+        summary.errors, summary.problem = 1, report.problem
+        return summary
     for session in report.sessions:
         for category, number in session.counts.items():
             field = _FIELDS.get(category)

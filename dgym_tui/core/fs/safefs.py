@@ -33,7 +33,7 @@ import errno
 import os
 import posixpath
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 O_PATH = getattr(os, "O_PATH", 0)
@@ -45,6 +45,8 @@ _REOPEN = os.path.isdir(_PROC_FD) and bool(O_PATH)
 
 #: Most symbolic links one resolution follows (as the kernel's limit).
 MAX_LINKS = 40
+#: Deepest folder nesting :func:`walk` and :func:`remove_at` go (one open fd per level).
+MAX_DEPTH = 256
 
 
 class EscapeError(OSError):
@@ -255,30 +257,40 @@ class SafeTree:
             # raced: the folder became a link after resolve(); resolve again
         raise OSError(errno.ELOOP, f"too many symbolic links in {rel!r}")
 
-    def open_file(self, rel: str) -> tuple[int, os.stat_result, str]:
+    def open_file(self, rel: str, follow: bool = True) -> tuple[int, os.stat_result, str]:
         """Open regular file ``rel`` for reading: ``(fd, fstat, canonical rel)``.
 
         The fd is blocking, read-only, close-on-exec; the caller closes it.
 
+        Args:
+            rel: path relative to the tree's root.
+            follow: resolve a link in the last position (inside the tree); False
+                refuses a link there (:class:`SpecialFileError`, kind "link").
+
         Raises:
             IsADirectoryError: ``rel`` is a folder.
-            SpecialFileError: ``rel`` is a FIFO, socket or device node.
+            SpecialFileError: ``rel`` is a FIFO, socket or device node (or a
+                link, with ``follow=False``).
             FileNotFoundError, EscapeError, OSError: as :meth:`resolve`.
         """
         for _ in range(MAX_LINKS + 1):
-            with self.resolve(rel) as leaf:
+            with self.resolve(rel, follow=follow) as leaf:
                 if not leaf.name:
                     raise IsADirectoryError(errno.EISDIR, "the root is a folder")
                 try:
                     pfd = os.open(leaf.name, _LEAF_FLAGS, dir_fd=leaf.parent)
                 except OSError as exc:
                     if exc.errno == errno.ELOOP:  # non-O_PATH platforms: a link
+                        if not follow:
+                            raise SpecialFileError(leaf.rel, "link") from None
                         continue
                     raise
                 try:
                     st = os.fstat(pfd)
                     kind = file_kind(st.st_mode)
                     if kind == "link":
+                        if not follow:
+                            raise SpecialFileError(leaf.rel, "link")
                         continue  # became a link after resolve(): resolve again
                     if kind == "folder":
                         raise IsADirectoryError(errno.EISDIR, f"{leaf.rel!r} is a folder")
@@ -297,9 +309,9 @@ class SafeTree:
                         os.close(pfd)
         raise OSError(errno.ELOOP, f"too many symbolic links in {rel!r}")
 
-    def read_bytes(self, rel: str, limit: int | None = None) -> bytes:
+    def read_bytes(self, rel: str, limit: int | None = None, follow: bool = True) -> bytes:
         """Read regular file ``rel`` (at most ``limit`` bytes). Errors as :meth:`open_file`."""
-        fd, st, _ = self.open_file(rel)
+        fd, st, _ = self.open_file(rel, follow=follow)
         try:
             return read_fd(fd, st.st_size if limit is None else min(limit, st.st_size), limit)
         finally:
@@ -415,6 +427,135 @@ def open_subdir(fd: int, name: str) -> int | None:
         return os.open(name, DIR_FLAGS, dir_fd=fd)
     except OSError:
         return None
+
+
+def walk(fd: int, enter: Callable[[str, os.stat_result], bool] | None = None,
+         max_depth: int = MAX_DEPTH) -> Iterator[tuple[int, str, str, os.stat_result]]:
+    """Every entry below the folder open as ``fd``, depth first, never following a link.
+
+    Folders are opened one level at a time relative to their parent's fd
+    (``O_NOFOLLOW``), so a folder swapped for a link is not entered. Each
+    folder's entries are listed before they are yielded, so the caller may
+    delete the entry it is given.
+
+    Args:
+        fd: an open folder (not closed here).
+        enter: ``enter(rel, lstat) -> bool``: descend into this folder? (all by default).
+        max_depth: deepest nesting entered.
+
+    Yields:
+        ``(folder fd, name, relative path, lstat)``; the folder fd is valid
+        until the next item.
+
+    Raises:
+        OSError: folders nested deeper than ``max_depth`` (``ELOOP``).
+    """
+    stack: list[tuple[int, str, list[str] | None]] = [(os.dup(fd), "", None)]
+    try:
+        while stack:
+            dfd, prefix, pending = stack[-1]
+            if pending is None:
+                pending = []
+                for name, st in list(scan_fd(dfd)):
+                    rel = prefix + name
+                    yield dfd, name, rel, st
+                    if stat.S_ISDIR(st.st_mode) and (enter is None or enter(rel, st)):
+                        pending.append(name)
+                pending.reverse()
+                stack[-1] = (dfd, prefix, pending)
+            if not pending:
+                stack.pop()
+                os.close(dfd)
+                continue
+            name = pending.pop()
+            sub = open_subdir(dfd, name)
+            if sub is None:
+                continue
+            if len(stack) >= max_depth:
+                os.close(sub)
+                raise OSError(errno.ELOOP, f"folders nested deeper than {max_depth} levels "
+                                           f"at {prefix + name!r}")
+            stack.append((sub, prefix + name + "/", None))
+    finally:
+        for dfd, _, _ in stack:
+            os.close(dfd)
+
+
+def remove_at(dir_fd: int, name: str, max_depth: int = MAX_DEPTH) -> None:
+    """Delete entry ``name`` of the folder open as ``dir_fd``, whatever it is.
+
+    A file, link or special file is unlinked (a link is never followed); a
+    folder is emptied level by level through descriptors (folders made
+    unreadable are opened up through their own fd first) and removed.
+    Missing: nothing happens.
+
+    Raises:
+        OSError: it cannot be removed, or folders nest deeper than ``max_depth``.
+    """
+    fds: list[tuple[int, str, int]] = []
+    try:
+        first = _open_to_remove(dir_fd, name)
+        if first is None:
+            return
+        fds.append((dir_fd, name, first))
+        while fds:
+            parent, current, fd = fds[-1]
+            sub = None
+            for child, st in list(scan_fd(fd)):
+                if stat.S_ISDIR(st.st_mode):
+                    sub = child
+                    break
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(child, dir_fd=fd)
+            if sub is None:
+                fds.pop()
+                os.close(fd)
+                with contextlib.suppress(FileNotFoundError):
+                    os.rmdir(current, dir_fd=parent)
+                continue
+            if len(fds) >= max_depth:
+                raise OSError(errno.ELOOP, f"folders nested deeper than {max_depth} levels")
+            opened = _open_to_remove(fd, sub)
+            if opened is not None:
+                fds.append((fd, sub, opened))
+    finally:
+        for _, _, fd in fds:
+            os.close(fd)
+
+
+def _open_to_remove(dir_fd: int, name: str) -> int | None:
+    """Unlink ``name`` when it is no folder (None), else open it for emptying (its fd)."""
+    for _ in range(MAX_LINKS):
+        refused: OSError | None = None
+        try:
+            os.unlink(name, dir_fd=dir_fd)
+            return None
+        except FileNotFoundError:
+            return None
+        except (IsADirectoryError, PermissionError) as exc:
+            refused = exc
+        try:
+            pfd = os.open(name, _LEAF_FLAGS, dir_fd=dir_fd)
+        except FileNotFoundError:
+            return None
+        try:
+            if not stat.S_ISDIR(os.fstat(pfd).st_mode):
+                if isinstance(refused, PermissionError):
+                    raise refused
+                continue  # swapped meanwhile: unlink again
+            with contextlib.suppress(OSError):  # a folder made unreadable / unwritable
+                if _REOPEN:
+                    os.chmod(f"{_PROC_FD}/{pfd}", 0o700)
+                else:
+                    os.fchmod(pfd, 0o700)
+            try:
+                return os.open(name, DIR_FLAGS, dir_fd=dir_fd)
+            except OSError as exc:
+                if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
+                    raise
+        finally:
+            os.close(pfd)
+    raise OSError(errno.ELOOP, f"{name!r} keeps changing; cannot remove it")
 
 
 def read_fd(fd: int, size_hint: int, limit: int | None = None) -> bytes:

@@ -18,21 +18,39 @@ from __future__ import annotations
 
 import contextlib
 import re
+import secrets
 import time
 from dataclasses import dataclass, field
 
 from dgym_tui.core.terminals.base import DEFAULT_MAX_OUTPUT, child_alive
 from dgym_tui.core.terminals.output import BoundedOutput, read_until
 
-#: pdb's prompt (Python 3.8 - 3.13 print exactly this and wait for a line).
+#: pdb's own prompt (Python 3.8 - 3.13 print exactly this and wait for a line). Only
+#: the first one is read as it is: the session then gives pdb a random one (below).
 PROMPT = "(Pdb) "
 
 #: Interactive questions pdb asks inside a command, and the answer we give.
 #: ``clear`` with no argument asks before deleting every breakpoint.
 CONFIRMATIONS = {"Clear all breaks? ": "y"}
 
-_KEEP = max(len(PROMPT), *(len(q) for q in CONFIRMATIONS)) - 1
 _PROMPT_RE = re.compile(re.escape(PROMPT))
+#: pdb's prompt after the start: ``(dgym-<32 hex digits>) `` (nested ``debug``
+#: sessions add parentheses). Made per session and set in pdb's memory, never on
+#: its command line or in a file, so a program printing ``(Pdb) `` (or an old
+#: session's prompt) is just output: it cannot end a reply early and shift the
+#: replies of later commands.
+_TOKEN_PROMPT = re.compile(r"\(+(dgym-[0-9a-f]{32})\)+ ")
+#: Longest prompt kept unread at a buffer's end (it may be split across reads).
+_KEEP = max(48, *(len(q) for q in CONFIRMATIONS)) - 1
+
+
+def _prompt_setter(prompt: str) -> str:
+    """The pdb command giving every debugger of the process ``prompt``; prints nothing."""
+    code = ("import gc, pdb\n"
+            "for o in gc.get_objects():\n"
+            "    if isinstance(o, pdb.Pdb):\n"
+            f"        o.prompt = {prompt!r}\n")
+    return f"!exec({code!r}, {{}})"
 
 _ML = re.MULTILINE
 #: "> /abs/file.py(12)func()" (pdb's current-frame line; "->value" may follow on return).
@@ -162,6 +180,8 @@ class PdbSession:
     max_output: int = DEFAULT_MAX_OUTPUT
     child: object = None
     _pending: str = ""
+    #: the session's prompt token ("" until pdb took it: its own prompt counts then)
+    _token: str = ""
 
     @property
     def alive(self) -> bool:
@@ -187,12 +207,27 @@ class PdbSession:
         self.child = self.terminal.spawn(self.command, env=env)
         self.child.delaybeforesend = None  # pexpect's default sleeps 50 ms per send
         self._pending = ""
-        reply = self._read_reply(time.monotonic() + timeout, started=time.monotonic())
+        self._token = ""
+        started = time.monotonic()
+        deadline = started + timeout
+        reply = self._read_reply(deadline, started)
+        if reply.ok:
+            # Nothing of the program ran yet: this prompt is pdb's. From now on
+            # pdb prompts with a token only this session knows.
+            token = f"dgym-{secrets.token_hex(16)}"
+            self.child.send(_prompt_setter(f"({token}) ") + "\n")
+            self._token = token
+            switched = self._read_reply(deadline, started, accept_plain=True)
+            if switched.ok:
+                reply.output += switched.output
+            else:
+                reply = switched
         if not reply.ok:
             self.close()
             what = (f"did not reach the (Pdb) prompt within {timeout:g} s"
                     if reply.status == "timeout" else "exited before its first prompt")
             raise PdbStartError(f"pdb {what}", reply.output, reply.status == "timeout")
+        reply.elapsed = time.monotonic() - started
         return reply
 
     def send(self, command: str, timeout: float) -> PdbReply:
@@ -267,11 +302,29 @@ class PdbSession:
             child.close(force=True)  # the terminals' spawns kill their whole group at once
 
     # -- reading ---------------------------------------------------------
-    def _read_reply(self, deadline: float, started: float) -> PdbReply:
-        """Read up to the next prompt, the deadline, or the end of the process."""
+    def _read_reply(self, deadline: float, started: float,
+                    accept_plain: bool = False) -> PdbReply:
+        """Read up to the next prompt, the deadline, or the end of the process.
+
+        Before the token is set (and, with ``accept_plain``, while it is being
+        set: pdb may refuse it) pdb's own ``(Pdb) `` counts as the prompt.
+        """
         out = BoundedOutput(self.max_output)
         buf, self._pending = self._pending, ""
-        status, _, rest = read_until(self.child, buf, out, _PROMPT_RE.search, _KEEP, deadline,
+
+        def find(text: str):
+            if self._token:
+                for match in _TOKEN_PROMPT.finditer(text):
+                    if match.group(1) == self._token:
+                        return match
+                if not accept_plain:
+                    return None
+            match = _PROMPT_RE.search(text)
+            if match is not None:
+                self._token = ""  # pdb kept its own prompt
+            return match
+
+        status, _, rest = read_until(self.child, buf, out, find, _KEEP, deadline,
                                      on_read=self._confirm)
         if status == "found":
             status, self._pending = "prompt", rest

@@ -1,4 +1,4 @@
-"""submit: run the entrypoint one last time and end the episode."""
+"""submit: grade the agent's changes in a fresh working copy and end the episode."""
 
 from __future__ import annotations
 
@@ -10,15 +10,17 @@ from dgym_tui.core.tools.base import Tool, ToolOutput, register
 
 @register
 class SubmitTool(Tool):
-    """Ends the episode after a final eval; the working copy's diff is the result."""
+    """Ends the episode after a final eval in a fresh working copy of the original
+    carrying the agent's changes to writable files (:meth:`RepoEnv.grade_submission`)."""
 
     name = "submit"
     instructions = (
-        "Submit your fix and end the episode. The entrypoint runs one last time and its "
-        "result is your score. Call it when the tests pass (or you cannot do better).")
+        "Submit your fix and end the episode. The entrypoint runs one last time, on a fresh "
+        "copy of the repository with your changes to writable files, and its result is your "
+        "score. Call it when the tests pass (or you cannot do better).")
 
     def run(self, **_: Any) -> ToolOutput:
-        summary, output = self.env.run_eval()
+        summary, output = self.env.grade_submission()
         changed = self.env.workspace.changed_files()
         files = ", ".join(changed) if changed else "none"
         text = (f"Submitted. Final eval of `{self.env.entrypoint}`:\n{output.rstrip()}\n\n"
