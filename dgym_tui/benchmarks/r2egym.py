@@ -10,28 +10,7 @@ content is the reference solution). A record has no id of its own: the task is
 named ``<repo_name>__<first 12 characters of commit_hash>`` unless it carries
 ``instance_id``. ``tasks`` / ``exclude`` pick records as for ``swebench``.
 
-Per record:
-
-- **Image**: the record's, or ``image_template`` (``{repo}`` / ``{commit}``
-  filled in). The repository sits at ``repo_dir`` (``/testbed``) with its
-  virtual environment in ``.venv``, the test script ``run_tests.sh`` beside it
-  and the hidden tests in ``r2e_tests`` (at ``/r2e_tests`` or in the repository).
-- **Working copy**: the repository copied out of the image (as for
-  ``swebench``: once, cached, without ``.git``), without ``run_tests.sh`` and
-  ``r2e_tests``: the agent never sees the tests it is graded on. Setup
-  commands store both in a private folder of the container.
-- **Task text**: the problem statement, only the part inside ``[ISSUE]`` ...
-  ``[/ISSUE]`` when it has those marks.
-- **Tests and grading** as R2E-Gym's runner: the image's ``run_tests.sh`` runs
-  (from a scratch copy of the working copy with ``r2e_tests`` laid in, so the
-  working copy never holds them); its whole log is kept in the container; the
-  pytest log parser reads the lines after "short test summary info"
-  (``PASSED`` / ``FAILED`` / ``ERROR``); resolved = the parsed map equals the
-  expected map (same tests, same status each; test ids compared without the
-  `` - message`` part and colour codes). The score counts the expected tests
-  whose status matches; tests missing from the log and extra tests count as
-  failed.
-
+Image, working copy, task text and grading per record: docs/benchmarks.md.
 The reference solution is only in ``Task.meta`` (``solution_files``).
 """
 

@@ -10,44 +10,9 @@ the new one of the swebench 5.x datasets (plus ``image``, ``eval_script``,
 ``log_parser``, ``eval_type``). ``tasks`` (ids, or a file of ids one per
 line) and ``exclude`` pick the instances.
 
-Per instance:
-
-- **Tests and grading** come from the official ``swebench`` package (see
-  :mod:`dgym_tui.benchmarks.swebench_harness`): the harness's test command for
-  the repository and version with the test directives of ``test_patch`` (test
-  files are run whole, never single test ids), its per-repository log parser,
-  and its rule: resolved = every FAIL_TO_PASS and PASS_TO_PASS test passes.
-  The score is how many of those pass. The full test log is kept at
-  :data:`TEST_LOG` in the container for the grader; the agent sees the output
-  as usual. Per-repository ``eval_commands`` run like the harness runs them:
-  ``export`` lines before every test run, the others (e.g. Django's
-  ``locale-gen``) once at reset. The harness images' conda environment is
-  activated when the image has it.
-- **Image**: the ``image_template`` option (``{instance_id}`` / ``{harness_id}``
-  filled in), else the record's ``image`` / ``image_name``, else the harness's
-  name: ``<namespace>/sweb.eval.x86_64.<instance id, lowercased>:latest`` with
-  ``__`` written ``_1776_`` (no namespace: ``sweb.eval.x86_64.<id lowercased>:latest``,
-  the harness's locally built images). The repository sits at ``repo_dir``
-  (``/testbed``) in the image, checked out at ``base_commit``.
-- **Working copy**: our terminals bind-mount a host folder, so the repository
-  is copied out of the image once (a created, never started container;
-  ``get_archive``), without ``.git`` (so no remote or later commit is
-  visible), into a cache folder keyed by instance and image id
-  (``$XDG_CACHE_HOME/dgym-tui/swebench``). That folder is the task's ``path``.
-- **swebench** keeps the new tests out of the working copy: setup commands
-  store the test files as ``test_patch`` leaves them in a private folder of
-  the container, and the entrypoint runs the tests on a scratch copy of the
-  working copy with those files laid over it, pytest with ``--tb=no`` so the
-  output shows test ids, never the hidden tests' source.
-- **Per-repository setup** the harness runs in its eval script (Django's
-  ``locale-gen``; a new-format record's lines before the tests) runs as root
-  in the container when it starts (``DockerTerminal(root_setup=...)``), as in
-  the harness; every other command runs as the unprivileged sandbox user.
-- **swebench-debug** applies ``test_patch`` to the working copy before the
-  episode, so the failing tests exist and pdb can run them.
-
-The gold ``patch`` is only in ``Task.meta``: never in the working copy, the
-description, the entrypoint or the setup commands.
+Tests, grading, image, working copy and setup per instance: docs/benchmarks.md. The
+gold ``patch`` is only in ``Task.meta``: never in the working copy, the description,
+the entrypoint or the setup commands.
 """
 
 from __future__ import annotations
@@ -669,10 +634,6 @@ def fixture_image_name(instance_id: str) -> str:
     return harness_image(instance_id, FIXTURE_NAMESPACE)
 
 
-#: Image of our first fixture instance (dgym__calc-1).
-FIXTURE_IMAGE = fixture_image_name("dgym__calc-1")
-
-
 def _tree_hash(folder: Path) -> str:
     digest = hashlib.sha256()
     for path in sorted(folder.rglob("*")):
@@ -765,7 +726,6 @@ def build_fixture_images(base: str | None = None, force: bool = False) -> dict[s
 
 
 __all__ = [
-    "FIXTURE_IMAGE",
     "HARNESS_IMAGE_TEMPLATE",
     "SWEBenchBenchmark",
     "SWEBenchDebugBenchmark",

@@ -14,23 +14,8 @@ Modes (settable at any turn through ``session.mode``):
 - ``"auto"``: :meth:`Session.run` loops propose -> execute until the episode
   ends, the step budget is spent, the mode changes or a pause is requested.
 
-Recording rules (also in docs/internals.md):
-
-- ``actor`` is ``"agent"`` for decisions ``auto``, ``approved`` and
-  ``rejected``; ``"human"`` for ``edited`` (the person changed the action)
-  and ``manual``. A policy whose ``actor`` attribute is ``"human"`` (e.g. the
-  text-prompt human policy) records its turns as ``human`` / ``manual``.
-- A proposal without an action (``Proposal.action is None``: the model sent
-  no valid tool call) is recorded as a turn with ``decision="rejected"``,
-  ``proposed=None``, ``action=None``, ``result=None`` and the error in
-  ``Turn.error`` so the agent reads it on its next turn. It counts against the
-  step budget.
-- Every turn, rejected ones included, counts against ``max_steps``.
-- The same invalid reply (same text and calls), or the same action with the
-  same observation, ``stuck_repeats`` (3) times in a row ends the episode with
-  reason ``"stuck"`` (the footer's ``detail`` says what repeated) instead of
-  spending the budget; one repetition before, the turn's ``note`` warns the
-  agent (see :mod:`dgym_tui.episode.stuck`).
+Recording rules (actor and decision, invalid proposals, the step budget, stuck
+episodes, footer reasons): docs/internals.md.
 
 The loop holds no UI: it is safe to drive from a worker thread. Environment
 access is serialized by a lock; subscribers are called from the thread that

@@ -1,46 +1,7 @@
 """Run configurations: YAML files for ``dgym run``, ``-p key.sub=value`` overrides, validation.
 
-Every key (``KEYS`` below is the single source; :func:`keys_markdown` renders
-it as a table):
-
-==================== ============ ===================================================
-key                  default      meaning
-==================== ============ ===================================================
-benchmark            (required)   benchmark name (``mini``, ``local``, ``exercism``,
-                                  ``swebench``, ``swebench-debug``), or a mapping
-                                  ``{name: ..., <option>: ...}``; options go to the
-                                  loader (``local`` needs ``path`` and ``entrypoint``)
-tasks                ``all``      ``all``, one task name, or a list of names
-policy               ``agent``    ``agent`` (LLM agent), ``human`` (type actions on
-                                  stdin) or ``solution`` (apply the task's gold
-                                  patch, then submit: checks the task is solvable)
-agent                debug_agent  agent spec name (a file in agents/) or a YAML path
-llm                  (none)       entry name in the LLM config (needed by ``agent``)
-llm_config           (none)       path of ``llm.yaml``; none: the default location
-terminal             (task's)     ``local`` (trusted code), ``bwrap`` (a local
-                                  sandbox) or ``docker``; none: for a folder's
-                                  tasks (``local``, ``folder``) ``bwrap`` where it
-                                  works, which a task's own dgym.yaml may raise
-                                  but not lower; else the task's own choice,
-                                  else ``local``
-image                (none)       Docker image (``terminal: docker``); none: the
-                                  task's image or the sandbox image
-                                  ``dgym-tui/sandbox:test``
-max_steps            50           step budget per episode
-mode                 ``auto``     ``auto`` for ``dgym run``; ``approve`` / ``human``
-                                  are for the TUI
-stop_on_resolved     false        end an episode as soon as all tests pass
-output_dir           runs/<name>  where results go; ``<name>`` is the config file's
-                                  stem (``runs/run`` without a file)
-workers              1            tasks run in parallel (threads); ``-n`` wins
-env.eval_timeout     120          seconds the entrypoint may run
-env.pdb_timeout      30           seconds one pdb command may take
-env.max_output       65536        bytes of tool output kept per observation (head
-                                  and tail)
-mcp_servers          (none)       MCP servers whose tools join the toolbox: a list of
-                                  ``{name, command | url, transport, prefix, tools,
-                                  timeout, env}`` (docs/mcp.md)
-==================== ============ ===================================================
+Every key, its default and meaning are in ``KEYS`` below, the single source;
+:func:`keys_markdown` renders it as a table (``dgym config-keys``, docs/headless.md).
 """
 
 from __future__ import annotations

@@ -9,13 +9,9 @@ to :data:`FRAMES_PER_SECOND` unless the environment already sets it. :func:`paus
 import gc
 import os
 
-#: Frames per second at most (Textual's default: 60). Textual draws a changed screen at
-#: the next tick of its screen's update timer, every 1 / TEXTUAL_FPS s, so a pdb stop's
-#: panes reached the terminal up to 16.7 ms after the app had updated them: a median wait
-#: of 11-15 ms per stop, up to 27 ms (``bench/bench_tui.py``, a `u` / `d` stop split into
-#: its parts, 2026-11-26). At 120 the wait is at most 8.3 ms (median 1.6 ms, same run). A
-#: screen is drawn only when something on it changed, so an idle app draws nothing more;
-#: a continuous change (scrolling) is drawn up to twice as often.
+#: Frames per second at most (Textual's default: 60): a changed screen waits for the next
+#: tick, so this halves the wait of a pdb stop's panes; an idle app draws nothing more
+#: (measurements: docs/performance.md).
 FRAMES_PER_SECOND = 120
 
 os.environ.setdefault("TEXTUAL_FPS", str(FRAMES_PER_SECOND))
@@ -27,14 +23,9 @@ def pause_gc() -> None:
     """Pause the garbage collector until :func:`resume_gc` (the app calls it after its
     first frame; ``dgym-tui`` calls this before it imports the app).
 
-    Importing the app's modules and mounting the ~55 widgets of the first screen make
-    enough objects for many young-generation passes, none of which finds garbage worth
-    the time: paused from the command's start, the first frame came 15-18 ms sooner
-    (main-thread CPU to the first frame with the footer's keys, 0.229-0.231 ->
-    0.211-0.216 s; paused from the app's load only, 0.215-0.226 s; two runs of 11 rounds
-    in turn of ``bench/bench_tui.py``'s first-paint script, 2026-11-26). A collector the
-    program had already disabled stays disabled, and :func:`resume_gc` leaves it so.
-    Idempotent."""
+    The start-up's imports and first widgets make many young-generation passes that find
+    no garbage (docs/performance.md). A collector the program had already disabled stays
+    disabled, and :func:`resume_gc` leaves it so. Idempotent."""
     global _gc_paused
     if gc.isenabled():
         gc.disable()

@@ -148,10 +148,8 @@ class DgymApp(AppKeys, SessionCalls, AgentTurns, CodeEdits, ReplayMode, WidgetEv
         self._workspace = WorkspaceState([], frozenset(), "")  # as the last message said
         self._inspection: Any = None  # pdb's stack / variables at the last stop
         self._bridge: SessionBridge | None = None
-        # The imported modules (and a loaded trajectory) live as long as the app: out of
-        # the full passes before the first paint, which one paid (~30-50 ms) while the
-        # widgets were mounted; in replay they were a third of the time to open a
-        # 1,000-step trajectory. A live session freezes its start-up objects again.
+        # The imported modules (and a loaded trajectory) live as long as the app: kept out
+        # of full passes from now on; a live session freezes its start-up objects again.
         self._freeze_gc()
         for theme in load_themes():
             self.register_theme(theme)

@@ -187,10 +187,9 @@ class SessionCalls(MessagePump):
         """Keep the objects made so far (imported modules, the app's widgets, a loaded
         trajectory) out of the garbage collector's full passes until the app closes.
 
-        They live as long as the app; a full pass re-scans them all (~80 ms for the
-        ~100,000 objects of a live session on a 2-core machine: one stop in ~15 took that
-        much longer). Each call also freezes the objects made since the last one. Undone
-        by :meth:`_unfreeze_gc`."""
+        They live as long as the app, and a full pass re-scanning them delayed a stop
+        (docs/performance.md). Each call also freezes the objects made since the last
+        one. Undone by :meth:`_unfreeze_gc`."""
         gc.freeze()
         self._gc_frozen = True
 
