@@ -337,3 +337,30 @@ def test_activated_virtualenv_runs_the_tests(make_repo, make_env, monkeypatch, b
     assert lines[0] == f"{os.path.realpath(repo / '.venv')} the virtualenv", res.output
     assert "original" not in res.output  # the original repository itself stays hidden
     assert lines[-1] == str(repo / ".venv")
+
+
+def test_allow_list_shows_exact_python_folders_never_home_or_the_repository(tmp_path):
+    """PATH folders are shown as they are, never the top-level home folder holding them
+    (siblings stay hidden); a top-level home folder is shown only when it is a Python prefix
+    (a virtualenv); nothing inside the original repository but a virtualenv."""
+    from dgym_tui.core.terminals.allowlist import python_folders
+
+    home = tmp_path / "home"
+    tools = home / "src" / "tools" / "bin"
+    scripts = home / "bin"
+    venv = home / ".venv"
+    repo = tmp_path / "repo"
+    repo_bin = repo / "node_modules" / ".bin"
+    repo_venv = repo / ".venv"
+    for folder in (tools, scripts, venv / "bin", repo_bin, repo_venv / "bin"):
+        folder.mkdir(parents=True)
+    for v in (venv, repo_venv):
+        (v / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    path = os.pathsep.join(map(str, (tools, scripts, venv / "bin", repo_bin, repo_venv / "bin",
+                                     "relative/bin")))
+    shown = python_folders({"PATH": path}, str(home), excluded=[str(repo)])
+    assert str(tools) in shown and str(home / "src") not in shown and str(home) not in shown
+    assert str(scripts) not in shown  # a top-level home folder that is no Python prefix
+    assert str(venv) in shown and str(repo_venv) in shown
+    assert str(repo_bin) not in shown and str(repo) not in shown
+    assert not any(p.startswith("relative") for p in shown)

@@ -125,8 +125,11 @@ def python_folders(environ: Mapping[str, str], home: str, excluded: Iterable[str
         if not os.path.isabs(entry) or not os.path.isdir(entry):
             continue  # relative entries name folders of the working copy, not of the host
         others.add(entry)
-        if os.path.basename(entry) == "shims" and _is_pyenv_root(os.path.dirname(entry)):
-            prefixes.add(os.path.dirname(entry))  # pyenv's shims need the whole pyenv root
+        parent = os.path.dirname(entry)
+        if os.path.basename(entry) == "shims" and _is_pyenv_root(parent):
+            prefixes.add(parent)  # pyenv's shims need the whole pyenv root
+        if os.path.basename(entry) == "bin" and os.path.isfile(os.path.join(parent, "pyvenv.cfg")):
+            prefixes.add(parent)  # a virtualenv's bin on PATH: the virtualenv is in use
         for exe in glob.glob(os.path.join(entry, "python*")):
             real = os.path.realpath(exe)
             if os.path.isfile(real):
