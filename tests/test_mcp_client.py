@@ -23,6 +23,7 @@ from dgym_tui.core.tools.mcp_client import parse_servers
 from dgym_tui.episode.trajectory import read_trajectory
 
 SERVER = '''
+import os
 import sys
 from mcp.server import MCPServer
 
@@ -32,7 +33,7 @@ server = MCPServer("notes")
 @server.tool()
 def lookup(key: str) -> str:
     """Look up a project note by its key."""
-    return f"note {key}: the sum must add, not subtract (42)"
+    return f"note {key}: the sum must add, not subtract {os.environ.get('NOTES_SUFFIX', '(42)')}"
 
 
 @server.tool()
@@ -49,14 +50,16 @@ else:
 
 
 @pytest.fixture(params=["stdio", "http"])
-def notes_server(request, tmp_path):
+def notes_server(request, tmp_path, monkeypatch):
     """``mcp_servers`` YAML of the notes server over stdio or HTTP (the HTTP one runs
     for the test)."""
     script = tmp_path / "notes_server.py"
     script.write_text(SERVER)
+    monkeypatch.setenv("DGYM_NOTES_SUFFIX", "(42)")
     if request.param == "stdio":
+        # the suffix comes from dgym's environment through a ${NAME} reference
         yield (f"[{{name: notes, command: [{sys.executable}, {script}], tools: [lookup], "
-               "timeout: 60}]")
+               "timeout: 60, env: {NOTES_SUFFIX: '${DGYM_NOTES_SUFFIX}'}}]")
         return
     port = free_port()
     proc = subprocess.Popen([sys.executable, str(script), str(port)], stdin=subprocess.DEVNULL,
@@ -100,7 +103,10 @@ def test_dgym_run_agent_calls_a_tool_of_an_mcp_server(tmp_path, tiny, llm_server
 
     traj = read_trajectory(out / "add" / "trajectory.jsonl")
     assert "notes_lookup" in [t["function"]["name"] for t in traj.header["tools"]]
-    assert traj.header["environment"]["mcp_servers"][0]["name"] == "notes"
+    recorded = traj.header["environment"]["mcp_servers"][0]
+    assert recorded["name"] == "notes"
+    if "command" in notes_server:  # the header keeps the reference, not the value
+        assert recorded["env"] == {"NOTES_SUFFIX": "${DGYM_NOTES_SUFFIX}"}
     first, second = traj.steps[0], traj.steps[1]
     assert first["action"]["name"] == "notes_lookup"
     assert "note add: the sum must add, not subtract (42)" in first["observation"]
@@ -136,11 +142,14 @@ def test_an_unreachable_server_fails_the_start_with_one_line(tmp_path):
     from dgym_tui.core.tools.mcp_client import McpServerError
 
     (tmp_path / "test_x.py").write_text("def test_x():\n    pass\n")
-    env = RepoEnv(tmp_path, mcp_servers=[{"name": "gone", "command": [sys.executable, "-c", "pass"],
+    said = "import sys; sys.stderr.write('notes: no config file'); sys.exit(3)"
+    env = RepoEnv(tmp_path, mcp_servers=[{"name": "gone", "command": [sys.executable, "-c", said],
                                           "timeout": 20}])
     try:
-        with pytest.raises(McpServerError, match="MCP server 'gone'"):
+        with pytest.raises(McpServerError, match="MCP server 'gone'") as caught:
             env.reset()
+        # what the server said on stderr explains it (and reached no screen)
+        assert "notes: no config file" in str(caught.value) and "\n" not in str(caught.value)
     finally:
         env.close()
 

@@ -133,8 +133,13 @@ class InfoSeekAgent:
         schemas = ({t["function"]["name"]: localise_schema(t, self.info.examples)
                     for t in self.info.tool_schemas} if self.info else {})
         header.update(agent=self.name, roles=list(self.spec.roles),
-                      tools=[schemas[n] for n in self.spec.tools if n in schemas])
+                      tools=[schemas[n] for n in self._tool_names() if n in schemas])
         return header
+
+    def _tool_names(self) -> list[str]:
+        """Every role's tools, then the tools of the run's MCP servers."""
+        remote = self.info.remote_tools if self.info else []
+        return [*self.spec.tools, *(n for n in remote if n not in self.spec.tools)]
 
     def _count(self, role: str, usage: Usage) -> None:
         self.usage = self.usage + usage

@@ -14,6 +14,7 @@ A server entry (:func:`parse_servers` checks it)::
     name: docs                          # letters, digits, _ and -
     command: [python, docs_server.py]   # stdio: the command (a list, or a string split
     env: {KEY: value}                   #   like a shell would); its extra environment
+                                        #   (${NAME} in a value: dgym's NAME, read at start)
     url: http://127.0.0.1:9000/mcp      # or streamable HTTP
     transport: stdio | http             # default: stdio with command, http with url
     prefix: docs_                       # default: NAME_
@@ -25,8 +26,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import re
 import shlex
+import tempfile
 import threading
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
@@ -171,6 +174,8 @@ class McpConnection:
         self._client: Any = None
         self._stop: asyncio.Event | None = None
         self._done: Any = None
+        #: the stdio server's stderr (its last lines explain a failed start)
+        self._errlog = tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace")
 
     def open(self) -> None:
         """Connect, and list the server's tools.
@@ -188,9 +193,21 @@ class McpConnection:
             raise McpServerError(f"MCP server {self.spec.name!r} did not answer within "
                                  f"{self.spec.timeout:g} s") from None
         except Exception as exc:  # noqa: BLE001  one line, whatever the transport raised
+            said = self.stderr_tail()
             self.close()
             raise McpServerError(f"MCP server {self.spec.name!r} cannot be reached: "
-                                 f"{_first_line(exc)}") from None
+                                 f"{_first_line(exc)}" + (f" (its stderr: {said})" if said else "")
+                                 ) from None
+
+    def stderr_tail(self, limit: int = 300) -> str:
+        """The last ``limit`` characters of a stdio server's stderr, on one line ("" if none)."""
+        try:
+            self._errlog.flush()
+            self._errlog.seek(0)
+            text = self._errlog.read()
+        except (OSError, ValueError):
+            return ""
+        return " ".join(text.split())[-limit:]
 
     async def _ready(self) -> list[Any]:
         while self._client is None:
@@ -207,11 +224,15 @@ class McpConnection:
 
         spec = self.spec
         if spec.transport == "stdio":
-            from mcp.client.stdio import get_default_environment
+            from mcp.client.stdio import get_default_environment, stdio_client
 
-            target: Any = StdioServerParameters(
-                command=spec.command[0], args=list(spec.command[1:]),
-                env={**get_default_environment(), **spec.env})
+            # ${NAME} in a value is read from dgym's environment now: the settings (and
+            # the trajectory header that keeps them) hold the reference, not the secret
+            env = {key: os.path.expandvars(value) for key, value in spec.env.items()}
+            params = StdioServerParameters(command=spec.command[0], args=list(spec.command[1:]),
+                                           env={**get_default_environment(), **env})
+            # its stderr goes to a file of its own, not to a screen the app may be drawing
+            target: Any = stdio_client(params, errlog=self._errlog)
         else:
             target = spec.url
         self._stop = asyncio.Event()
@@ -242,6 +263,7 @@ class McpConnection:
     def close(self, timeout: float = 10.0) -> None:
         """Leave the connection (a stdio server's process ends) and stop the thread. Idempotent."""
         if not self._thread.is_alive():
+            self._errlog.close()
             return
         if self._stop is not None:
             self._loop.call_soon_threadsafe(self._stop.set)
@@ -253,6 +275,7 @@ class McpConnection:
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout)
         self._client = None
+        self._errlog.close()
 
 
 def _first_line(exc: BaseException) -> str:
