@@ -71,6 +71,9 @@ class Probe:
     workdir: str
     host_root: str
     run_as: list[int] | None
+    #: what ``env.step`` returned for each of ``run(steps=...)``: observation, resolved,
+    #: error, done
+    steps: list[dict] = dataclasses.field(default_factory=list)
 
     def __getitem__(self, i: int) -> Result:
         return self.results[i]
@@ -143,7 +146,8 @@ class Prober:
 
     def run(self, commands: list[str], files: dict[str, str] | None = None,
             options: dict | None = None, host_env: dict[str, str] | None = None,
-            timeout: float = 60, setup=None, background: str = "") -> Probe:
+            timeout: float = 60, setup=None, background: str = "",
+            entrypoint: str = "", steps: list[dict] | None = None) -> Probe:
         """Open an episode on a repository of ``files`` and run ``commands`` in its sandbox.
 
         Args:
@@ -156,6 +160,8 @@ class Prober:
             timeout: seconds per command.
             setup: called with the repository's folder before the episode opens.
             background: a command started (``spawn``) before ``commands``, ended after.
+            entrypoint: the episode's entrypoint (default ``true``).
+            steps: tool calls (``{"name", "arguments"}``) run after ``commands``.
         """
         prefix, uid, gid, env = self._identity()
         folder = self.base / f"probe-{next(_counter)}"
@@ -175,7 +181,8 @@ class Prober:
         spec.write_text(json.dumps({"repo": str(repo), "terminal": self.terminal,
                                     "image": self.image, "options": options or {},
                                     "commands": commands, "timeout": timeout,
-                                    "background": background}))
+                                    "background": background, "entrypoint": entrypoint,
+                                    "steps": steps or []}))
         os.chmod(spec, 0o644)
         env.update(host_env or {})
         key = (self.who, self.terminal)
@@ -198,7 +205,7 @@ class Prober:
             pytest.fail(f"the probe program failed ({res.returncode}):\n{res.stderr[-3000:]}")
         report = json.loads(res.stdout.strip().splitlines()[-1])
         return Probe([Result(**r) for r in report["results"]], report["workdir"],
-                     report["host_root"], report["run_as"])
+                     report["host_root"], report["run_as"], report.get("steps", []))
 
 
     def host_folder(self) -> Path:

@@ -9,8 +9,11 @@ built exactly as dgym builds it for whoever started it:
 SPEC holds ``repo`` (a folder), ``terminal`` (``bwrap`` / ``docker``),
 ``image``, ``options`` (the terminal options), ``commands`` (shell lines run
 one after the other with ``env.terminal.run``), ``timeout`` (seconds per
-command) and ``background`` (a command spawned before them, ended after them). Prints ``{"results": [{"exit_code", "output", "timed_out"}, ...],
-"workdir", "scratch", "run_as"}``.
+command), ``background`` (a command spawned before them, ended after them),
+and optionally ``entrypoint`` (default ``true``) and ``steps`` (tool calls
+``{"name", "arguments"}`` given to ``env.step`` after the commands). Prints
+``{"results": [{"exit_code", "output", "timed_out"}, ...], "steps": [{"observation",
+"resolved", "error", "done"}, ...], "workdir", "scratch", "run_as"}``.
 """
 
 from __future__ import annotations
@@ -25,7 +28,8 @@ def main() -> None:
         spec = json.load(f)
     from dgym_tui.core.env import RepoEnv
 
-    env = RepoEnv(spec["repo"], entrypoint="true", terminal=spec["terminal"],
+    env = RepoEnv(spec["repo"], entrypoint=spec.get("entrypoint") or "true",
+                  terminal=spec["terminal"],
                   image=spec.get("image"), terminal_options=spec.get("options") or {})
     try:
         env.reset()
@@ -38,9 +42,14 @@ def main() -> None:
             res = env.terminal.run(command, timeout=spec.get("timeout", 60))
             results.append({"exit_code": res.exit_code, "output": res.output,
                             "timed_out": res.timed_out})
+        steps = []
+        for call in spec.get("steps") or []:
+            step = env.step(call)
+            steps.append({"observation": step.observation, "resolved": step.resolved,
+                          "error": step.error, "done": step.done})
         if background is not None:
             background.close(force=True)
-        report = {"results": results, "workdir": env.terminal.workdir,
+        report = {"results": results, "steps": steps, "workdir": env.terminal.workdir,
                   "host_root": str(env.workspace.root), "scratch": env.terminal.scratch,
                   "run_as": getattr(env.terminal, "run_as", None)}
     finally:

@@ -117,3 +117,42 @@ def test_an_ignored_file_is_not_in_the_working_copy_even_after_a_rename(sandbox_
     assert "42" not in result.observation
     result = env.step({"name": "listdir", "arguments": {"path": "d2"}})
     assert "answer" not in result.observation
+
+
+def test_grading_holds_when_dgym_runs_as_root_and_as_a_user(prober):
+    """The forged test, then eval, a fix, and submit, in an episode started as root (the
+    sandbox runs as the episode's own uid) and as a user. The entrypoint is a plain
+    ``python3`` script: the user's Python here has no pytest."""
+    files = {**{k: v for k, v in REPO.items() if not k.startswith("tests/")},
+             "tests/test_calc.py": "import sys\nsys.path.insert(0, '.')\nfrom calc import add\n"
+                                   "assert add(1, 2) == 3, 'add(1, 2) is not 3'\n"}
+    fix = {"name": "rewrite", "arguments": {"path": "calc.py",
+                                            "new_code": "def add(a, b):\n    return a + b\n"}}
+    forge = FORGED_TEST.replace("def test_add():\\n    pass\\n", "print(1)\\n")
+    probe = prober.run([forge], files=files, entrypoint="python3 tests/test_calc.py",
+                       steps=[EVAL, fix, SUBMIT])
+    assert all(r.exit_code == 0 for r in probe.results), probe.results
+    evaluated, fixed, submitted = probe.steps
+    assert not evaluated["resolved"] and "put back" in evaluated["observation"], evaluated
+    assert "add(1, 2) is not 3" in evaluated["observation"], evaluated["observation"]
+    assert not fixed["error"], fixed
+    assert submitted["done"] and submitted["resolved"], submitted["observation"]
+    assert "graded in a fresh copy" in submitted["observation"]
+
+
+def test_submit_is_out_of_reach_of_a_process_that_keeps_forging(prober):
+    """A process left running in the episode's sandbox rewrites the test again and again
+    (after every restore): evals in place may lose that race; submit grades in a fresh
+    copy and a fresh sandbox, which it never sees."""
+    files = {**{k: v for k, v in REPO.items() if not k.startswith("tests/")},
+             "tests/test_calc.py": "import sys\nsys.path.insert(0, '.')\nfrom calc import add\n"
+                                   "assert add(1, 2) == 3, 'add(1, 2) is not 3'\n"}
+    forger = ("sh -c 'while true; do printf \"print(1)\\n\" > tests/test_calc.py 2>/dev/null "
+              "|| { mv tests gone$$-$RANDOM; mkdir tests; }; sleep 0.02; done'")
+    probe = prober.run(["sleep 1; cat tests/test_calc.py"], files=files,
+                       entrypoint="python3 tests/test_calc.py", background=forger,
+                       steps=[SUBMIT])
+    assert probe.results[0].output.strip() == "print(1)", probe.results[0].output  # it forges
+    (submitted,) = probe.steps
+    assert submitted["done"] and not submitted["resolved"], submitted["observation"]
+    assert "add(1, 2) is not 3" in submitted["observation"], submitted["observation"]
