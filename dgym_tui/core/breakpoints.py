@@ -138,6 +138,17 @@ class BreakpointStore:
         self._bps: dict[tuple[str, int], Breakpoint] = {}
         self._snapshots: dict[str, str | None] = {}
 
+    def copy(self, workspace: Any = None) -> BreakpointStore:
+        """An independent store with the same breakpoints and text snapshots.
+
+        Args:
+            workspace: the workspace the copy reads from (None: this store's).
+        """
+        twin = BreakpointStore(self.workspace if workspace is None else workspace)
+        twin._bps = dict(self._bps)
+        twin._snapshots = dict(self._snapshots)
+        return twin
+
     # -- reading ---------------------------------------------------------
     def __len__(self) -> int:
         return len(self._bps)

@@ -120,6 +120,7 @@ class RepoEnv:
         frame: ``(relative path, line)`` of the stopped pdb frame, set by the
             pdb tool; None otherwise.
         generation: incremented by every step that changed a visible file.
+        steps: the number of steps of the episode so far (0 after reset).
         last: the last ``StepResult`` (None before reset).
         last_eval: the last eval's summary (None before any eval).
         last_eval_output: the last eval's output text.
@@ -142,6 +143,11 @@ class RepoEnv:
                  tool_options: dict[str, dict[str, Any]] | None = None,
                  mcp_servers: Sequence[dict[str, Any]] = (),
                  max_workspace_bytes: int | None = DEFAULT_MAX_WORKSPACE_BYTES) -> None:
+        tools, ignore, readonly, hidden = list(tools), list(ignore), list(readonly), list(hidden)
+        setup_commands, mcp_servers = list(setup_commands), list(mcp_servers)
+        # what fork() builds its twin from
+        self._arguments = {name: value for name, value in locals().items()
+                           if name not in ("self", "__class__")}
         self.path = os.fspath(path)
         if not os.path.isdir(self.path):
             what = "is a file, not a folder" if os.path.isfile(self.path) else "does not exist"
@@ -196,6 +202,7 @@ class RepoEnv:
         self.breakpoints = BreakpointStore()
         self.frame: tuple[str, int] | None = None
         self.generation = 0
+        self.steps = 0
         self.last: StepResult | None = None
         self.last_eval: EvalSummary | None = None
         self.last_eval_output = ""
@@ -224,16 +231,11 @@ class RepoEnv:
         self.breakpoints = BreakpointStore(self.workspace)
         self.frame = None
         self.generation = 0
+        self.steps = 0
         self.last_eval = None
         self.last_eval_output = ""
         self.done = False
-        self.terminal = self._make_terminal(self.workspace)
-        self.terminal.start(str(self.workspace.root))
-        pytest_plugin.install(self.terminal)
-        notes = [*self.terminal.notes, *self._run_setup(self.terminal)]
-        for tool in self.tools.values():
-            tool.on_reset()
-        self._validators  # noqa: B018  built here (a front end resets in a worker), not at step 1
+        notes = self._start_terminal()
         summary, output = self.run_eval()
         parts = [f"Task:\n{self.task}",
                  f"Tools: {', '.join(self.tools)}",
@@ -243,6 +245,72 @@ class RepoEnv:
         self.workspace.refresh()
         self.last = self._result("\n\n".join(parts), None, started)
         return self.last
+
+    def _start_terminal(self) -> list[str]:
+        """Start a terminal on the working copy, run the setup commands, reset the tools.
+
+        Returns:
+            Notes for the observation (the terminal's, failed setup commands).
+        """
+        self.terminal = self._make_terminal(self.workspace)
+        self.terminal.start(str(self.workspace.root))
+        pytest_plugin.install(self.terminal)
+        notes = [*self.terminal.notes, *self._run_setup(self.terminal)]
+        for tool in self.tools.values():
+            tool.on_reset()
+        self._validators  # noqa: B018  built here (a front end resets in a worker), not at step 1
+        return notes
+
+    def fork(self) -> RepoEnv:
+        """Branch the live episode: a new, independent environment at the current state.
+
+        The twin gets a working copy of its own holding the current files
+        (copied from this one through folder descriptors, never following a
+        link the sandbox planted), the same original (its ``patch()`` equals
+        this one's), breakpoints, step count, last result and eval, and a
+        terminal of its own (setup commands run again; no eval). When pdb is
+        stopped here in a current session, the twin's pdb is started and the
+        pdb commands since the last restart are replayed, so it stops at the
+        same frame (a program whose path depends on time or chance may stop
+        elsewhere: a warning is logged). A bash session is not carried over.
+        Each environment then changes alone; close each one.
+
+        Returns:
+            The new :class:`RepoEnv` (close it; it outlives nothing of this one).
+
+        Raises:
+            RuntimeError: no episode is running, or the terminal was given as
+                an instance (it cannot be duplicated).
+            WorkspaceError / OSError: the working copy cannot be copied.
+            TerminalError: the twin's terminal cannot start.
+        """
+        if self.workspace is None or self.terminal is None:
+            raise RuntimeError("no episode is running; call reset() first")
+        if isinstance(self.terminal_spec, Terminal):
+            raise RuntimeError("fork() needs the terminal given by name ('local', 'bwrap', "
+                               "'docker'); a Terminal instance cannot be duplicated")
+        self._catch_up()
+        twin = type(self)(**self._arguments)
+        cleanup.register(twin)
+        try:
+            if twin._mcp_specs:
+                twin._open_mcp_servers()
+            twin.workspace = self.workspace.fork()
+            twin.breakpoints = self.breakpoints.copy(twin.workspace)
+            twin.generation, twin.steps, twin.done = self.generation, self.steps, self.done
+            twin.last, twin.last_eval = self.last, self.last_eval
+            twin.last_eval_output = self.last_eval_output
+            twin._start_terminal()
+            twin.workspace.refresh()
+            mine, theirs = self.tools.get("pdb"), twin.tools.get("pdb")
+            if mine is not None and theirs is not None and hasattr(theirs, "fork_from") \
+                    and not theirs.fork_from(mine):
+                log.warning("the fork's pdb did not reach the frame %s (it is at %s)",
+                            self.frame, twin.frame)
+        except BaseException:
+            twin.close()
+            raise
+        return twin
 
     def step(self, action: ToolCall | dict[str, Any]) -> StepResult:
         """Carry out one tool call and return what happened.
@@ -263,6 +331,7 @@ class RepoEnv:
         if self.workspace is None or self.terminal is None:
             raise RuntimeError("no episode is running; call reset() first")
         started = time.monotonic()
+        self.steps += 1
         try:
             return self._step(action, started)
         except Exception as exc:  # a step never raises: hostile code can break anything
@@ -296,11 +365,7 @@ class RepoEnv:
             output = ToolOutput(f"internal error in tool {action.name}: "
                                 f"{type(exc).__name__}: {exc}")
             error = True
-        # Changes since the previous step count, also those made between steps
-        # (an editor, a background process): the index sees every change.
-        if self.workspace.refresh():
-            self.generation += 1
-            self.breakpoints.remap_changed(self.workspace)
+        self._catch_up()
         observation = output.observation
         if action.name in CODE_TOOLS:
             over = self._over_size_limit()
@@ -327,6 +392,13 @@ class RepoEnv:
             return ""
         return (f"the working copy takes {_mib(used)}, over its limit of {_mib(limit)}: "
                 "evals do not run until what your commands wrote is deleted")
+
+    def _catch_up(self) -> None:
+        """Count the file changes since the last look, also those made between steps
+        (an editor, a background process): the index sees every change."""
+        if self.workspace.refresh():
+            self.generation += 1
+            self.breakpoints.remap_changed(self.workspace)
 
     @functools.cached_property
     def _validators(self) -> dict[str, Any]:

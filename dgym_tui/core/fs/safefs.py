@@ -363,7 +363,7 @@ class SafeTree:
             try:
                 try:
                     st = os.fstat(fd)
-                    _write_all(fd, data)
+                    write_all(fd, data)
                     if perms is not None:
                         os.fchmod(fd, perms)
                     if (owner.st_uid, owner.st_gid) != (st.st_uid, st.st_gid):
@@ -572,7 +572,8 @@ def read_fd(fd: int, size_hint: int, limit: int | None = None) -> bytes:
     return b"".join(chunks)
 
 
-def _write_all(fd: int, data: bytes) -> None:
+def write_all(fd: int, data: bytes) -> None:
+    """Write all of ``data`` to ``fd`` (a short write is continued)."""
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view):]

@@ -50,6 +50,7 @@ from dgym_tui.core.fs.safefs import (
     remove_at,
     scan_fd,
     walk,
+    write_all,
 )
 from dgym_tui.core.fs.treeindex import Stamp, TreeIndex, stamp
 from dgym_tui.core.types import ApplyConflictError, WorkspaceError  # defined with the shared types
@@ -137,6 +138,24 @@ def remove_stale_workspaces(folder: str | None = None) -> list[str]:
     return removed
 
 
+def _copy_fd(fd_in: int, fd_out: int, size: int) -> None:
+    """Copy at most ``size`` bytes from ``fd_in`` to ``fd_out`` (both at their offsets)."""
+    left = size
+    try:
+        while left > 0:
+            done = os.copy_file_range(fd_in, fd_out, left)
+            if done == 0:
+                return
+            left -= done
+    except (AttributeError, OSError):  # no copy_file_range here: read and write
+        while left > 0:
+            chunk = os.read(fd_in, min(left, CHUNK_BYTES))
+            if not chunk:
+                return
+            write_all(fd_out, chunk)
+            left -= len(chunk)
+
+
 def _rmtree(path: str) -> None:
     def _retry(func, failed, _exc):
         # A read-only folder (made by a test, say) blocks deletion: open it up.
@@ -200,33 +219,92 @@ class Workspace:
         self._src_info: dict[str, tuple[Stamp, str]] = {}
         self._index: TreeIndex | None = None
         self._tree = self._src = None
+        self._fill(None)
+        self._initial: dict[str, Stamp] = dict(self._index.entries)
+        self._touched: set[str] = set()
+        self._base: dict[str, Blob | None] = {}
+        self._clear_caches()
+
+    def _fill(self, parent: Workspace | None) -> None:
+        """Make ``root`` (a fresh temporary folder), copy the source or ``parent``'s working
+        copy into it and index it; on failure delete it and raise."""
         self.root = Path(tempfile.mkdtemp(prefix=f"{WS_PREFIX}{os.getpid()}-")).resolve()
         try:
             self._tree = SafeTree(self.root)
             self._src = SafeTree(self.source)
-            self._copy()
+            self._copy(self._src if parent is None else parent._tree, record=parent is None)
             self._index = TreeIndex(self._tree, self._visible)
         except BaseException:
             self.cleanup()
             raise
-        self._initial: dict[str, Stamp] = dict(self._index.entries)
-        self._touched: set[str] = set()
+
+    def _clear_caches(self) -> None:
+        """Start the caches kept about the working copy's files empty."""
         self._version = 0
         self._same: dict[str, tuple[Stamp, bool]] = {}
-        self._base: dict[str, Blob | None] = {}
         self._content: dict[str, tuple[Stamp, bytes]] = {}
         self._content_bytes = 0
         self._line_index: dict[str, tuple[Stamp, list[tuple[int, int]], int]] = {}
         self._files_cache: tuple[int, list[str], dict] | None = None
 
+    def fork(self) -> Workspace:
+        """A new, independent working copy holding this one's current files.
+
+        The files are copied from this working copy (which the agent's code
+        may be changing) through folder descriptors, never following a link;
+        links are copied as links, FIFOs, sockets and device nodes are left
+        out. The fork has the same original, rules and starting state, so its
+        :meth:`patch` equals this one's as long as neither changes; from then
+        on each tracks its own changes.
+
+        Returns:
+            The new :class:`Workspace` (its own temporary ``root``; the caller
+            calls :meth:`cleanup`).
+
+        Raises:
+            OSError: the copy failed (disk full, ...); nothing is left behind.
+        """
+        self.refresh()
+        child = Workspace.__new__(Workspace)
+        child.source = self.source
+        child._ignore, child._readonly = self._ignore, self._readonly  # never changed
+        child._visible_cache = dict(self._visible_cache)
+        child.skipped = list(self.skipped)
+        child.ignored_at_start = list(self.ignored_at_start)
+        child._readonly_start = dict(self._readonly_start)
+        child._src_info = dict(self._src_info)
+        child._index = None
+        child._tree = child._src = None
+        child._fill(self)
+        # A file this copy never saw change keeps the fork's own stamp as its start (when
+        # the copy has the same type, size and time); any other is compared by content.
+        entries = child._index.entries
+        child._initial, child._touched = {}, set(self._touched)
+        for rel, init in self._initial.items():
+            cur = entries.get(rel)
+            if rel not in self._touched and cur is not None and cur[:3] == init[:3]:
+                child._initial[rel] = cur
+            else:
+                child._initial[rel] = init._replace(ino=-1)  # never equal: read it
+                child._touched.add(rel)
+        child._touched |= entries.keys() - self._initial.keys()
+        child._base = dict(self._base)  # the original's starting contents (immutable blobs)
+        child._clear_caches()
+        return child
+
     # -------------------------------------------------------------------- copy
-    def _copy(self) -> None:
-        """Copy the source into the (empty) root through folder descriptors.
+    def _copy(self, origin: SafeTree, record: bool) -> None:
+        """Copy ``origin`` into the (empty) root through folder descriptors.
 
         Ignored entries are left out (``ignored_at_start`` names the topmost);
         the read-only ones copied are remembered for :meth:`enforce_readonly`.
+
+        Args:
+            origin: the tree to copy (the source, or a working copy to fork).
+            record: keep each entry's stamp, git blob id, and the ignored and
+                read-only ones, as the start (a source; a fork has its parent's).
         """
-        stack = [(os.dup(self._src.fd), os.dup(self._tree.fd), "", False)]
+        stack = [(os.dup(origin.fd), os.dup(self._tree.fd), "", False)]
         while stack:
             src, dst, prefix, in_readonly = stack.pop()
             try:
@@ -237,9 +315,10 @@ class Workspace:
                     kind = file_kind(st.st_mode)
                     is_dir = kind == "folder"
                     if not self._visible(rel, is_dir):
-                        self.ignored_at_start.append(rel)
+                        if record:
+                            self.ignored_at_start.append(rel)
                         continue
-                    readonly = in_readonly or self._readonly_entry(rel, is_dir)
+                    readonly = record and (in_readonly or self._readonly_entry(rel, is_dir))
                     if is_dir:
                         sub_src = open_subdir(src, name)
                         if sub_src is None:
@@ -251,14 +330,15 @@ class Workspace:
                         if readonly:
                             self._readonly_start[rel] = ("folder", stat.S_IMODE(st.st_mode), "")
                     elif kind == "file":
-                        self._copy_file(src, dst, name, rel)
+                        self._copy_file(src, dst, name, rel, record)
                         if readonly and rel in self._src_info:
                             self._readonly_start[rel] = ("file", stat.S_IMODE(st.st_mode),
                                                          self._src_info[rel][1])
                     elif kind == "link":
                         target = os.readlink(name, dir_fd=src)
                         os.symlink(target, name, dir_fd=dst)
-                        self._src_info[rel] = (stamp(st), blob_id(os.fsencode(target)))
+                        if record:
+                            self._src_info[rel] = (stamp(st), blob_id(os.fsencode(target)))
                         if readonly:
                             self._readonly_start[rel] = ("link", 0, target)
                     else:
@@ -273,7 +353,7 @@ class Workspace:
         match = self._readonly.match_file
         return bool(match(rel) or (is_dir and match(rel + "/")))
 
-    def _copy_file(self, src: int, dst: int, name: str, rel: str) -> None:
+    def _copy_file(self, src: int, dst: int, name: str, rel: str, record: bool) -> None:
         try:
             fd_in = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
                             dir_fd=src)
@@ -285,18 +365,20 @@ class Workspace:
             if not stat.S_ISREG(st.st_mode):
                 self.skipped.append((rel, file_kind(st.st_mode)))
                 return
-            data = read_fd(fd_in, st.st_size)
+            data = read_fd(fd_in, st.st_size) if record else b""
             fd_out = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
                              | os.O_CLOEXEC, stat.S_IMODE(st.st_mode) | 0o600, dir_fd=dst)
             try:
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd_out, view):]
+                if record:
+                    write_all(fd_out, data)
+                else:  # a fork: stream what the file held when opened, kernel to kernel
+                    _copy_fd(fd_in, fd_out, st.st_size)
                 os.fchmod(fd_out, stat.S_IMODE(st.st_mode))
                 os.utime(fd_out, ns=(st.st_atime_ns, st.st_mtime_ns))
             finally:
                 os.close(fd_out)
-            self._src_info[rel] = (stamp(st), blob_id(data))
+            if record:
+                self._src_info[rel] = (stamp(st), blob_id(data))
         finally:
             os.close(fd_in)
 

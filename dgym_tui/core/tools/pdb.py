@@ -23,6 +23,7 @@ import re
 import shlex
 from typing import Any, ClassVar
 
+from dgym_tui.core.breakpoints import Breakpoint, BreakpointStore
 from dgym_tui.core.fs.workspace import WorkspaceError
 from dgym_tui.core.pdb.inspect import Inspection, inspect_command, parse_inspection
 from dgym_tui.core.pdb.session import (
@@ -163,6 +164,10 @@ class PdbTool(Tool):
         self.session: PdbSession | None = None
         self._generation: int | None = None
         self._numbers: dict[int, tuple[str, int]] = {}
+        #: the pdb commands sent since the session last (re)started, as given (replayed
+        #: by :meth:`fork_from`)
+        self.history: list[str] = []
+        self._issued: list[Breakpoint] = []  # the breakpoints that (re)start re-issued
 
     # -- hooks -----------------------------------------------------------
     def on_reset(self) -> None:
@@ -177,6 +182,7 @@ class PdbTool(Tool):
         self.session = None
         self._generation = None
         self._numbers.clear()
+        self.history, self._issued = [], []
         self.env.frame = None
 
     # -- paths -----------------------------------------------------------
@@ -218,6 +224,7 @@ class PdbTool(Tool):
         if self.session is not None:
             self.session.close()
         self._numbers.clear()
+        self.history, self._issued = [], []
         self.env.frame = None
         self._generation = self.env.generation
         self.session = PdbSession(self.env.terminal, self.command,
@@ -232,6 +239,7 @@ class PdbTool(Tool):
                          f"tries again.]" + (f"\n{out}" if out else ""))
             return None
         count = self._reissue(notes)
+        self._issued = self.env.breakpoints.entries()
         bps = f"; {count} breakpoint{'s' if count != 1 else ''} re-issued" if count else ""
         notes.append(f"[pdb session {why}{bps}]")
         self._set_frame(first.output)
@@ -330,6 +338,7 @@ class PdbTool(Tool):
 
         sent = self._translate(kind, arg, command)
         reply = self.session.send(sent, self.env.pdb_timeout)
+        self.history.append(command)  # a restart below empties it again
         after: list[str] = []
         body = reply.output
         if reply.status == "timeout":
@@ -463,6 +472,45 @@ class PdbTool(Tool):
         after.append(f"[breakpoint {', '.join(map(str, older))} at {rel}:{line} replaced by "
                      f"breakpoint {num}]")
 
+
+    # -- forking -----------------------------------------------------------
+    def fork_from(self, parent: PdbTool) -> bool:
+        """Bring this tool (of a just-forked environment) to where ``parent``'s pdb stands.
+
+        When ``parent``'s session is alive and current (no file changed since it
+        started), a session is started here with the breakpoints ``parent``'s
+        started with, and every pdb command ``parent`` ran since is run again
+        (outputs dropped); this environment's breakpoint store is kept as it
+        was given. Otherwise nothing starts: the next pdb command starts pdb.
+        A program whose path depends on time or chance may stop elsewhere.
+
+        Args:
+            parent: the pdb tool of the environment this one was forked from.
+
+        Returns:
+            True when the replayed session stands at ``parent``'s frame (or
+            nothing needed replaying); False when it started elsewhere or not at all.
+        """
+        session = parent.session
+        if session is None or not session.alive or parent._generation != parent.env.generation:
+            return True
+        given = self.env.breakpoints
+        first = BreakpointStore(self.env.workspace)
+        for bp in parent._issued:
+            first.add(bp.path, bp.line, bp.condition, enabled=bp.enabled,
+                      temporary=bp.temporary)
+        self.env.breakpoints = first
+        try:
+            if self._start([], "started") is None:
+                return False
+            for command in parent.history:
+                try:
+                    self.run(command)
+                except (ToolError, WorkspaceError):  # refused the same way in the parent
+                    continue
+        finally:
+            self.env.breakpoints = given
+        return self.env.frame == parent.env.frame
 
     # -- structured inspection (front ends only; never an observation) ------
     def inspect(self, frame: int | None = None, scope: str = "locals",
