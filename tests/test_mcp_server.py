@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -153,3 +154,15 @@ def _post(url: str, headers: dict[str, str]) -> int:
 def test_approve_needs_http(repo, capsys):
     assert main(["mcp", str(repo), "--approve"]) == 2
     assert "--approve needs --http" in capsys.readouterr().err
+
+
+def test_a_taken_port_is_one_line(repo, tmp_path, capsys):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert main(["mcp", str(repo), "--http", str(port), "--trajectory",
+                     str(tmp_path / "t.jsonl")]) == 2
+    err = capsys.readouterr().err
+    assert f"dgym: error: the MCP server could not listen on 127.0.0.1:{port}" in err
+    assert "serving" not in err and not (tmp_path / "t.jsonl").exists()  # no episode started

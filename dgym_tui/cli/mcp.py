@@ -115,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
         return _serve(episode)
     finally:
         session.env.close()
-        if session.trajectory_path:
+        if session.trajectory_path and os.path.exists(session.trajectory_path):
             print(f"trajectory: {session.trajectory_path}", file=sys.stderr)
 
 
@@ -144,16 +144,20 @@ def _serve(episode: McpEpisode) -> int:
             session.finish(f"error: {first_line(exc)}")
 
     runner = threading.Thread(target=loop, name="dgym-mcp-episode", daemon=True)
+    if http is not None:
+        http.start()  # OSError (one line) when the port is taken, before the episode starts
+        print(f"{PROG}: serving {session.task_name} at {http.url}", file=sys.stderr)
     runner.start()
     try:
         if http is None:
             serve_stdio(episode.server)
         else:
-            print(f"{PROG}: serving {session.task_name} at {http.url}", file=sys.stderr)
-            http.run()
+            http.wait()
     except KeyboardInterrupt:
         pass
     finally:
+        if http is not None:
+            http.stop()
         policy.close("the server stopped")
         runner.join(30)
         if session.initial is not None and not session.done:

@@ -189,9 +189,17 @@ class HttpServer:
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"http://{host}:{self.port}/mcp"
 
-    def run(self) -> None:
-        """Serve in this thread until Ctrl-C (or :meth:`stop` from another thread)."""
-        self._server.run()
+    def _serve(self) -> None:
+        try:
+            self._server.run()
+        except SystemExit:  # uvicorn's answer to a port it cannot bind: start() reports it
+            log.debug("the MCP HTTP server stopped at its start")
+
+    def wait(self) -> None:
+        """Block until the server stops (:meth:`stop`, or it failed); Ctrl-C reaches the
+        caller meanwhile (the server thread installs no signal handler)."""
+        while self._thread is not None and self._thread.is_alive():
+            self._thread.join(0.5)
 
     def start(self, timeout: float = 30.0) -> None:
         """Serve in a background thread; return once it listens.
@@ -199,8 +207,7 @@ class HttpServer:
         Raises:
             OSError: it did not start listening within ``timeout`` seconds (port taken).
         """
-        self._thread = threading.Thread(target=self._server.run, name="dgym-mcp-http",
-                                        daemon=True)
+        self._thread = threading.Thread(target=self._serve, name="dgym-mcp-http", daemon=True)
         self._thread.start()
         waited = 0.0
         while not self._server.started:
