@@ -16,10 +16,14 @@ from __future__ import annotations
 import difflib
 import os
 import re
+import shutil
 import tempfile
-from dataclasses import dataclass, field
+import weakref
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
+from dgym_tui.core.fs.gitpatch import blob_id
 from dgym_tui.core.types import StepResult, ToolCall
 from dgym_tui.episode.records import Turn
 from dgym_tui.episode.session import DEFAULT_MAX_STEPS
@@ -217,8 +221,36 @@ def fork(trajectory: Trajectory | str | os.PathLike[str], until: int, policy: An
                    "policy": getattr(policy, "name", None) if policy else "human",
                    "mode": mode, "max_steps": budget})
     task, options = task_from_header(traj.header)
-    session = open_session(task, policy, mode, budget, output, options, config=config,
-                           stop_on_resolved=bool(config.get("stop_on_resolved", False)))
+    restore, changed = recorded_start(traj, task.path)
+    copy = None
+    if restore or changed:
+        # the original changed since the recording: the fork starts from a copy of it
+        # with the recorded start of every file the recording knows put back
+        copy = Path(tempfile.mkdtemp(prefix="dgym-fork-source-"))
+        try:
+            shutil.copytree(task.path, copy, symlinks=True, dirs_exist_ok=True)
+            for rel, text in restore.items():
+                target = copy / rel
+                if text is None:
+                    target.unlink(missing_ok=True)
+                else:
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    target.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            shutil.rmtree(copy, ignore_errors=True)
+            raise TrajectoryError(f"cannot rebuild the recorded source: {exc}") from None
+        config["forked_source"] = {"original": str(task.path), "restored": sorted(restore),
+                                   "changed_since": changed}
+        task = replace(task, path=copy)
+    try:
+        session = open_session(task, policy, mode, budget, output, options, config=config,
+                               stop_on_resolved=bool(config.get("stop_on_resolved", False)))
+    except BaseException:
+        if copy is not None:
+            shutil.rmtree(copy, ignore_errors=True)
+        raise
+    if copy is not None:  # removed with the session (at the latest when the program ends)
+        weakref.finalize(session, shutil.rmtree, copy, True)
     session.start()
     for record in traj.steps[:until]:
         session.replay_turn(Turn.from_record(record))
@@ -227,3 +259,52 @@ def fork(trajectory: Trajectory | str | os.PathLike[str], until: int, policy: An
     if start and mode == "auto" and not session.done:
         session.run()
     return session
+
+
+def recorded_start(trajectory: Trajectory, source: str | os.PathLike[str]
+                   ) -> tuple[dict[str, str | None], list[str]]:
+    """How the source folder differs from the start the trajectory recorded.
+
+    The header lists every visible file's git blob id at the start (``files``); steps
+    that changed a file recorded its starting text (``originals``).
+
+    Args:
+        trajectory: the recording (schema version 2: older ones record no files).
+        source: the task's source folder today.
+
+    Returns:
+        ``(restore, changed)``: ``restore`` maps each file whose recorded start is
+        known and differs from today's to that text (None: the file did not exist at
+        the start and must go); ``changed`` lists the files that differ from the
+        recording but whose starting text was not recorded (they stay as they are).
+        Both empty when the folder is as recorded (or nothing was recorded).
+    """
+    header = trajectory.header
+    ids = header.get("files")
+    if not isinstance(ids, dict):
+        return {}, []
+    root = Path(source)
+    starts: dict[str, str | None] = {}
+    for record in trajectory.steps:
+        for rel, text in (record.get("originals") or {}).items():
+            starts.setdefault(rel, text)  # the first one: the start of the episode
+    restore: dict[str, str | None] = {}
+    changed: list[str] = []
+    for rel in sorted(set(ids) | set(starts)):
+        try:
+            today = blob_id((root / rel).read_bytes())
+        except OSError:
+            today = None
+        expected = ids.get(rel)
+        if today == expected:
+            continue
+        if rel in starts:
+            start = starts[rel]
+            if start is None and today is None:
+                continue
+            if start is not None and today == blob_id(start.encode("utf-8")):
+                continue
+            restore[rel] = start
+        elif expected is not None:
+            changed.append(rel)
+    return restore, changed

@@ -157,7 +157,34 @@ class ReplayMode(MessagePump):
         self._update_status(last)
         self.pdb_console.write(f"forked: {len(session.turns)} recorded steps re-executed; live now",
                                style="bold")
+        notice = fork_source_notice(getattr(session, "config", None) or {})
+        if notice is not None:
+            self.can_apply = False  # the fork's source is a rebuilt copy, not the original
+            self.pdb_console.write(notice, style="bold yellow")
+            self.notify(notice, severity="warning", timeout=12)
         self.refresh_bindings()
+
+
+def fork_source_notice(config: dict[str, Any]) -> str | None:
+    """What a fork must say about its source (``config["forked_source"]``, set by
+    :func:`dgym_tui.launch.replay.fork` when the original changed since the recording),
+    or None when it started from the original as recorded."""
+    forked = config.get("forked_source")
+    if not isinstance(forked, dict):
+        return None
+    restored = [str(name) for name in forked.get("restored") or ()]
+    changed = [str(name) for name in forked.get("changed_since") or ()]
+    parts = ["the original changed since this recording:"]
+    if restored:
+        parts.append(f"the fork starts from the recorded version of {', '.join(restored[:5])}"
+                     + (f" and {len(restored) - 5} more" if len(restored) > 5 else ""))
+    if changed:
+        parts.append(("and " if restored else "") + "uses today's version of "
+                     + ", ".join(changed[:5]) + (f" and {len(changed) - 5} more"
+                                                 if len(changed) > 5 else "")
+                     + " (its recorded start is unknown)")
+    parts.append("· w is off (the fork works on a rebuilt copy)")
+    return " ".join(parts)
 
 
 def _rewritten_since_pdb(turns: list[Any]) -> bool:
