@@ -173,8 +173,12 @@ async def test_approve_mode_episode(calc_session, tmp_path, llm_server):
         assert session.turns[-1].decision == "manual"
         await pilot.press("q")
         await pilot.pause()
-    decisions = [r["decision"] for r in records(out) if r["type"] == "step"]
-    assert decisions == ["approved", "edited", "rejected", "manual"]
+    steps = [r for r in records(out) if r["type"] == "step"]
+    # t recorded the dropped rewrite proposal: a rejected turn whose note says taken over
+    assert [r["decision"] for r in steps] == ["approved", "edited", "rejected", "rejected",
+                                              "manual"]
+    assert steps[3]["note"].startswith("taken over") and steps[3]["action"] is None
+    assert steps[3]["proposed"]["name"] == "rewrite" and steps[3]["usage"]["prompt_tokens"]
     assert llm_server.remaining == 0
 
 

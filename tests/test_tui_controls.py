@@ -105,8 +105,9 @@ async def test_auto_mode_and_pause(calc_session, tmp_path, llm_server):
         assert session.mode == "human"
         await pilot.press("q")
         await pilot.pause()
-    decisions = [r["decision"] for r in records(out) if r["type"] == "step"]
-    assert decisions == ["auto"] * steps + ["approved"]
+    lines = [r for r in records(out) if r["type"] == "step"]
+    assert [r["decision"] for r in lines] == ["auto"] * steps + ["approved", "rejected"]
+    assert lines[-1]["note"].startswith("taken over")  # t: the waiting proposal, not run
 
 
 async def test_quit_while_a_step_runs_is_prompt(calc_session, tmp_path):

@@ -18,6 +18,7 @@ from tui_helpers import ENTRYPOINT, SIZE
 
 from dgym_tui.cli.main import build_parser
 from dgym_tui.cli.mcp import approve_app, open_server
+from dgym_tui.episode.session import TAKEN_OVER
 
 CLIENT = types.Implementation(name="test-agent", version="1.0")
 
@@ -86,7 +87,7 @@ async def test_a_person_approves_one_call_and_rejects_one_with_a_note(calc_repo,
             # handed back (m), the app waits for the next call; taken over again meanwhile,
             # the app is the person's at once (not busy until a call comes), and m again
             # shows the call that came
-            app.source_view.focus()  # taking over focused the console's input
+            app.source_view.focus()  # (t leaves it there; kept for clarity)
             await pilot.press("m")
             await _until(pilot, lambda: app.busy, "the app waiting for a call")
             await pilot.press("t")
@@ -109,5 +110,7 @@ async def test_a_person_approves_one_call_and_rejects_one_with_a_note(calc_repo,
     steps = [json.loads(line) for line in out.read_text().splitlines()]
     steps = [s for s in steps if s["type"] == "step"]
     assert [(s["decision"], s["note"]) for s in steps] == [
-        ("approved", ""), ("rejected", "read the loop with pdb first"), ("approved", "")]
+        ("approved", ""), ("rejected", "read the loop with pdb first"),
+        ("rejected", TAKEN_OVER),  # t: the waiting view call, recorded as taken over
+        ("approved", "")]
     assert steps[0]["raw"]["external"]["client"] == "test-agent 1.0"

@@ -152,3 +152,43 @@ def test_a_session_at_each_size(tmp_path, size):
         t.close()
     text = (tmp_path / "traj.jsonl").read_text()
     assert text.count('"type": "step"') == s.steps
+
+
+def test_keys_typed_together_run_in_order(tmp_path):
+    """Several commands in ONE write to the terminal (one send-keys: a paste, type-ahead):
+    ``:9⏎b`` sets the breakpoint at line 9; three console lines run in order; ``:41⏎E``
+    opens the editor on line 41, where ``  # abc``, Backspace, ``d`` leaves ``  # abd``."""
+    repo = tmp_path / "repo"
+    shutil.copytree(PAGINATION, repo)
+    t = Terminal(tmp_path, f"{dgym_tui_command()} repo --trajectory traj.jsonl "
+                           "--no-apply-prompt", (120, 36))
+    s = Session(t)
+    try:
+        t.wait_for(r"tests 3/5", 180)
+        s.source()
+        t.keys(":", "9", "Enter", "b")
+        s.step()
+        t.wait_for(r"│●  9 │", 30)
+        s.key("c", r"│●▶ 9 │")
+        t.keys(":", "p 111", "Enter", "p 222", "Enter", "p 333", "Enter")
+        for _ in range(3):
+            s.step()
+        t.wait_for(r"│333 +│", 30)
+        screen = t.screen()
+        assert screen.index("111") < screen.index("222") < screen.index("333"), screen
+        s.source()
+        s.key("s", r"╭─ paging\.py ─")
+        t.keys(":", "41", "Enter", "E")
+        t.wait_for(r"Edit paging\.py, line 41", 30)
+        t.keys("End", "  # abc", "BSpace", "d", "C-s")
+        s.step()
+        t.wait_for(r"^ *│\+ +return max\(1, len\(self\.items\) //", 30)  # the diff
+        t.wait_for(r"self\.per_page\)  # abd +│", 30)
+        t.keys("q")
+        assert t.wait_exit() == "EXIT=0"
+    finally:
+        t.close()
+    lines = (tmp_path / "traj.jsonl").read_text()
+    assert lines.index('"p 111"') < lines.index('"p 222"') < lines.index('"p 333"')
+    assert '"b test_pagination.py:9"' in lines
+    assert "# abd" in lines

@@ -58,6 +58,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+#: The note of a proposal dropped by :meth:`Session.take_over` (a rejected turn).
+TAKEN_OVER = "taken over: the person continues in human mode; this proposal was not run"
+
 MODES = ("human", "approve", "auto")
 #: An episode's step budget wherever an agent may act (dgym run, dgym-tui, dgym mcp, the API),
 #: so that their trajectories, and forks of them, spend the same budget.
@@ -360,11 +363,20 @@ class Session:
         return self._execute(turn.actor, turn.decision, turn.proposed, turn.action, proposal,
                              note=turn.note)
 
-    def take_over(self) -> None:
-        """Switch to ``human`` mode and drop the pending proposal (its tokens still count
-        in ``usage``)."""
-        self._drop_pending()
+    def take_over(self) -> Turn | None:
+        """Switch to ``human`` mode. A pending proposal is recorded as a rejected turn
+        whose note is :data:`TAKEN_OVER` (nothing is executed; its tokens count there).
+
+        Returns:
+            That turn, or None when no proposal was pending.
+        """
+        pending, self.pending = self.pending, None
         self.mode = "human"
+        if pending is None or self.done or self.initial is None:
+            if pending is not None:
+                self.usage = self.usage + pending.usage
+            return None
+        return self._record_rejected(pending, pending.action, TAKEN_OVER)
 
     def abort(self, reason: str = "interrupted") -> None:
         """Mark the episode as cut short (thread-safe): call it BEFORE closing the

@@ -15,6 +15,7 @@ from dgym_tui.tui.screens.modals import (
 )
 from dgym_tui.tui.session_calls import CallDone
 from dgym_tui.tui.widgets.approve_panel import ApprovePanel
+from dgym_tui.tui.widgets.transcript import format_action
 
 
 class AgentTurns(MessagePump):
@@ -75,7 +76,10 @@ class AgentTurns(MessagePump):
         if session is None or self._session_closed:
             return
         if session.done:
+            self._typed_ahead.clear()
             self._offer_apply()
+            return
+        if self._run_typed_ahead():
             return
         if session.mode == "auto":
             # The auto loop returned without ending the episode: paused, or the agent /
@@ -129,10 +133,15 @@ class AgentTurns(MessagePump):
         if self.session.policy is None:
             return
         self._clear_agent_error()
-        self.session.take_over()
+        dropped = self.session.take_over()  # the proposal is recorded as taken over
         self.query_one(ApprovePanel).hide()
         self.source_view.set_preview(None)
-        self.query_one("#console-input").focus()
+        what = f" (the proposal {format_action(dropped.proposed)} was not run)" \
+            if dropped is not None and dropped.proposed is not None else ""
+        self.pdb_console.write(f"taken over: human mode{what}; the source keys and : act now",
+                               style="italic")
+        # the source view, not the console: the next key (i, n, ...) is a key, not text
+        self.source_view.focus()
 
     def action_go(self) -> None:
         session = self.session

@@ -23,6 +23,7 @@ lays the screen out and shows the session's events.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import threading
 from collections.abc import Callable
@@ -45,6 +46,7 @@ from dgym_tui.tui.agent_turns import AgentTurns
 from dgym_tui.tui.app_keys import AppKeys
 from dgym_tui.tui.bridge import SessionBridge, read_source
 from dgym_tui.tui.code_edits import CodeEdits
+from dgym_tui.tui.key_order import OrderedKeys
 from dgym_tui.tui.keys import with_quiet_twins
 from dgym_tui.tui.locate import no_tests_hint
 from dgym_tui.tui.messages import (
@@ -78,7 +80,8 @@ from dgym_tui.tui.widgets.transcript import Transcript, format_action
 _BUSY = {"eval": "running eval", "pdb": "pdb", "rewrite": "rewriting", "submit": "submitting"}
 
 
-class DgymApp(AppKeys, SessionCalls, AgentTurns, CodeEdits, ReplayMode, WidgetEvents, App[int]):
+class DgymApp(OrderedKeys, AppKeys, SessionCalls, AgentTurns, CodeEdits, ReplayMode, WidgetEvents,
+              App[int]):
     """The dgym-tui app.
 
     Args:
@@ -140,6 +143,8 @@ class DgymApp(AppKeys, SessionCalls, AgentTurns, CodeEdits, ReplayMode, WidgetEv
         self._quit_after_apply = False
         self._quit_confirmed = False  # "quit anyway" was answered
         self._gc_frozen = False
+        # console lines typed while a step ran: run in order once it returns
+        self._typed_ahead: collections.deque[str] = collections.deque()
         self._agent_error: str | None = None  # the last failed proposal's error
         self._agent_failures = 0  # failed proposals in a row (backoff)
         self._retry_timer: Any = None
@@ -261,7 +266,12 @@ class DgymApp(AppKeys, SessionCalls, AgentTurns, CodeEdits, ReplayMode, WidgetEv
         return self._bridge
 
     def act(self, action: ToolCall) -> bool:
-        """Run a human action through the session (in a worker). Returns False if busy."""
+        """Run a human action through the session (in a worker). Returns False if busy
+        (nothing is echoed in the console then: the action did not run)."""
+        refused = self._call_refused() if self.session is not None else None
+        if refused is not None and not (self.session.done):
+            self.notify(refused, severity="warning")
+            return False
         self.pdb_console.write(f"› {format_action(action)}", style="bold")
         if self.session is not None and self.session.done:
             why = f"the episode is over ({self.session.reason or 'done'}): nothing runs; " \

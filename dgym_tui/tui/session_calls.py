@@ -75,6 +75,15 @@ class SessionCalls(MessagePump):
         self.busy = label is not None
         self.status.set_busy(label)
 
+    def _call_refused(self) -> str | None:
+        """Why a session call cannot start now (a call runs, the episode has not started),
+        or None."""
+        if self.busy:
+            return "busy: wait for the current step to finish (the key was dropped)"
+        if not self.started:
+            return "the episode has not started yet (the key was dropped)"
+        return None
+
     def _session_call(self, label: str, fn: Callable[[], Any],
                       failed: Callable[[str], None] | None = None) -> bool:
         """Run ``fn`` (a blocking Session call) in a thread worker unless one is running.
@@ -90,11 +99,9 @@ class SessionCalls(MessagePump):
         """
         if self.session is None:
             return False
-        if self.busy:
-            self.notify("busy: wait for the current step to finish", severity="warning")
-            return False
-        if not self.started:
-            self.notify("the episode has not started yet", severity="warning")
+        refused = self._call_refused()
+        if refused is not None:
+            self.notify(refused, severity="warning")
             return False
         if self.session.done:
             self.notify("the episode is over", severity="warning")

@@ -81,13 +81,30 @@ class WidgetEvents(MessagePump):
         if self.replay is not None:
             self.notify("replay: fork (f) to act", severity="warning")
             return
+        if self.busy and not self._session_closed:  # typed ahead: runs after this step
+            self._typed_ahead.append(message.text)
+            self.pdb_console.write(f"  {text}  (waits for the step that runs)", style="dim")
+            return
+        self._run_console_line(text)
+
+    def _run_typed_ahead(self) -> bool:
+        """Run the first console line typed while a step ran, if any (True: one started)."""
+        while self._typed_ahead:
+            line = self._typed_ahead.popleft()
+            text = line[1:].strip() if line.startswith(":") else line
+            if self._run_console_line(text):
+                return True
+        return False
+
+    def _run_console_line(self, text: str) -> bool:
+        """Parse a console line into an action and run it (False: not run)."""
         specs = self.session.tool_specs() if self.session is not None else {}
         try:
             action = console_action(text, list(specs), specs)
         except ValueError as exc:
             self.pdb_console.write(f"error: {exc}", style="bold red")
-            return
-        self.act(action)
+            return False
+        return self.act(action)
 
     @on(SourceView.EditCode)
     def _edit_code_key(self, message: SourceView.EditCode) -> None:

@@ -1,0 +1,241 @@
+"""dgym-tui next to pudb, both driven in a real terminal (tmux) on the same small task.
+
+Run: ``python bench/bench_pudb.py [--rounds 3] [--size 120x36]``. Prints one table of
+medians and their ratios (dgym-tui / pudb; the eval row: dgym-tui's ``x`` / a bare
+``python -m pytest`` of the same tests). pudb is optional: without it (``pip install
+pudb``) its rows are skipped and only dgym-tui's times and the eval row are printed.
+
+The task: a copy of ``data/mini/pagination`` (5 tests, 2 fail) plus ``run_tests.py``,
+a plain script that calls each test function (pudb debugs a script; dgym-tui gets it as
+``--entrypoint``, so both debuggers run the same program). dgym-tui runs with
+``--terminal local`` (no sandbox: pudb has none). Each row is timed from the key (or the
+command) to the screen that shows its effect, read with ``tmux capture-pane`` polled in a
+loop (a few ms per look, the same for both programs):
+
+- first screen: from the command to the program's source on screen (dgym-tui: its first
+  frame, then the working copy, terminal and initial eval, then the source; pudb: its
+  first screen, which shows the source);
+- ``c`` to a breakpoint: a breakpoint at ``test_pagination.py:7`` set first (dgym-tui:
+  ``b`` in its console; pudb: its saved-breakpoints file), then ``c`` until line 7 is
+  marked as the current line;
+- ``n``, key to screen: ``n`` at line 7, then at line 8, until the next line is marked;
+- ``x`` vs bare pytest: dgym-tui with its default entrypoint (pytest), ``x`` until the
+  step is counted on the status bar; the floor is ``python -m pytest -q`` of the same
+  file in a shell in tmux, until its summary line.
+
+The programs run in turn (dgym-tui, pudb, pudb, dgym-tui, ...), ``--rounds`` times each.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shlex
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+TASK = ROOT / "data" / "mini" / "pagination"
+RUN_TESTS = '''\
+"""Run the pagination tests without pytest (a plain script both debuggers can run)."""
+import test_pagination
+
+for name in sorted(dir(test_pagination)):
+    if name.startswith("test_"):
+        try:
+            getattr(test_pagination, name)()
+            print(name, "ok")
+        except Exception as exc:
+            print(name, "FAILED", type(exc).__name__, exc)
+'''
+LINE8 = "assert paginator.total_pages == 2"
+LINE9 = "assert paginator.page(2).items"
+
+
+class Tmux:
+    """One command in a private tmux server (its own socket, no configuration)."""
+
+    def __init__(self, command: str, size: tuple[int, int], cwd: Path, env: dict[str, str]):
+        self.name = f"bench-pudb-{os.getpid()}-{id(self):x}"
+        self.env = env
+        self.started = time.perf_counter()
+        self.run("new-session", "-d", "-s", self.name, "-x", str(size[0]), "-y", str(size[1]),
+                 f"cd {shlex.quote(str(cwd))} && {command}; sleep 600")
+
+    def run(self, *args: str) -> str:
+        return subprocess.run(["tmux", "-L", self.name, "-f", "/dev/null", *args],
+                              capture_output=True, text=True, env=self.env, check=False,
+                              timeout=30).stdout
+
+    def screen(self) -> str:
+        return self.run("capture-pane", "-p", "-t", self.name)
+
+    def keys(self, *keys: str) -> float:
+        """Send keys; the time just before they were written."""
+        sent = time.perf_counter()
+        self.run("send-keys", "-t", self.name, *keys)
+        return sent
+
+    def wait(self, pattern: str, since: float, limit: float = 120.0) -> float:
+        """Seconds from ``since`` until the screen matches ``pattern`` (multi-line regex)."""
+        regex = re.compile(pattern, re.MULTILINE)
+        while True:
+            if regex.search(self.screen()):
+                return time.perf_counter() - since
+            if time.perf_counter() - since > limit:
+                raise RuntimeError(f"timed out waiting for {pattern!r}:\n{self.screen()}")
+
+    def close(self) -> None:
+        self.run("kill-server")
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("TMUX", "COLUMNS", "LINES")}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH", "")]))
+    return env
+
+
+def _task(work: Path) -> Path:
+    repo = work / "repo"
+    if repo.exists():
+        shutil.rmtree(repo)
+    shutil.copytree(TASK, repo)
+    (repo / "run_tests.py").write_text(RUN_TESTS)
+    return repo
+
+
+def dgym_round(work: Path, size: tuple[int, int]) -> dict[str, list[float]]:
+    """One dgym-tui session on run_tests.py: first screen, c, n, n."""
+    _task(work)
+    command = (f"{shlex.quote(sys.executable)} -m dgym_tui.cli.tui repo --terminal local "
+               f"--entrypoint 'python run_tests.py' --trajectory traj.jsonl --no-apply-prompt")
+    t = Tmux(command, size, work, _env())
+    try:
+        first = t.wait(r"│ *\d+ │\S", t.started)
+        t.wait(r"│ step 0/", t.started)
+        t.keys(":")
+        t.wait(r"^ esc Back to source", time.perf_counter(), 30)
+        t.keys("-l", "b test_pagination.py:7")
+        t.keys("Enter")
+        t.wait(r"│ step 1/", time.perf_counter(), 60)
+        t.keys("Escape")
+        time.sleep(0.3)
+        t.wait(r"^ b Breakpoint ", time.perf_counter(), 30)
+        cont = t.wait(r"▶ *7 │", t.keys("c"))
+        t.wait(r"│ step 2/", time.perf_counter(), 30)
+        time.sleep(0.3)
+        n8 = t.wait(rf"▶ *8 │ +{re.escape(LINE8)}", t.keys("n"))
+        t.wait(r"│ step 3/", time.perf_counter(), 30)
+        time.sleep(0.3)
+        n9 = t.wait(rf"▶ *9 │ +{re.escape(LINE9)}", t.keys("n"))
+        return {"first screen": [first], "c to a breakpoint": [cont], "n, key to screen": [n8, n9]}
+    finally:
+        t.close()
+
+
+def pudb_round(work: Path, size: tuple[int, int]) -> dict[str, list[float]]:
+    """One pudb session on run_tests.py, with a saved breakpoint at test_pagination.py:7."""
+    repo = _task(work)
+    config = work / "pudb-config"
+    (config / "pudb").mkdir(parents=True, exist_ok=True)
+    (config / "pudb" / "pudb.cfg").write_text("[pudb]\nseen_welcome = e999\n")
+    version = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    (config / "pudb" / f"saved-breakpoints-{version}").write_text(
+        f"b {repo / 'test_pagination.py'}:7\n")
+    env = _env()
+    env["XDG_CONFIG_HOME"] = str(config)
+    t = Tmux(f"{shlex.quote(sys.executable)} -m pudb run_tests.py", size, repo, env)
+    try:
+        first = t.wait(r"^[> ] +import test_pagination", t.started)
+        time.sleep(0.3)
+        cont = t.wait(r"^>\*? +paginator = Paginator", t.keys("c"))
+        time.sleep(0.3)
+        n8 = t.wait(rf"^> +{re.escape(LINE8)}", t.keys("n"))
+        time.sleep(0.3)
+        n9 = t.wait(rf"^> +{re.escape(LINE9)}", t.keys("n"))
+        return {"first screen": [first], "c to a breakpoint": [cont], "n, key to screen": [n8, n9]}
+    finally:
+        t.close()
+
+
+def eval_round(work: Path, size: tuple[int, int]) -> dict[str, list[float]]:
+    """dgym-tui's x (pytest, its default entrypoint), then a bare pytest in a shell."""
+    repo = _task(work)
+    (repo / "run_tests.py").unlink()
+    command = (f"{shlex.quote(sys.executable)} -m dgym_tui.cli.tui repo --terminal local "
+               f"--trajectory traj.jsonl --no-apply-prompt")
+    t = Tmux(command, size, work, _env())
+    try:
+        t.wait(r"│ step 0/\d+ .*tests 3/5", t.started)
+        time.sleep(0.5)
+        ours = t.wait(r"│ step 1/\d+ .*tests 3/5", t.keys("x"))
+    finally:
+        t.close()
+    bare = Tmux(f"{shlex.quote(sys.executable)} -m pytest -q -p no:cacheprovider "
+                "test_pagination.py", size, repo, _env())
+    try:
+        floor = bare.wait(r"\d+ failed, \d+ passed", bare.started)
+    finally:
+        bare.close()
+    return {"x (dgym-tui)": [ours], "bare pytest": [floor]}
+
+
+def _add(into: dict[str, list[float]], part: dict[str, list[float]]) -> None:
+    for key, values in part.items():
+        into.setdefault(key, []).extend(values)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--size", default="120x36", help="terminal size, COLSxROWS")
+    args = parser.parse_args()
+    size = tuple(int(part) for part in args.size.split("x"))
+    if shutil.which("tmux") is None:
+        print("bench_pudb: tmux is not installed", file=sys.stderr)
+        return 2
+    try:
+        import pudb  # noqa: F401
+        has_pudb = True
+        pudb_version = getattr(sys.modules["pudb"], "__version__", "?")
+    except ImportError:
+        has_pudb, pudb_version = False, None
+        print("bench_pudb: pudb is not installed (pip install pudb): its rows are skipped")
+    ours: dict[str, list[float]] = {}
+    theirs: dict[str, list[float]] = {}
+    evals: dict[str, list[float]] = {}
+    load = os.getloadavg()[0]
+    with tempfile.TemporaryDirectory(prefix="bench-pudb-") as tmp:
+        work = Path(tmp)
+        for number in range(args.rounds):
+            order = [dgym_round, pudb_round] if number % 2 == 0 else [pudb_round, dgym_round]
+            for run in order:
+                if run is pudb_round and not has_pudb:
+                    continue
+                _add(ours if run is dgym_round else theirs, run(work, size))
+            _add(evals, eval_round(work, size))
+    print(f"bench_pudb: {args.rounds} rounds at {size[0]}x{size[1]}, load {load:.2f} at the "
+          f"start, {os.getloadavg()[0]:.2f} at the end; pudb {pudb_version or 'absent'}")
+    print()
+    print("| | dgym-tui | pudb | dgym-tui / pudb |")
+    print("|---|---:|---:|---:|")
+    for row in ("first screen", "c to a breakpoint", "n, key to screen"):
+        mine = statistics.median(ours[row])
+        other = statistics.median(theirs[row]) if row in theirs else None
+        ratio = f"{mine / other:.2f}x" if other else "-"
+        print(f"| {row} | {mine * 1000:,.0f} ms | "
+              f"{'-' if other is None else f'{other * 1000:,.0f} ms'} | {ratio} |")
+    x, floor = statistics.median(evals["x (dgym-tui)"]), statistics.median(evals["bare pytest"])
+    print(f"| x, one eval (vs bare pytest) | {x * 1000:,.0f} ms | {floor * 1000:,.0f} ms "
+          f"(bare pytest) | {x / floor:.2f}x |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

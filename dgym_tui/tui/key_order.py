@@ -1,0 +1,89 @@
+"""Keys that arrive together (type-ahead, a paste of lines, a fast typist) are handled one
+after the other, each to its end, in the order they were typed.
+
+Textual hands every key to the focused widget's own message queue and runs a key's
+binding only when the key has bubbled back up to the app. Keys read in one burst were
+all handed over before the first one's binding ran: ``p 111⏎p 222⏎`` submitted
+``p 111p 222`` (Enter is a binding of the input line, the letters are not), ``:20⏎b``
+typed ``b`` into the console before ``:20⏎`` moved the focus back to the source view, and
+in an editor ``abc``, Backspace, ``d`` deleted the ``d``. (Textual issue #6605.)
+
+:class:`OrderedKeys` (a mixin of the app) lets one key at a time through: a key that
+arrives while an earlier one is still being handled waits, and goes on once every
+widget of the screen has handled what that earlier key caused (the key itself, its
+binding, the messages and focus changes that followed).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from typing import Any
+
+from textual import events
+from textual.message_pump import MessagePump
+
+#: At most this many looks (each after the other tasks ran once) for an earlier key's
+#: handling to settle; then the next key goes on anyway (nothing waits for ever).
+SETTLE_LOOKS = 200
+
+
+def _settled(app: Any) -> bool:
+    """Whether every widget of the app's screen (and the screen) has handled all of its
+    messages."""
+    try:
+        nodes = list(app.screen.walk_children(with_self=True))
+    except Exception:  # noqa: BLE001  no screen yet / any more
+        return True
+    # A pump handles a message without yielding to the other tasks unless a handler
+    # really waits (a sync handler, or a coroutine that does no I/O, runs to its end), so
+    # an empty queue seen from another task is (nearly always) a handled one.
+    return not any(node._message_queue.qsize() for node in nodes)
+
+
+class OrderedKeys(MessagePump):
+    """App mixin: keys and pastes from the terminal are let through one at a time.
+
+    The first key of a burst is handled at once (no delay for a single key); the ones
+    that arrive while it is being handled wait in order (:attr:`_held_keys`).
+    """
+
+    _key_in_flight = False
+    _held_keys: deque[events.Event] | None = None
+    _next_key: events.Event | None = None  # the held key handed back to the app
+
+    async def on_event(self, event: events.Event) -> None:
+        if isinstance(event, (events.Key, events.Paste)) and not event.is_forwarded:
+            if event is self._next_key:
+                self._next_key = None
+            elif self._key_in_flight:
+                if self._held_keys is None:
+                    self._held_keys = deque()
+                self._held_keys.append(event)
+                return
+            self._key_in_flight = True
+            try:
+                await super().on_event(event)  # type: ignore[misc]
+            finally:
+                self.call_later(self._let_next_key_in)
+            return
+        await super().on_event(event)  # type: ignore[misc]
+
+    async def _let_next_key_in(self, looks: int = 0) -> None:
+        """Once the screen and the app settled, hand the next waiting key (if any) to
+        the app. Not settled: look again after the app's other messages (the key bubbled
+        back for its binding, what that binding posted)."""
+        await asyncio.sleep(0)  # the widgets' tasks run
+        if looks < SETTLE_LOOKS and (self._message_queue.qsize() or not _settled(self)):
+            self.call_later(self._let_next_key_in, looks + 1)
+            return
+        held = self._held_keys
+        if not held:
+            self._key_in_flight = False
+            return
+        # back through the app's queue, handled by on_event as the next key; keys
+        # arriving meanwhile wait behind it
+        self._next_key = held.popleft()
+        if not self.post_message(self._next_key):  # the app is closing
+            self._next_key = None
+            self._key_in_flight = False

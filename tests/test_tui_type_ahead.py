@@ -1,0 +1,102 @@
+"""Keys that arrive together, as a paste or a fast typist sends them, through the real app
+(Pilot): every key event is posted to the app at once, as Textual's terminal driver does
+with the keys of one read, and only then does the test wait. They run in the order typed:
+console lines, ``:N`` then a key, editing keys in the code editor; keys dropped while a
+step runs are not echoed as if they ran."""
+
+from __future__ import annotations
+
+from textual import events
+from tui_helpers import SIZE, console_text, settle, stop_at
+
+from dgym_tui.tui.app import DgymApp
+
+#: tmux-like key names -> (Textual key, character)
+_SPECIAL = {"\r": ("enter", "\r"), "\b": ("backspace", "\x7f"), ":": ("colon", ":"),
+            " ": ("space", " "), "/": ("slash", "/"), "*": ("asterisk", "*")}
+
+
+def burst(app, text: str) -> None:
+    """Post one key event per character of ``text`` to the app, all at once (``\\r``:
+    enter, ``\\b``: backspace)."""
+    for char in text:
+        key, character = _SPECIAL.get(char, (char, char))
+        app.post_message(events.Key(key, character))
+
+
+def _commands(session) -> list[str]:
+    return [turn.action.arguments.get("command") for turn in session.turns
+            if turn.action.name == "pdb"]
+
+
+async def test_console_lines_typed_together_run_in_order(calc_session):
+    session = calc_session()
+    app = DgymApp(session=session)
+    async with app.run_test(size=SIZE) as pilot:
+        await stop_at(app, pilot, "calc.py:4")
+        app.pdb_console.input.focus()
+        await pilot.pause()
+        burst(app, "p 111\rp 222\rp 333\r")
+        await settle(app, pilot)
+        await settle(app, pilot)
+        assert _commands(session)[-3:] == ["p 111", "p 222", "p 333"], _commands(session)
+        text = console_text(app)
+        assert text.index("111") < text.index("222") < text.index("333")
+        assert app.pdb_console.input.value == ""
+    app.close_session()
+
+
+async def test_goto_line_then_a_key_typed_together(calc_session):
+    """``:4⏎b`` from the source view: the cursor goes to line 4, then ``b`` sets a
+    breakpoint there (it is not typed into the console)."""
+    session = calc_session()
+    app = DgymApp(session=session)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        app.source_view.focus()
+        await pilot.pause()
+        burst(app, ":4\rb")
+        await settle(app, pilot)
+        assert _commands(session) == ["b calc.py:4"], _commands(session)
+        assert app.pdb_console.input.value == ""
+        assert app.focused is app.source_view
+    app.close_session()
+
+
+async def test_editing_keys_typed_together_in_the_code_editor(calc_session):
+    session = calc_session()
+    app = DgymApp(session=session)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        app.source_view.go_to(5)
+        app.source_view.focus()
+        await pilot.pause()
+        burst(app, "E")
+        await settle(app, pilot)
+        area = app.screen.query_one("#code-edit")
+        area.focus()
+        area.move_cursor((0, len(area.document.lines[0])))
+        await pilot.pause()
+        burst(app, "abc\bd")
+        await settle(app, pilot)
+        assert area.document.lines[0].endswith("len(xs[1:])abd"), area.document.lines[0]
+        await pilot.press("escape")
+        await pilot.pause()
+    app.close_session()
+
+
+async def test_keys_dropped_while_a_step_runs_are_not_echoed(calc_session):
+    """``nnn`` at once: the first n runs; the others arrive while it runs and are dropped,
+    with a notice, and the console shows only the n that ran."""
+    session = calc_session()
+    app = DgymApp(session=session)
+    async with app.run_test(size=SIZE) as pilot:
+        await stop_at(app, pilot, "calc.py:4")
+        before = len(session.turns)
+        echoed = console_text(app).count('pdb(command="n")')
+        burst(app, "nnn")
+        await settle(app, pilot)
+        ran = len(session.turns) - before
+        assert ran >= 1
+        assert console_text(app).count('pdb(command="n")') - echoed == ran
+    app.close_session()
