@@ -166,3 +166,37 @@ def test_fork_needs_a_running_episode_and_a_terminal_by_name(make_repo, make_env
     env.reset()
     with pytest.raises(RuntimeError, match="by name"):
         env.fork()
+
+
+def test_session_fork_records_its_parent_and_replays_alone(make_repo, open_repo, fast_pytest,
+                                                           tmp_path):
+    """Session.fork(): a self-contained branch trajectory naming its parent and step."""
+    from dgym_tui.episode.trajectory import read_trajectory
+    from dgym_tui.launch.replay import replay
+
+    repo = make_repo({"code.py": CODE, "test_code.py": TESTS})
+    parent_path = tmp_path / "parent.jsonl"
+    session = open_repo(repo, trajectory=parent_path, entrypoint=f"{fast_pytest} test_code.py")
+    session.start()
+    session.act(ToolCall(name="pdb", arguments={"command": "b code.py:2"}))
+    session.act(ToolCall(name="pdb", arguments={"command": "c"}))
+    session.act(ToolCall(name="rewrite", arguments={
+        "path": "code.py", "start": 2, "end": 2, "new_code": "    return a + b\n"}))
+
+    branch = session.fork(tmp_path / "branch.jsonl")
+    try:
+        assert branch.env is not session.env and len(branch.turns) == 3
+        assert branch.env.steps == 3 and branch.env.patch() == session.env.patch()
+        turn = branch.act(ToolCall(name="eval", arguments={}))
+        assert turn.index == 4 and turn.result.resolved
+        branch.finish("submitted")
+        session.finish("quit")
+        traj = read_trajectory(tmp_path / "branch.jsonl")
+        assert traj.header["config"]["forked_from"] == {
+            "path": str(parent_path), "step": 3, "live": True}
+        assert [s["step"] for s in traj.steps] == [1, 2, 3, 4]
+        assert len(read_trajectory(parent_path).steps) == 3  # the parent's file has none of it
+        report = replay(traj)  # self-contained: a fresh environment replays it alone
+        assert report.ok and report.resolved, [d.diff() for d in report.divergences]
+    finally:
+        branch.env.close()

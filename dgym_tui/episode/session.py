@@ -212,19 +212,79 @@ class Session:
             raise
         self.initial = self.last = result
         self._started = time.monotonic()
+        self._begin(result)
+        self._emit(EpisodeStarted(result))
+        return result
+
+    def _begin(self, initial: StepResult) -> None:
+        """Tell the policy about the episode and write the trajectory's header."""
         if self.policy is not None:
             self.policy.reset(EpisodeInfo(
                 task=self.env.task or "",
                 instructions=self.env.instructions(),
                 tool_schemas=self.env.tool_schemas(),
-                initial_observation=result.observation,
-                examples=task_examples(self.env.workspace, result.eval),
+                initial_observation=initial.observation,
+                examples=task_examples(self.env.workspace, initial.eval),
                 remote_tools=[name for name, tool in self.env.tools.items() if tool.server]))
         if self.trajectory_path is not None:
             self._writer = TrajectoryWriter(self.trajectory_path)
-            self._writer.write_header(self._header(result))
-        self._emit(EpisodeStarted(result))
-        return result
+            self._writer.write_header(self._header(initial))
+
+    def fork(self, trajectory_path: Any = None, policy: Policy | None = None,
+             mode: str = "human", max_steps: int | None = None) -> Session:
+        """Branch the live episode here: a new session over ``env.fork()`` that goes on alone.
+
+        Nothing is executed again: the environment is forked as it stands
+        (files, breakpoints, step count, pdb at its frame; see
+        ``RepoEnv.fork``) and the turns so far are copied. The branch's
+        trajectory is self-contained: this session's header, whose
+        ``config.forked_from`` is ``{"path": this trajectory's path or None,
+        "step": the number of turns, "live": true}``, then the copied turns.
+
+        Args:
+            trajectory_path: where the branch's trajectory goes (None: no file).
+            policy: who proposes in the branch (None: a person).
+            mode: the branch's mode (``human``, ``approve``, ``auto``).
+            max_steps: the branch's step budget, copied turns included; None keeps
+                this one's, raised if needed so at least one new step fits.
+
+        Returns:
+            The branch, started (the caller closes ``branch.env``).
+
+        Raises:
+            SessionError: the session has not started, or its environment is closed.
+            ValueError: as :class:`Session` (mode without a policy, ...).
+            Whatever ``RepoEnv.fork`` raises (e.g. the terminal cannot start).
+        """
+        if self.initial is None:
+            raise SessionError("the session has not started; call start() first")
+        budget = max(max_steps or self.max_steps, len(self.turns) + 1)
+        config = {**self.config, "forked_from": {
+            "path": str(self.trajectory_path) if self.trajectory_path is not None else None,
+            "step": len(self.turns), "live": True},
+            "policy": getattr(policy, "name", None) if policy else "human",
+            "mode": mode, "max_steps": budget}
+        with self.lock:
+            if self.env.workspace is None:
+                raise SessionError("the environment is closed")
+            env = self.env.fork()
+        try:
+            branch = Session(env, policy, mode, budget, trajectory_path, self.task_name, config,
+                             self.stop_on_resolved, task=dict(self.task_record),
+                             environment=dict(self.environment),
+                             stuck_repeats=self.stuck_repeats)
+            branch.initial, branch.last = self.initial, self.last
+            branch.turns, branch.usage = list(self.turns), self.usage
+            branch._patch, branch._patch_generation = self._patch, self._patch_generation
+            branch._base_ids = dict(self._base_ids)
+            branch._begin(self.initial)
+            if branch._writer is not None:
+                for turn in branch.turns:
+                    branch._writer.write_step(turn.to_record())
+        except BaseException:
+            env.close()
+            raise
+        return branch
 
     def _header(self, initial: StepResult) -> dict[str, Any]:
         config = dict(self.config)
