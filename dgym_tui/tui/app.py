@@ -378,7 +378,14 @@ class DgymApp(OrderedKeys, AppKeys, SessionCalls, AgentTurns, CodeEdits, ReplayM
         summary = result.eval
         if summary is None:
             return
-        if summary.exit_code in (126, 127) and summary.passed == 0:
+        if getattr(summary, "timed_out", False):
+            timeout = getattr(self.env, "eval_timeout", None)
+            text = (f"the entrypoint timed out{f' after {timeout:g} s' if timeout else ''} and "
+                    "was stopped: its tests did not finish (a test that hangs, or waits for "
+                    "input?)")
+            self.pdb_console.write(text, style="bold red")
+            self.notify(text, severity="error", timeout=10)
+        elif summary.exit_code in (126, 127) and summary.passed == 0:
             text = (f"the entrypoint could not run (exit code {summary.exit_code}); "
                     "check --entrypoint")
             self.pdb_console.write(text, style="bold red")
@@ -388,6 +395,15 @@ class DgymApp(OrderedKeys, AppKeys, SessionCalls, AgentTurns, CodeEdits, ReplayM
             hint = no_tests_hint(self._workspace.files, self.env.entrypoint)
             self.pdb_console.write(hint, style="bold yellow")
             self.notify(hint, severity="warning", timeout=15)
+        elif (summary.total and summary.passed == summary.total and self.session is not None
+              and not (self.session.task_record or {}).get("description")
+              and result is self.session.initial):
+            # the default task text (no description given) says the tests fail: say that
+            # they all pass at the start
+            self.pdb_console.write(f"every test passes now ({summary.passed}/{summary.total}): "
+                                   "the task text above is the default one; there may be "
+                                   "nothing to fix (--entrypoint picks other tests)",
+                                   style="bold yellow")
 
     def _after_restart(self, action: ToolCall) -> ToolCall:
         """pdb restarts at this command (the code changed under it): a step key would step

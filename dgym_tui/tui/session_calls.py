@@ -15,7 +15,7 @@ from textual.message_pump import MessagePump
 
 from dgym_tui.core.errors import first_line
 from dgym_tui.tui import resume_gc
-from dgym_tui.tui.screens.modals import QuitScreen
+from dgym_tui.tui.screens.modals import CodeEditScreen, QuitScreen
 
 log = logging.getLogger(__name__)
 
@@ -134,6 +134,10 @@ class SessionCalls(MessagePump):
         pdb / terminal processes, so quitting never waits for a step's timeout.
         """
         if self._session_closed:
+            return
+        if isinstance(self.screen, CodeEditScreen):  # ctrl+c in the editor: keep the edit
+            self.notify("an edit is open: ctrl+s rewrites it, escape cancels it; then q quits",
+                        severity="warning", title="not quitting")
             return
         if (self._unapplied_fix() and not self._quit_confirmed
                 and not isinstance(self.screen, QuitScreen)):  # ctrl+c there: quit anyway

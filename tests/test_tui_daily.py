@@ -1,0 +1,55 @@
+"""Daily-use rough edges of the app, through Pilot: ctrl+c in the code editor keeps the
+edit, an eval that timed out is named as such (not "0 tests"), and the default task text
+("the tests fail") is corrected on screen when every test passes at the start."""
+
+from __future__ import annotations
+
+from tui_helpers import FIX, SIZE, console_text, settle
+
+from dgym_tui.tui.app import DgymApp
+
+
+async def test_ctrl_c_in_the_editor_keeps_the_edit(calc_session):
+    session = calc_session()
+    app = DgymApp(session=session)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        app.source_view.go_to(5)
+        app.source_view.focus()
+        await pilot.press("E")
+        await settle(app, pilot)
+        area = app.screen.query_one("#code-edit")
+        area.focus()
+        area.move_cursor((0, len(area.document.lines[0])))
+        await pilot.press("space", "#", "x")
+        await pilot.press("ctrl+c")
+        await settle(app, pilot)
+        assert app.is_running and type(app.screen).__name__ == "CodeEditScreen"
+        assert area.document.lines[0].endswith(" #x")
+        await pilot.press("escape")
+        await pilot.pause()
+        assert type(app.screen).__name__ == "Screen"
+    app.close_session()
+
+
+async def test_an_eval_that_timed_out_says_so(calc_session):
+    session = calc_session(entrypoint="python -c 'import time; time.sleep(30)'",
+                           eval_timeout=2)
+    app = DgymApp(session=session)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        text = console_text(app)
+        assert "the entrypoint timed out after 2 s" in text
+        assert "0 tests" not in text
+    app.close_session()
+
+
+async def test_every_test_passing_at_the_start_is_said(calc_repo, calc_session):
+    source = calc_repo / "calc.py"
+    source.write_text(source.read_text().replace("    return total / len(xs[1:])", FIX))
+    session = calc_session()
+    app = DgymApp(session=session)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        assert "every test passes now (2/2)" in console_text(app)
+    app.close_session()
