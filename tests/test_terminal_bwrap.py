@@ -364,3 +364,27 @@ def test_allow_list_shows_exact_python_folders_never_home_or_the_repository(tmp_
     assert str(venv) in shown and str(repo_venv) in shown
     assert str(repo_bin) not in shown and str(repo) not in shown
     assert not any(p.startswith("relative") for p in shown)
+
+
+def test_without_a_host_view_bwrap_still_runs(repo, monkeypatch):
+    """Where a user and mount namespace of our own cannot be made (Ubuntu's AppArmor lets only
+    bwrap make user namespaces), commands still run, without the read-only view of the host."""
+    from dgym_tui.core.terminals import bwrap, hostview
+
+    def refuse(*args, **kwargs):
+        raise OSError(1, "unshare(CLONE_NEWUSER) failed")
+
+    monkeypatch.setattr(hostview, "read_only_host", refuse)
+    bwrap.host_view_works.cache_clear()
+    try:
+        assert bwrap.host_view_works() is False
+        t = BwrapTerminal()
+        t.start(str(repo))
+        try:
+            assert t.run("echo ran").output == "ran\n"
+        finally:
+            t.close()
+    finally:
+        monkeypatch.undo()
+        bwrap.host_view_works.cache_clear()
+    assert bwrap.host_view_works() is True

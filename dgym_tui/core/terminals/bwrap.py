@@ -60,6 +60,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import logging
 import os
 import shutil
 import stat
@@ -79,6 +80,9 @@ from .mounts import normalized
 T = TypeVar("T")
 
 _launcher: ThreadPoolExecutor | None = None
+log = logging.getLogger(__name__)
+#: uid / gid of bwrap_problem's and host_view_works's probe sandboxes when dgym runs as root.
+UID_PROBE = identity.UID_RANGE.start
 
 #: Namespace and privilege flags of every sandbox.
 ISOLATION = ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
@@ -125,22 +129,49 @@ def bwrap_problem() -> str | None:
     why = seccomp.problem()
     if why:
         return why
-    system = []
-    for path in allowlist.SYSTEM:
-        if os.path.islink(path):
-            system += ["--symlink", os.readlink(path), path]
-        elif os.path.isdir(path):
-            system += ["--ro-bind", path, path]
-    argv = [exe, *isolation(ids), *system, "--proc", "/proc", "--dev", "/dev", "--unshare-net",
-            "--", *identity.drop_argv(ids), "true"]
     try:
-        res = subprocess.run(argv, capture_output=True, text=True, timeout=20)
+        res = subprocess.run(_probe_argv(exe, ids), capture_output=True, text=True, timeout=20)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"bwrap does not start: {exc}"
     if res.returncode != 0:
         why = (res.stderr.strip().splitlines() or [f"exit code {res.returncode}"])[0]
         return f"bwrap does not work here ({why}); unprivileged user namespaces may be off"
     return None
+
+
+def _probe_argv(exe: str, ids: tuple[int, int] | None) -> list[str]:
+    """A minimal sandbox running ``true`` (system folders only)."""
+    system = []
+    for path in allowlist.SYSTEM:
+        if os.path.islink(path):
+            system += ["--symlink", os.readlink(path), path]
+        elif os.path.isdir(path):
+            system += ["--ro-bind", path, path]
+    return [exe, *isolation(ids), *system, "--proc", "/proc", "--dev", "/dev", "--unshare-net",
+            "--", *identity.drop_argv(ids), "true"]
+
+
+@functools.lru_cache(maxsize=1)
+def host_view_works() -> bool:
+    """Whether bwrap starts here inside :mod:`.hostview`'s read-only view of the host (cached).
+
+    It may not, as a user, where unprivileged user namespaces are allowed to bwrap only
+    (Ubuntu's AppArmor restriction): bwrap then sees the host as the user does, and a
+    raced mount point can create empty files where the user may write (logged once).
+    """
+    ids = None if os.geteuid() != 0 else (UID_PROBE, UID_PROBE)
+    own = None if os.geteuid() == 0 else (os.getuid(), os.getgid())
+    preexec = functools.partial(hostview.read_only_host, [], hostview.host_mounts(), own)
+    try:
+        res = subprocess.run(_probe_argv(shutil.which("bwrap") or "bwrap", ids),
+                             capture_output=True, timeout=20, preexec_fn=preexec)
+        works = res.returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        works = False
+    if not works:
+        log.warning("bwrap runs without a read-only view of the host here (a user and mount "
+                    "namespace of our own cannot be made)")
+    return works
 
 
 def default_terminal() -> tuple[str, str | None]:
@@ -392,10 +423,12 @@ class BwrapTerminal(LocalTerminal):
                     "--chdir", self.workdir, "--", *identity.drop_argv(self.run_as),
                     *self.limits.prlimit_argv(), "sh", "-c", command]
             # bwrap creates mount points following links: it sees the host read-only
-            writable = [os.fsencode(self.workdir), os.fsencode(self.scratch)]
-            preexec = functools.partial(
-                hostview.read_only_host, writable, hostview.host_mounts(),
-                None if self.run_as is not None else (os.getuid(), os.getgid()))
+            preexec = None
+            if host_view_works():
+                writable = [os.fsencode(self.workdir), os.fsencode(self.scratch)]
+                preexec = functools.partial(
+                    hostview.read_only_host, writable, hostview.host_mounts(),
+                    None if self.run_as is not None else (os.getuid(), os.getgid()))
             yield Launch(argv, self._env(env), (*self._fds, *opened), preexec)
         finally:
             for fd in opened:
