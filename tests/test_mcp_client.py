@@ -168,3 +168,25 @@ def test_an_agent_spec_lists_mcp_servers(tmp_path):
     spec.write_text("name: a\ntools: [view]\nsystem_prompt: hi\nmcp_servers: [{name: x}]\n")
     with pytest.raises(AgentSpecError, match=r"agent.yaml: mcp_servers\[0\]: a stdio server needs"):
         load_agent_spec(spec)
+
+
+def test_dgym_tui_with_an_agent_spec_that_lists_mcp_servers(tmp_path, make_repo, monkeypatch):
+    """The app's episode gets the spec's servers (connected when the episode starts)."""
+    from dgym_tui.cli.tui import build_app, build_parser
+
+    llm_yaml = tmp_path / "llm.yaml"
+    llm_yaml.write_text("stub:\n  model: openai/stub\n  api_base: http://127.0.0.1:9/v1\n"
+                        "  api_key: x\n")
+    monkeypatch.setenv("DGYM_LLM_CONFIG", str(llm_yaml))
+    spec = tmp_path / "agent.yaml"
+    spec.write_text("name: a\ntools: [view, submit]\nsystem_prompt: hi\n"
+                    "mcp_servers: [{name: notes, command: [python, notes.py]}]\n")
+    repo = make_repo({"a.py": "x = 1\n"})
+    app = build_app(build_parser().parse_args(
+        ["--agent", str(spec), "--llm", "stub", "--terminal", "local", "--trajectory",
+         str(tmp_path / "t.jsonl"), "--no-apply-prompt", str(repo)]))
+    try:
+        assert [s["name"] for s in app.session.env.mcp_servers] == ["notes"]
+        assert app.session.environment["mcp_servers"][0]["command"] == ["python", "notes.py"]
+    finally:
+        app.session.env.close()

@@ -192,6 +192,8 @@ def build_app(args: argparse.Namespace) -> Any:
             options["tools"] = [*DEFAULT_TOOLS, *extra]
         if wanted.get("tool_options"):
             options["tool_options"] = wanted["tool_options"]
+        if wanted.get("mcp_servers"):  # the spec's MCP servers' tools join too
+            options["mcp_servers"] = wanted["mcp_servers"]
     config = {"mode": mode, "max_steps": args.max_steps, "agent": args.agent, "llm": args.llm,
               "front_end": "tui"}
     session = open_episode(args, task, policy, mode, config, probe, options=options)
