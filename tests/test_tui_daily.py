@@ -53,3 +53,28 @@ async def test_every_test_passing_at_the_start_is_said(calc_repo, calc_session):
         await settle(app, pilot)
         assert "every test passes now (2/2)" in console_text(app)
     app.close_session()
+
+
+async def test_an_edited_proposal_gets_its_header_line(calc_session, llm_server):
+    import json
+
+    from tui_helpers import stub_agent
+
+    llm_server.script([{"content": "a breakpoint", "usage": {"prompt_tokens": 10,
+                                                             "completion_tokens": 2},
+                        "tool_calls": [{"name": "pdb", "arguments": {"command": "b calc.py:5"}}]}])
+    session = calc_session(stub_agent(llm_server), "approve")
+    app = DgymApp(session=session)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        await pilot.press("e")
+        await pilot.pause()
+        app.screen.query_one("TextArea").text = json.dumps(
+            {"name": "pdb", "arguments": {"command": "b calc.py:3"}})
+        await pilot.press("ctrl+s")
+        await settle(app, pilot)
+        assert session.turns[-1].decision == "edited"
+        assert '› pdb(command="b calc.py:3") (edited)' in console_text(app)
+        await pilot.press("t")
+        await pilot.pause()
+    app.close_session()

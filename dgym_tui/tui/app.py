@@ -328,7 +328,8 @@ class DgymApp(OrderedKeys, AppKeys, SessionCalls, AgentTurns, CodeEdits, ReplayM
         turn = message.turn
         self.query_one(ApprovePanel).hide()
         self.transcript.add_turn(turn)
-        self._write_turn(turn, echo_action=turn.actor == "agent")  # a person's was echoed
+        # a person's own action was echoed when typed; an edited proposal was not
+        self._write_turn(turn, echo_action=turn.actor == "agent" or turn.decision == "edited")
         result = turn.result
         if message.workspace is not None:
             self._workspace = message.workspace
