@@ -29,7 +29,7 @@ class Status:
         tokens: prompt + completion tokens so far (shown only when an agent runs).
         cost: US dollars so far.
         agent: True when an agent is part of the session.
-        extra: free text appended at the end (e.g. ``"done: submitted"``).
+        extra: free text shown after the task (e.g. ``"done: submitted"``, a study's clock).
     """
 
     task: str = ""
@@ -49,6 +49,8 @@ class Status:
         """Return the status line as Rich Text."""
         step = f"step {self.step}/{self.budget} " if self.budget else f"step {self.step} "
         text = Text.assemble((f" {one_line(self.task) or '-'} ", "bold"), "│ ")
+        if self.extra:  # early: the line is cut at the screen's edge (a study's clock at 80 columns)
+            text.append(f"{self.extra} │ ")
         if self.sandbox == "local":
             text.append("local: unsandboxed ", style="bold red")
             text.append("│ ")
@@ -62,8 +64,6 @@ class Status:
             text.append("tests -/- ")
         if self.agent:
             text.append(f"│ {self.tokens} tok ${self.cost:.4f} ")
-        if self.extra:
-            text.append(f"│ {self.extra}")
         return text
 
 
