@@ -78,3 +78,30 @@ async def test_an_edited_proposal_gets_its_header_line(calc_session, llm_server)
         await pilot.press("t")
         await pilot.pause()
     app.close_session()
+
+
+async def test_a_folder_with_test_py_gets_it_as_entrypoint(tmp_path):
+    """``dgym-tui .`` on the common ``test.py`` layout: pytest is given test.py by name
+    (it collects only test_*.py by itself), and the console's first eval names it."""
+    from tui_helpers import CALC, TESTS
+
+    from dgym_tui.benchmarks.local import detect_entrypoint, folder_task
+    from dgym_tui.launch.open import open_session
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "calc.py").write_text(CALC)
+    (repo / "test.py").write_text(TESTS)
+    task = folder_task(repo)
+    assert task.entrypoint == "python -m pytest -q test.py"
+    (repo / "tests").mkdir()
+    assert detect_entrypoint(repo) == "python -m pytest -q"  # pytest finds tests/ itself
+    (repo / "tests").rmdir()
+    session = open_session(task, trajectory=tmp_path / "t.jsonl", overrides={"terminal": "local"})
+    app = DgymApp(session=session)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        assert "Initial eval of `python -m pytest -q test.py`" in console_text(app)
+        assert "tests 0/2" in app.status.text
+        assert "0 tests" not in console_text(app)
+    app.close_session()

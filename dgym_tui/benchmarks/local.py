@@ -73,7 +73,8 @@ class LocalBenchmark(Benchmark):
                  "image": image, "terminal": terminal, "setup_commands": setup_commands}
         from_file = read_folder_config(self.path)
         settings = {**from_file, **{key: value for key, value in given.items() if value is not None}}
-        settings.setdefault("entrypoint", DEFAULT_ENTRYPOINT)
+        if "entrypoint" not in settings:  # the initial eval's line names the command
+            settings["entrypoint"] = detect_entrypoint(self.path)
         self.task_name = name or self.path.name
         meta: dict[str, Any] = {"source": str(self.path)}
         if terminal is None:
@@ -90,6 +91,38 @@ class LocalBenchmark(Benchmark):
         task = self._task  # a fresh copy each time: callers may edit theirs
         return replace(task, ignore=list(task.ignore), readonly=list(task.readonly),
                        setup_commands=list(task.setup_commands), meta=dict(task.meta))
+
+
+#: Single test files pytest does not collect by default (not ``test_*.py`` / ``*_test.py``)
+#: but a repository's usual home of its tests; run by name when nothing else is found.
+PLAIN_TEST_FILES = ("test.py", "tests.py")
+
+
+def detect_entrypoint(folder: Path) -> str:
+    """The test command of a folder that names none (no ``--entrypoint``, no config file).
+
+    pytest finds ``test_*.py`` / ``*_test.py`` files (a ``tests/`` folder holds them)
+    by itself: :data:`DEFAULT_ENTRYPOINT`. A folder with none of those but a ``test.py``
+    or ``tests.py`` at its top gets ``DEFAULT_ENTRYPOINT FILE`` (pytest collects the
+    test functions of a file it is given by name).
+
+    Args:
+        folder: the repository folder.
+
+    Returns:
+        The shell command.
+    """
+    from dgym_tui.core.evaluation.summary import is_test_file
+
+    try:
+        top = sorted(entry.name for entry in folder.iterdir())
+    except OSError:
+        return DEFAULT_ENTRYPOINT
+    if (folder / "tests").is_dir() or any(
+            name.endswith(".py") and name != "conftest.py" and is_test_file(name) for name in top):
+        return DEFAULT_ENTRYPOINT
+    plain = [name for name in PLAIN_TEST_FILES if (folder / name).is_file()]
+    return f"{DEFAULT_ENTRYPOINT} {' '.join(plain)}" if plain else DEFAULT_ENTRYPOINT
 
 
 def config_file(folder: Path) -> Path | None:
@@ -141,4 +174,5 @@ def folder_task(path: str | Path, **options: Any) -> Task:
     return benchmark.load(benchmark.tasks()[0])
 
 
-__all__ = ["LocalBenchmark", "TERMINAL_REQUEST", "config_file", "folder_task", "read_folder_config"]
+__all__ = ["LocalBenchmark", "TERMINAL_REQUEST", "config_file", "detect_entrypoint", "folder_task",
+           "read_folder_config"]
