@@ -57,3 +57,14 @@ def test_no_import_cycles():
             if back is not None:
                 cycles.append(" -> ".join((importer, *back)))
     assert not cycles, "import cycles:\n" + "\n".join(cycles)
+
+
+def test_type_checker_passes_on_core_episode_and_tui(tmp_path):
+    """mypy (configured in pyproject.toml's [tool.mypy]) finds no error in the environment,
+    the episode loop and the app."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "mypy", "--cache-dir", str(tmp_path), "dgym_tui/core",
+         "dgym_tui/episode", "dgym_tui/tui"],
+        cwd=ROOT, capture_output=True, text=True, timeout=600,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]

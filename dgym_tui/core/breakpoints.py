@@ -28,6 +28,7 @@ each breakpoint by this rule (see :func:`remap_lines`):
 
 from __future__ import annotations
 
+import builtins
 import difflib
 import os
 from collections.abc import Callable
@@ -172,7 +173,7 @@ class BreakpointStore:
         """``{"path:line": condition}`` for the breakpoints that have a condition."""
         return {bp.key: bp.condition for bp in self.entries() if bp.condition}
 
-    def files(self) -> list[str]:
+    def files(self) -> builtins.list[str]:
         """Relative paths of the files that have breakpoints, sorted."""
         return sorted({p for p, _ in self._bps})
 
@@ -210,7 +211,7 @@ class BreakpointStore:
         self._forget_unused()
         return found
 
-    def clear(self, path: str | None = None) -> list[Breakpoint]:
+    def clear(self, path: str | None = None) -> builtins.list[Breakpoint]:
         """Remove every breakpoint, or those of ``path``. Returns the removed ones."""
         gone = [bp for bp in self.entries() if path is None or bp.path == path]
         for bp in gone:
@@ -242,7 +243,7 @@ class BreakpointStore:
             if p not in used:
                 del self._snapshots[p]
 
-    def remap_changed(self, workspace: Any = None) -> list[Move]:
+    def remap_changed(self, workspace: Any = None) -> builtins.list[Move]:
         """Move breakpoints of every file whose text changed since its snapshot.
 
         Cheap when nothing changed (one read and one string compare per file
@@ -288,7 +289,7 @@ class BreakpointStore:
         return sorted(moves, key=lambda m: (m.path, m.old_line))
 
     # -- pdb -------------------------------------------------------------
-    def pdb_commands(self, to_abs: Callable[[str], str]) -> list[str]:
+    def pdb_commands(self, to_abs: Callable[[str], str]) -> builtins.list[str]:
         """The pdb commands that re-create every breakpoint in a fresh session.
 
         Args:

@@ -637,7 +637,7 @@ class RepoEnv:
                 notes.append(f"Setup command failed ({status}): {command}\n{res.output}")
         return notes
 
-    def _make_terminal(self, workspace: Workspace) -> Terminal:
+    def _make_terminal(self, workspace: Workspace | None) -> Terminal:
         spec = self.terminal_spec
         if isinstance(spec, Terminal):
             return spec

@@ -69,7 +69,7 @@ def decode_arguments(arguments: dict[str, Any] | str | None) -> dict[str, Any]:
     return arguments
 
 
-_EXAMPLE_VALUES: dict[str, Any] = {"integer": 1, "number": 1, "boolean": True, "array": [],
+_EXAMPLE_VALUES: dict[str | None, Any] = {"integer": 1, "number": 1, "boolean": True, "array": [],
                                    "object": {}}
 
 

@@ -224,7 +224,7 @@ class Session:
                 instructions=self.env.instructions(),
                 tool_schemas=self.env.tool_schemas(),
                 initial_observation=initial.observation,
-                examples=task_examples(self.env.workspace, initial.eval),
+                examples=task_examples(self.env.workspace, initial.eval),  # type: ignore[arg-type]
                 remote_tools=[name for name, tool in self.env.tools.items() if tool.server]))
         if self.trajectory_path is not None:
             self._writer = TrajectoryWriter(self.trajectory_path)
@@ -596,7 +596,7 @@ class Session:
             return None
         with self.lock:
             try:
-                return tool.inspect(frame=frame, scope=scope)
+                return tool.inspect(frame=frame, scope=scope)  # type: ignore[attr-defined]
             except Exception as exc:  # noqa: BLE001  display data only: never fail a caller
                 log.debug("pdb inspection failed: %s", exc)
                 return None

@@ -249,7 +249,7 @@ def decode_lines(lines: Iterable[bytes], first: int = 1
 
 
 def _check(record: dict[str, Any], lineno: int, path: Path) -> str:
-    kind = record.get("type")
+    kind = str(record.get("type"))
     validator = _validators().get(kind)
     if validator is None:
         raise TrajectoryError(f"{path}:{lineno}: unknown entry type {kind!r} "

@@ -44,7 +44,7 @@ from dgym_tui.tui import pause_gc, resume_gc
 from dgym_tui.tui.actions import pdb_call
 from dgym_tui.tui.agent_turns import AgentTurns
 from dgym_tui.tui.app_keys import AppKeys
-from dgym_tui.tui.bridge import SessionBridge, read_source
+from dgym_tui.tui.bridge import SessionBridge
 from dgym_tui.tui.code_edits import CodeEdits
 from dgym_tui.tui.key_order import OrderedKeys
 from dgym_tui.tui.keys import with_quiet_twins
@@ -103,8 +103,8 @@ class DgymApp(OrderedKeys, AppKeys, SessionCalls, AgentTurns, CodeEdits, ReplayM
 
     CSS_PATH = "app.tcss"
     #: Below 100 columns the file tree and the side column start hidden ([ and ] show them).
-    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]]] = [(0, "-narrow"), (100, "-wide")]
-    VERTICAL_BREAKPOINTS: ClassVar[list[tuple[int, str]]] = [(0, "-short"), (32, "-tall")]
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (100, "-wide")]
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (32, "-tall")]
     TITLE = "dgym-tui"
     ENABLE_COMMAND_PALETTE = True
 
@@ -195,7 +195,7 @@ class DgymApp(OrderedKeys, AppKeys, SessionCalls, AgentTurns, CodeEdits, ReplayM
                 yield PdbConsole(id="console")
             human = self.session is not None and self.session.policy is None
             with TabbedContent(id="side", initial="tab-debug" if human else "tab-transcript") as side:
-                side.ALLOW_MAXIMIZE = True  # z zooms the whole column
+                side.ALLOW_MAXIMIZE = True  # type: ignore[misc]  # z zooms the whole column
                 with TabPane("Debug", id="tab-debug"):
                     yield DebugPanel(id="debug")
                 with TabPane("Transcript", id="tab-transcript"):
@@ -488,7 +488,7 @@ class DgymApp(OrderedKeys, AppKeys, SessionCalls, AgentTurns, CodeEdits, ReplayM
         with session.lock:
             if session.generation is None:  # closed
                 return
-            source = read_source(session, path)
+            source = SourceText(path, session.read_file(path))
         self.post_message(FileRead(source, line))
 
     @on(FileRead)
@@ -541,7 +541,7 @@ class DgymApp(OrderedKeys, AppKeys, SessionCalls, AgentTurns, CodeEdits, ReplayM
             return
         pane = next((n for n in focused.ancestors_with_self
                      if getattr(n, "id", None) in ("side", "console", "source", "tree")), focused)
-        screen.maximize(pane, container=False)
+        screen.maximize(pane, container=False)  # type: ignore[arg-type]  # a widget
 
     def action_toggle_pane(self, name: str) -> None:
         """Show or hide the file tree (``tree``) or the side column (``side``)."""

@@ -122,8 +122,8 @@ class SessionBridge:
                 self.generation = generation
                 if changed:
                     copy = session.snapshot(with_patch=turn.patch is None)
-                    state = workspace_state(copy, turn.patch if turn.patch is not None
-                                            else copy and copy.patch)
+                    patch = copy.patch if copy is not None else None
+                    state = workspace_state(copy, patch if turn.patch is None else turn.patch)
                 result = turn.result
                 shown = self.shown_path()
                 path = result.frame[0] if result is not None and result.frame else None

@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from typing import ClassVar
 
 from textual.actions import parse as parse_action
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 
 
 def action_name(action: str) -> str:
@@ -25,7 +25,7 @@ def action_name(action: str) -> str:
     return action.partition("(")[0]
 
 
-def with_quiet_twins(bindings: Iterable[Binding], quiet: Iterable[str]) -> list[Binding]:
+def with_quiet_twins(bindings: Iterable[Binding], quiet: Iterable[str]) -> list[BindingType]:
     """Return ``bindings`` with a hidden ``direct(...)`` twin after each quiet one.
 
     Args:
@@ -37,7 +37,7 @@ def with_quiet_twins(bindings: Iterable[Binding], quiet: Iterable[str]) -> list[
         A new list for the node's ``BINDINGS``.
     """
     quiet = set(quiet)
-    out: list[Binding] = []
+    out: list[BindingType] = []
     for binding in bindings:
         out.append(binding)
         if action_name(binding.action) in quiet:

@@ -36,7 +36,7 @@ import sys
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from dgym_tui.core.fs.gitpatch import MODE_EXEC, MODE_LINK, Blob, blob_id, file_patch, git_mode, merge3
 from dgym_tui.core.fs.safefs import (
@@ -116,7 +116,7 @@ def remove_stale_workspaces(folder: str | None = None) -> list[str]:
     import psutil  # here: ~10 ms of the app's start otherwise
 
     folder = folder or tempfile.gettempdir()
-    removed = []
+    removed: list[str] = []
     try:
         names = os.listdir(folder)
     except OSError:
@@ -218,9 +218,10 @@ class Workspace:
         self._readonly_start: dict[str, tuple[str, int, str]] = {}
         self._src_info: dict[str, tuple[Stamp, str]] = {}
         self._index: TreeIndex | None = None
-        self._tree = self._src = None
+        self._tree: SafeTree | None = None  # None once closed
+        self._src: SafeTree | None = None
         self._fill(None)
-        self._initial: dict[str, Stamp] = dict(self._index.entries)
+        self._initial: dict[str, Stamp] = dict(self._index.entries)  # type: ignore[attr-defined]  # _fill set it
         self._touched: set[str] = set()
         self._base: dict[str, Blob | None] = {}
         self._clear_caches()
@@ -278,7 +279,7 @@ class Workspace:
         child._fill(self)
         # A file this copy never saw change keeps the fork's own stamp as its start (when
         # the copy has the same type, size and time); any other is compared by content.
-        entries = child._index.entries
+        entries = child._index.entries  # type: ignore[attr-defined]  # _fill set it
         child._initial, child._touched = {}, set(self._touched)
         for rel, init in self._initial.items():
             cur = entries.get(rel)
@@ -1191,5 +1192,5 @@ def _write_blob(tree: SafeTree, rel: str, blob: Blob | None) -> None:
             tree.chmod(rel, want)
 
 
-_SAME = object()
-_LOST = object()
+_SAME: Any = object()
+_LOST: Any = object()

@@ -21,6 +21,7 @@ import re
 import secrets
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 from dgym_tui.core.terminals.base import DEFAULT_MAX_OUTPUT, child_alive
 from dgym_tui.core.terminals.output import BoundedOutput, read_until
@@ -174,11 +175,11 @@ class PdbSession:
     kills the process (also used after a timeout).
     """
 
-    terminal: object
+    terminal: Any
     command: str
     env: dict[str, str] = field(default_factory=dict)
     max_output: int = DEFAULT_MAX_OUTPUT
-    child: object = None
+    child: Any = None
     _pending: str = ""
     #: the session's prompt token ("" until pdb took it: its own prompt counts then)
     _token: str = ""
@@ -319,10 +320,10 @@ class PdbSession:
                         return match
                 if not accept_plain:
                     return None
-            match = _PROMPT_RE.search(text)
-            if match is not None:
+            plain = _PROMPT_RE.search(text)
+            if plain is not None:
                 self._token = ""  # pdb kept its own prompt
-            return match
+            return plain
 
         status, _, rest = read_until(self.child, buf, out, find, _KEEP, deadline,
                                      on_read=self._confirm)

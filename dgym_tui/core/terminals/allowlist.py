@@ -49,7 +49,7 @@ NEVER = frozenset({"/", "/var", "/root", "/run", "/home", "/etc", "/tmp", "/proc
 
 def etc_entries() -> list[str]:
     """The host paths of :data:`ETC` that exist here (``/etc/...``), sorted."""
-    found = set()
+    found: set[str] = set()
     for pattern in ETC:
         found.update(p for p in glob.glob(os.path.join("/etc", pattern)) if os.path.lexists(p))
     return sorted(found)

@@ -85,7 +85,7 @@ ROOT_CAPS = ["CHOWN", "DAC_OVERRIDE", "FOWNER"]
 
 _PID_DIR = "/tmp/.dgym-pids"
 _counter = itertools.count(1)
-_clients: dict[str, object] = {}
+_clients: dict[str, Any] = {}
 _clients_lock = threading.Lock()
 _stale_checked = False
 
@@ -192,7 +192,7 @@ class DockerTerminal(Terminal):
         container: the ``docker`` Container object while started, else None.
     """
 
-    def __init__(self, image: str = DEFAULT_IMAGE, readonly=(), network: bool = False,
+    def __init__(self, image: str | None = DEFAULT_IMAGE, readonly=(), network: bool = False,
                  mem_limit: str = "2g", pids_limit: int = 512, cpus: float = 2.0,
                  workdir: str = "/workspace", ignored=(), user: str = "auto",
                  root_setup=(), limits: Limits | dict | None = None) -> None:
@@ -213,8 +213,8 @@ class DockerTerminal(Terminal):
         self.limits = limits if isinstance(limits, Limits) else Limits.from_options(limits)
         self.workdir = posixpath.normpath(workdir)
         self.host_root: str | None = None
-        self.container = None
-        self._client = None
+        self.container: Any = None
+        self._client: Any = None
         uid = os.getuid()
         #: (uid, gid) the commands run as; None for root.
         self.run_as: tuple[int, int] | None = None
@@ -676,9 +676,9 @@ class DockerProcess(fdspawn):
 
     def _release(self) -> None:
         """Close the connection without asking the daemon (used when the container goes away)."""
-        if self.child_fd != -1:
+        if self.child_fd != -1:  # type: ignore[has-type]  # pexpect is untyped
             with contextlib.suppress(OSError):
-                os.close(self.child_fd)
+                os.close(self.child_fd)  # type: ignore[has-type]
             self.child_fd = -1
         self.closed = True
         for s in (self._raw, self._sock):

@@ -32,6 +32,7 @@ import re
 import secrets
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from .base import DEFAULT_MAX_OUTPUT, child_alive
 from .output import BoundedOutput, read_until
@@ -130,7 +131,7 @@ class ShellSession:
     def __init__(self, terminal, max_output: int = DEFAULT_MAX_OUTPUT) -> None:
         self.terminal = terminal
         self.max_output = max_output
-        self.child = None
+        self.child: Any = None  # the pexpect process while started
         self._pending = ""
 
     @property

@@ -82,7 +82,7 @@ class Tool:
         self.env = env
         self.options: dict[str, Any] = {**self.settings, **options}
 
-    def run(self, **arguments: Any) -> ToolOutput:
+    def run(self, *args: Any, **arguments: Any) -> ToolOutput:
         """Carry out the action. Raise ToolError for a refusal the agent should read."""
         raise NotImplementedError
 

@@ -147,9 +147,9 @@ def _parse_one(entry: Any, where: str) -> McpServerSpec:
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
         raise ValueError(f"{where}: timeout must be a number of seconds > 0, got {timeout!r}")
     return McpServerSpec(name=name, transport=transport,
-                         command=tuple(command) if transport == "stdio" else (),
+                         command=tuple(command or ()) if transport == "stdio" else (),
                          env={k: str(v) for k, v in env.items()},
-                         url=url if transport == "http" else "", prefix=prefix,
+                         url=str(url) if transport == "http" else "", prefix=prefix,
                          tools=tuple(tools) if tools is not None else None,
                          timeout=float(timeout))
 

@@ -298,7 +298,7 @@ class PdbTool(Tool):
                             "'n', 's', 'p x', 'l', 'w'")
         if "\n" in command or "\r" in command:
             raise ToolError("one pdb command per call; send the lines one at a time")
-        verb, _, arg = command.partition(" ")
+        verb, _sep, arg = command.partition(" ")
         arg = arg.strip()
         kind = ALIASES.get(verb)
         if kind == "refused":
@@ -453,8 +453,8 @@ class PdbTool(Tool):
             if loc is not None:
                 store.set_enabled(*loc, match["what"] == "Enabled")
         if kind == "condition":
-            num, _, cond = arg.partition(" ")
-            loc = self._numbers.get(int(num)) if num.isdigit() else None
+            number, _, cond = arg.partition(" ")
+            loc = self._numbers.get(int(number)) if number.isdigit() else None
             bp = store.get(*loc) if loc else None
             if bp is not None and ("New condition set" in output or "now unconditional" in output):
                 store.add(bp.path, bp.line, cond.strip() or None, enabled=bp.enabled,

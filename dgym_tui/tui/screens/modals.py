@@ -91,8 +91,10 @@ class EditActionScreen(Dialog[ToolCall | None]):
                 yield Button("Run edited", action="screen.save", variant="primary")
 
     def action_save(self) -> None:
+        from textual.widgets import TextArea  # loaded with the dialog
+
         try:
-            call = parse_action_json(self.query_one("#edit-json").text, self.action.id)
+            call = parse_action_json(self.query_one("#edit-json", TextArea).text, self.action.id)
         except ValueError as exc:
             self.query_one("#edit-error", Static).update(Text(str(exc)))
             return
@@ -143,7 +145,9 @@ class CodeEditScreen(Dialog[str | None]):
                 yield Button("Rewrite", action="screen.save", variant="primary")
 
     def action_save(self) -> None:
-        self.dismiss(self.query_one("#code-edit").text)
+        from textual.widgets import TextArea  # loaded with the dialog
+
+        self.dismiss(self.query_one("#code-edit", TextArea).text)
 
 
 class PromptScreen(Dialog[str | None]):

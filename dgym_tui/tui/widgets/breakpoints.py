@@ -99,7 +99,7 @@ class BreakpointsPane(DataTable):
             return None
         return row
 
-    def action_toggle(self) -> None:
+    def action_toggle(self) -> None:  # type: ignore[override]  # a key action
         row = self._numbered(self._selected())
         if row is not None:
             self.post_message(self.Command(f"{'disable' if row.enabled else 'enable'} "

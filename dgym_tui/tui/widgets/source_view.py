@@ -505,13 +505,13 @@ class SourceView(QuietKeys, ScrollView, can_focus=True):
         key = (kind, lineno, mark, self.frame_line == lineno,
                self._anchor is not None and first <= lineno <= last,
                lineno == self.cursor_line and focused, scroll_x, width, base)
-        strip = self._strips.get(key)
-        if strip is None:
-            strip = self._line_row(*key)
+        cached = self._strips.get(key)
+        if cached is None:
+            cached = self._line_row(*key)
             if len(self._strips) >= CACHE_LINES:
                 self._strips.clear()
-            self._strips[key] = strip
-        return strip
+            self._strips[key] = cached
+        return cached
 
     def _line_row(self, kind: str, lineno: int, mark: str, frame: bool, selected: bool,
                   cursor: bool, scroll_x: int, width: int, base: Style) -> Strip:

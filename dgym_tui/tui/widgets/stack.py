@@ -20,7 +20,7 @@ MAX_FRAMES = 40
 class _Row(NamedTuple):
     """One frame as its row shows it."""
 
-    index: int  # pdb's stack index
+    index: int  # type: ignore[assignment]  # pdb's stack index (shadows tuple.index)
     function: str
     where: str  # repository-relative path, or the full path of a library frame
     library: bool  # outside the repository: dim
@@ -87,8 +87,8 @@ class StackPane(OptionList):
         current = next((i for i, row in enumerate(rows) if row.here), 0)
         if self.highlighted == current:
             return
-        before = self.highlighted
-        if before is None:  # a new list
+        was = self.highlighted
+        if was is None:  # a new list
             self.highlighted = current
             return
         if not self._laid_out():  # hidden: OptionList's own way (it draws nothing now)
@@ -97,7 +97,7 @@ class StackPane(OptionList):
         # OptionList redraws every row when the highlight moves (a reactive repaint); here
         # only the two rows it leaves and reaches are drawn again (u / d moves it each time)
         self.set_reactive(OptionList.highlighted, current)
-        for index in (before, current):
+        for index in (was, current):
             self._refresh_option(index)
         self.scroll_to_highlight()
 
@@ -119,7 +119,8 @@ class StackPane(OptionList):
         option._set_prompt(prompt)
         padding = self.get_component_styles("option-list--option").padding
         width = self.scrollable_content_region.width - self._get_left_gutter_width()
-        if height != self._get_visual(option).get_height(self.styles, width - padding.width):
+        if height != self._get_visual(option).get_height(
+                self.styles, width - padding.width):  # type: ignore[arg-type]  # as Textual calls it
             self._clear_caches()  # the rows below it move: OptionList's own way
             return
         cache = self._option_render_cache

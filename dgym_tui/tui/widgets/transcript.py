@@ -124,7 +124,7 @@ class Transcript(VerticalScroll, can_focus=True):
     @property
     def shown(self) -> list[Any]:
         """The turns currently drawn (the last MAX_SHOWN)."""
-        return self._turns[-MAX_SHOWN:]
+        return list(self._turns[-MAX_SHOWN:])
 
     @property
     def text(self) -> str:
