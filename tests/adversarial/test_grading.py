@@ -149,10 +149,12 @@ def test_submit_is_out_of_reach_of_a_process_that_keeps_forging(prober):
                                    "assert add(1, 2) == 3, 'add(1, 2) is not 3'\n"}
     forger = ("sh -c 'while true; do printf \"print(1)\\n\" > tests/test_calc.py 2>/dev/null "
               "|| { mv tests gone$$-$RANDOM; mkdir tests; }; sleep 0.02; done'")
-    probe = prober.run(["sleep 1; cat tests/test_calc.py"], files=files,
+    seen = ("for i in $(seq 100); do [ \"$(cat tests/test_calc.py 2>/dev/null)\" = 'print(1)' ] "
+            "&& echo forged && break; sleep 0.1; done")
+    probe = prober.run([seen], files=files,
                        entrypoint="python3 tests/test_calc.py", background=forger,
                        steps=[SUBMIT])
-    assert probe.results[0].output.strip() == "print(1)", probe.results[0].output  # it forges
+    assert "forged" in probe.results[0].output, probe.results[0].output  # it does forge
     (submitted,) = probe.steps
     assert submitted["done"] and not submitted["resolved"], submitted["observation"]
     assert "add(1, 2) is not 3" in submitted["observation"], submitted["observation"]
