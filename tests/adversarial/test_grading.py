@@ -9,6 +9,8 @@ task's own tests, and ``env.patch()`` never carries read-only paths.
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from dgym_tui.core.env import RepoEnv
@@ -158,3 +160,25 @@ def test_submit_is_out_of_reach_of_a_process_that_keeps_forging(prober):
     (submitted,) = probe.steps
     assert submitted["done"] and not submitted["resolved"], submitted["observation"]
     assert "add(1, 2) is not 3" in submitted["observation"], submitted["observation"]
+
+
+def test_a_read_only_file_changed_in_place_with_its_times_set_back_is_put_back(tmp_path):
+    """Same size, same inode, mtime restored with utime: only the ctime tells, and it does."""
+    from dgym_tui.core.fs.workspace import Workspace
+
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_calc.py").write_text("def test_add():\n    assert 1 + 2 == 3\n")
+    (tmp_path / ".debugreadonly").write_text("tests/\n")
+    ws = Workspace(tmp_path)
+    try:
+        assert ws.enforce_readonly() == ([], [])
+        path = ws.root / "tests" / "test_calc.py"
+        before = os.stat(path)
+        with open(path, "r+") as f:  # in place: the inode stays
+            f.write("def test_add():\n    assert 1 + 2 == 4\n")
+        os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+        assert os.stat(path).st_size == before.st_size
+        assert ws.enforce_readonly() == (["tests/test_calc.py"], [])
+        assert "== 3" in path.read_text()
+    finally:
+        ws.cleanup()

@@ -216,6 +216,10 @@ class Workspace:
         self.ignored_at_start: list[str] = []
         # read-only entries copied: rel -> (kind, permission bits, blob id / link target)
         self._readonly_start: dict[str, tuple[str, int, str]] = {}
+        self._readonly_cache: dict[tuple[str, bool], bool] = {}
+        # read-only files as last seen intact: rel -> (ino, size, mtime, ctime); ctime
+        # cannot be set back, so an equal one means an unchanged file
+        self._readonly_seen: dict[str, tuple[int, int, int, int]] = {}
         self._src_info: dict[str, tuple[Stamp, str]] = {}
         self._index: TreeIndex | None = None
         self._tree: SafeTree | None = None  # None once closed
@@ -350,9 +354,15 @@ class Workspace:
         self.ignored_at_start.sort()
 
     def _readonly_entry(self, rel: str, is_dir: bool) -> bool:
-        """Does a ``.debugreadonly`` pattern name entry ``rel`` itself (not a parent)?"""
-        match = self._readonly.match_file
-        return bool(match(rel) or (is_dir and match(rel + "/")))
+        """Does a ``.debugreadonly`` pattern name entry ``rel`` itself (not a parent)? Cached."""
+        key = (rel, is_dir)
+        hit = self._readonly_cache.get(key)
+        if hit is None:
+            match = self._readonly.match_file
+            hit = bool(match(rel) or (is_dir and match(rel + "/")))
+            if len(self._readonly_cache) < 200_000:
+                self._readonly_cache[key] = hit
+        return hit
 
     def _copy_file(self, src: int, dst: int, name: str, rel: str, record: bool) -> None:
         try:
@@ -973,15 +983,27 @@ class Workspace:
         if not self._readonly_start and not self._readonly.patterns:
             return [], []
         removed: list[str] = []
+        readonly_dirs: dict[str, bool] = {"": False}  # folder -> read-only (by it or a parent)
+        kept_dirs: set[str] = set()  # read-only folders of the original: walked into
+
+        def enter(rel: str, _st: os.stat_result) -> bool:
+            return not readonly_dirs.get(rel, False) or rel in kept_dirs
+
         try:
-            for dfd, name, rel, st in walk(self._tree.fd, enter=self._enter_for_readonly):
+            for dfd, name, rel, st in walk(self._tree.fd, enter=enter):
                 kind = file_kind(st.st_mode)
-                if not self._under_readonly(rel, kind == "folder"):
+                readonly = (readonly_dirs[rel.rpartition("/")[0]]
+                            or self._readonly_entry(rel, kind == "folder"))
+                if kind == "folder":
+                    readonly_dirs[rel] = readonly
+                if not readonly:
                     continue
                 start = self._readonly_start.get(rel)
                 if start is None or start[0] != kind:
                     remove_at(dfd, name)
                     removed.append(rel)
+                elif kind == "folder":
+                    kept_dirs.add(rel)
             restored = [rel for rel in sorted(self._readonly_start) if self._put_back(rel)]
             removed += self._remove_stale_bytecode()
         except OSError as exc:
@@ -990,21 +1012,6 @@ class Workspace:
         if restored or removed:
             self.refresh()
         return restored, sorted(removed)
-
-    def _under_readonly(self, rel: str, is_dir: bool) -> bool:
-        """Is ``rel`` read-only by a pattern on it or on one of its folders?"""
-        parts = rel.split("/")
-        for i in range(1, len(parts)):
-            if self._readonly.match_file("/".join(parts[:i]) + "/"):
-                return True
-        return self._readonly_entry(rel, is_dir)
-
-    def _enter_for_readonly(self, rel: str, _st: os.stat_result) -> bool:
-        """Walk into folders unless :meth:`enforce_readonly` removes them."""
-        if not self._under_readonly(rel, True):
-            return True
-        start = self._readonly_start.get(rel)
-        return start is not None and start[0] == "folder"
 
     def _put_back(self, rel: str) -> bool:
         """Make read-only entry ``rel`` what it was at the start; True when it changed."""
@@ -1034,8 +1041,11 @@ class Workspace:
                 _hand_over(fd, name)
                 return True
             if have == "file" and stat.S_IMODE(st.st_mode) == mode:
+                if self._readonly_seen.get(rel) == _identity(st):
+                    return False
                 blob = self._blob(self._tree, rel)
                 if blob is not None and blob_id(blob.data) == ident:
+                    self._readonly_seen[rel] = _identity(st)
                     return False
             if st is not None and have != "file":
                 remove_at(fd, name)
@@ -1044,6 +1054,7 @@ class Workspace:
         data = self._src.read_bytes(rel, follow=False)
         self._tree.write_bytes(rel, data, mode=mode, mkdirs=False)
         self._tree.chmod(rel, mode)
+        self._readonly_seen.pop(rel, None)
         return True
 
     def _real_folder(self, rel: str) -> int:
@@ -1154,6 +1165,11 @@ class Workspace:
                 tree.close()
         if self.root.exists():
             _rmtree(str(self.root))
+
+
+def _identity(st: os.stat_result) -> tuple[int, int, int, int]:
+    """What changes whenever a file's content or metadata does (ctime cannot be set back)."""
+    return st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
 
 
 def _hand_over(dir_fd: int, name: str) -> None:
