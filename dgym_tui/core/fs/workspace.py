@@ -217,9 +217,6 @@ class Workspace:
         # read-only entries copied: rel -> (kind, permission bits, blob id / link target)
         self._readonly_start: dict[str, tuple[str, int, str]] = {}
         self._readonly_cache: dict[tuple[str, bool], bool] = {}
-        # read-only files as last seen intact: rel -> (ino, size, mtime, ctime); ctime
-        # cannot be set back, so an equal one means an unchanged file
-        self._readonly_seen: dict[str, tuple[int, int, int, int]] = {}
         self._src_info: dict[str, tuple[Stamp, str]] = {}
         self._index: TreeIndex | None = None
         self._tree: SafeTree | None = None  # None once closed
@@ -251,6 +248,9 @@ class Workspace:
         self._content_bytes = 0
         self._line_index: dict[str, tuple[Stamp, list[tuple[int, int]], int]] = {}
         self._files_cache: tuple[int, list[str], dict] | None = None
+        # read-only files as last seen intact: rel -> (ino, size, mtime, ctime); ctime
+        # cannot be set back, so an equal one means an unchanged file
+        self._readonly_seen: dict[str, tuple[int, int, int, int]] = {}
 
     def fork(self) -> Workspace:
         """A new, independent working copy holding this one's current files.
@@ -274,6 +274,7 @@ class Workspace:
         child.source = self.source
         child._ignore, child._readonly = self._ignore, self._readonly  # never changed
         child._visible_cache = dict(self._visible_cache)
+        child._readonly_cache = dict(self._readonly_cache)
         child.skipped = list(self.skipped)
         child.ignored_at_start = list(self.ignored_at_start)
         child._readonly_start = dict(self._readonly_start)
@@ -355,14 +356,7 @@ class Workspace:
 
     def _readonly_entry(self, rel: str, is_dir: bool) -> bool:
         """Does a ``.debugreadonly`` pattern name entry ``rel`` itself (not a parent)? Cached."""
-        key = (rel, is_dir)
-        hit = self._readonly_cache.get(key)
-        if hit is None:
-            match = self._readonly.match_file
-            hit = bool(match(rel) or (is_dir and match(rel + "/")))
-            if len(self._readonly_cache) < 200_000:
-                self._readonly_cache[key] = hit
-        return hit
+        return _names(self._readonly, self._readonly_cache, rel, is_dir)
 
     def _copy_file(self, src: int, dst: int, name: str, rel: str, record: bool) -> None:
         try:
@@ -415,14 +409,7 @@ class Workspace:
 
     def _visible(self, rel: str, is_dir: bool) -> bool:
         """Is entry ``rel`` itself visible (its folders are known to be)? Cached."""
-        key = (rel, is_dir)
-        seen = self._visible_cache.get(key)
-        if seen is None:
-            match = self._ignore.match_file
-            seen = not (match(rel) or (is_dir and match(rel + "/")))
-            if len(self._visible_cache) < 200_000:
-                self._visible_cache[key] = seen
-        return seen
+        return not _names(self._ignore, self._visible_cache, rel, is_dir)
 
     def _match(self, spec: pathspec.PathSpec, rel: str) -> bool:
         if rel == ".":
@@ -1165,6 +1152,19 @@ class Workspace:
                 tree.close()
         if self.root.exists():
             _rmtree(str(self.root))
+
+
+def _names(spec: pathspec.PathSpec, cache: dict[tuple[str, bool], bool], rel: str,
+           is_dir: bool) -> bool:
+    """Does a pattern of ``spec`` name entry ``rel`` itself (a folder also as ``rel/``)?
+    Answers are kept in ``cache`` (at most 200,000)."""
+    key = (rel, is_dir)
+    hit = cache.get(key)
+    if hit is None:
+        hit = bool(spec.match_file(rel) or (is_dir and spec.match_file(rel + "/")))
+        if len(cache) < 200_000:
+            cache[key] = hit
+    return hit
 
 
 def _identity(st: os.stat_result) -> tuple[int, int, int, int]:
