@@ -105,3 +105,27 @@ async def test_a_folder_with_test_py_gets_it_as_entrypoint(tmp_path):
         assert "tests 0/2" in app.status.text
         assert "0 tests" not in console_text(app)
     app.close_session()
+
+
+def test_the_folder_of_saved_sessions_is_not_debugged_as_a_repository(calc_repo, tmp_path,
+                                                                       capsys):
+    """``dgym-tui ~/.local/share/dgym-tui/runs``: the folder holds the app's saved sessions;
+    the command says how to open them (--replay, newest first) instead of copying the
+    folder as a repository to debug."""
+    import asyncio
+    import os
+
+    from test_tui_app import _record_episode
+
+    from dgym_tui.cli.tui import main
+
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    asyncio.run(_record_episode(calc_repo, runs / "calc-1.jsonl"))
+    asyncio.run(_record_episode(calc_repo, runs / "calc-2.jsonl"))
+    os.utime(runs / "calc-1.jsonl", (1, 1))
+    assert main([str(runs)]) == 2
+    err = capsys.readouterr().err
+    assert "holds saved sessions" in err
+    assert err.index("calc-2.jsonl") < err.index("calc-1.jsonl")  # newest first
+    assert f"dgym-tui --replay {runs / 'calc-2.jsonl'}" in err

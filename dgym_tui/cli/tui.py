@@ -17,6 +17,7 @@ imported only when the app is built.
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 import threading
 from pathlib import Path
@@ -124,6 +125,25 @@ def task_from_args(args: argparse.Namespace) -> Any:
         return folder_task(args.path)
     except ValueError as exc:
         raise UsageError(first_line(exc)) from None
+
+
+def saved_sessions(path: str) -> list[Path]:
+    """The trajectories (``*.jsonl``) in ``path``, newest first, when ``path`` is a folder
+    of saved sessions (where dgym-tui saves them: a folder holding trajectories and no
+    ``*.py`` at its top); [] for anything else (a repository). Never raises."""
+    folder = Path(path).expanduser()
+    try:
+        if not folder.is_dir() or any(folder.glob("*.py")):
+            return []
+        files = [p for p in folder.glob("*.jsonl") if p.is_file()]
+        if not files:
+            return []
+        from dgym_tui.runs.index import read_header
+
+        files = [p for p in files if read_header(str(p))[0] is not None]  # trajectories
+        return sorted(files, key=lambda p: p.stat().st_mtime, reverse=True)
+    except OSError:
+        return []
 
 
 def check_theme(name: str) -> None:
@@ -298,6 +318,13 @@ def main(argv: list[str] | None = None) -> int:
         from dgym_tui.tui.screens.runs import browse_runs
 
         return browse_runs([Path(p) for p in runs], args.theme)
+    sessions = saved_sessions(args.path) if args.path and not (args.replay or args.task) else []
+    if sessions:
+        newest = "\n".join(f"  dgym-tui --replay {shlex.quote(str(p))}" for p in sessions[:5])
+        print(f"{PROG}: error: {args.path} holds saved sessions (trajectories), not a repository "
+              f"to debug: open one with --replay; the newest {min(5, len(sessions))} of "
+              f"{len(sessions)}:\n{newest}", file=sys.stderr)
+        return 2
     try:
         app = build_app(args)
     except UsageError as exc:
