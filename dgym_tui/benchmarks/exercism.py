@@ -1,36 +1,7 @@
 """Exercism-style exercises as tasks ("aider" in the reference system).
 
-The input is a folder in the layout of Exercism's Python track::
-
-    exercises/practice/<slug>/
-        <module>.py                  the stub the agent completes (module = slug with "_")
-        <module>_test.py             the tests (read-only for the agent)
-        .docs/introduction.md        (optional) the story, shown first
-        .docs/instructions.md        what to build
-        .docs/instructions.append.md (optional) the track's notes, shown last
-        .meta/config.json            (optional) names the solution, test and helper files
-        .meta/example.py             a reference solution: NEVER shown to the agent
-        .approaches/, .articles/     (optional) complete solutions: NEVER shown either
-
-The description is what Exercism shows: introduction, instructions, then
-the appended notes. Every test file and test helper ``.meta/config.json``
-names (``files.test``, ``files.editor``) is read-only. Refactoring exercises
-(``ledger``, ``markdown``: their stub already passes) are left out of the task
-list, so runs and success rates leave them out, unless
-``include_refactoring=True``; ``dgym list-tasks exercism --details`` flags them.
-Task names accept ``affine_cipher`` for ``affine-cipher``.
-
-``ExercismBenchmark(path=...)`` accepts the track root (the folder holding
-``exercises/``), the ``exercises/practice`` folder itself, or any folder whose
-sub-folders are exercises. The default is our own exercises in
-``data/exercism``.
-
-Because the working copy is bind-mounted whole into a sandbox (where pdb or
-test code could open any file), ``.meta``, ``.approaches`` and ``.articles``
-are not merely hidden: each loaded task points at a staged copy of the
-exercise without them (:func:`~dgym_tui.benchmarks.base.stage_copy`), and
-the track's exercises folder is masked in the bwrap sandbox (``Task.hidden``),
-which shows the rest of the host read-only.
+The track's layout, what the agent sees and what stays hidden (the reference solutions
+are staged out of the working copy and masked in the sandbox): docs/benchmarks.md.
 """
 
 from __future__ import annotations

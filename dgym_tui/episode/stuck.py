@@ -66,12 +66,6 @@ def repetition(turns: list[Turn]) -> tuple[int, str]:
     return count, _describe(last)
 
 
-def repeats_invalid_reply(turns: list[Turn], repeats: int = STUCK_REPEATS) -> bool:
-    """True when the last ``repeats`` turns are invalid proposals with the same reply."""
-    count, _ = repetition(turns)
-    return bool(turns) and turns[-1].invalid and count >= repeats
-
-
 def repetition_warning(count: int, what: str, limit: int) -> str:
     """The note the agent reads one repetition before ``limit`` ends the episode."""
     return (f"This is {what} {count} times in a row. Do something different: "

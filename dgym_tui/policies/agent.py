@@ -1,32 +1,7 @@
 """LLM agents: an agent spec (YAML + Jinja prompts) and the LLMAgent policy.
 
-An agent spec lives in ``agents/NAME.yaml``; adding an agent means adding a
-file. Keys:
-
-- ``name`` (str), ``description`` (str);
-- ``tools``: the tool names the agent may use (those the environment lacks
-  are skipped);
-- ``system_prompt`` / ``instance_prompt``: a Jinja template, inline or as a
-  file path relative to the YAML file (``prompts/system.jinja``);
-- ``guidance`` (str, optional): strategy text handed to the system template;
-- ``unlock`` (optional): tools hidden until a condition holds, e.g.
-  ``{pdb: {after_rewrites: 5}}`` (also ``after_steps``);
-- ``tool_calling`` (optional): ``native`` or ``text``; default: the LLM's.
-- ``several_calls`` (optional): a reply with several calls runs the ``first``
-  (default; the model is told the others were not run) or is refused (``refuse``).
-- ``extra_arguments`` (optional): argument names a tool's schema does not know
-  are dropped with a note when the rest is valid (``drop``, default) or refused
-  by the environment (``refuse``, strict).
-- ``tool_options`` (optional): settings of the environment's tools, e.g.
-  ``{pdb: {auto_list: 3}, bash: {timeout: 60}}`` (each tool's ``settings``).
-- ``mcp_servers`` (optional): MCP servers whose tools the agent gets besides
-  ``tools`` (see :mod:`dgym_tui.core.tools.mcp_client` and docs/mcp.md).
-
-Template variables — system: ``agent`` (the spec), ``guidance``, ``tools``
-(``[{name, description, parameters}]`` currently offered), ``locked``
-(``{tool name: condition text}``), ``tool_calling``, ``instructions``, ``example``
-(a fenced ``tool_call`` block of one call that runs on the task's own files);
-instance: ``task``, ``initial_observation``, ``agent``.
+An agent spec lives in ``agents/NAME.yaml``; adding an agent means adding a file. Its
+keys and the prompts' template variables: agents/README.md.
 
 litellm is not imported here: :mod:`dgym_tui.llm.client` imports it when a model is
 first called.

@@ -10,18 +10,9 @@ and writes into ``<output_dir>/<task>/``:
   "resolved", "score", "max_score", "steps", "reason", "prompt_tokens",
   "completion_tokens", "cost", "wall_time", "error"}``.
 
-Runs resume: a task whose ``status.json`` says ``"done"`` is skipped unless
-``force`` (``dgym run --rerun``), and the run says how many it skipped; tasks
-that failed with an error or were interrupted run again from scratch (their
-folder is emptied first, so nothing of the earlier attempt remains).
-
-Ctrl-C (``KeyboardInterrupt``) stops the run cleanly: every running episode
-ends with footer reason ``"interrupted"`` (its trajectory and status are
-kept), its processes / container are closed, queued tasks are not started,
-``summary.json`` is written, and the ``KeyboardInterrupt`` is raised again.
 Episodes run where the executor puts them (:mod:`dgym_tui.runs.executors.local`):
-``workers`` threads here by default, or Ray tasks on a cluster; each has its
-own environment. ``<output_dir>/summary.json`` holds every status after the run.
+``workers`` threads by default, or Ray tasks on a cluster. Resume, Ctrl-C and
+``summary.json``: docs/internals.md (Headless runner).
 """
 
 from __future__ import annotations

@@ -1,38 +1,10 @@
 """Human baseline studies: a study file, a participant's task queue, results as a run folder.
 
-A study file (YAML) names the benchmark and the tasks, the condition (the
-tools offered), a per-task time limit, the task order and the results folder::
-
-    id: pdb-pilot              # optional; default: the file name without .yaml
-    benchmark: mini
-    tasks: [shopping_cart, bank_account]   # or {file: ids.txt} or {sample: 3, seed: 1}
-    tools: all                 # or a list of tool names, or {without: [pdb]}
-    condition: with-pdb        # optional; default: "all" or "without-pdb"
-    time_limit: 600            # seconds per task; null: none
-    show_time: true            # the timer is shown in the status bar
-    order: shuffled            # or fixed
-    seed: 7                    # the shuffle (per participant) and the sample
-    max_steps: 200
-    results: results/pdb-pilot # relative to the study file
-
-:func:`load_study` checks everything (benchmark, task names, tool names, keys)
-before any task starts and raises :class:`~dgym_tui.launch.open.UsageError` with
-one line naming the bad value. The results folder holds ``study.json`` (the
-study's id and hash: a folder written by another study is refused) and one
-run folder per participant, in the format ``dgym run`` writes
-(:mod:`dgym_tui.runs.runner`): ``<participant>/<task>/trajectory.jsonl``,
-``status.json``, ``patch.diff`` and ``<participant>/summary.json``. Each
-trajectory header's ``config`` holds ``policy: human``, the ``participant``,
-the ``condition`` and the ``study``; the footer's ``reason`` is the outcome's
-cause (``submitted``, ``gave up``, ``timed out``). No user name, host name or
-absolute path is written: the task record's ``path`` is the task reference
-(a benchmark task is loaded again on replay), and a closing task's files are
-scrubbed of the working copy's path, the home folder, the Python install, the
-host and user names (:mod:`dgym_tui.study.scrub`).
-
-Resume: running the study again with the same participant id starts at the
-first unfinished task; a task that was started but not finished restarts from
-scratch and its header's ``task.restarted`` is true.
+The study file's keys, the results folder, resume and what is scrubbed: docs/study.md.
+:func:`load_study` checks everything (benchmark, task names, tool names, keys) before any
+task starts and raises :class:`~dgym_tui.launch.open.UsageError` with one line naming the
+bad value. Results are run folders as ``dgym run`` writes them (:mod:`dgym_tui.runs.runner`);
+no user name, host name or absolute path is written (:mod:`dgym_tui.study.scrub`).
 """
 
 from __future__ import annotations

@@ -1,27 +1,6 @@
 """RayExecutor: each episode of a ``dgym run`` is a Ray task (``dgym run --executor ray``).
 
-- Resources: 1 CPU per episode, plus the custom resource ``docker`` when the
-  task runs in Docker, so such episodes land only on nodes started with it
-  (``ray start --resources '{"docker": 1}'``) and use that node's engine and
-  image cache.
-- Streaming: the episode writes into a temporary folder on its node; a
-  shipper thread sends the new complete trajectory lines every
-  ``SHIP_EVERY`` seconds (and every file at the end) to a small actor on the
-  driver's node, which writes them into the run's output folder. A live
-  watch of the folder sees the steps as they happen, as with local runs.
-- Shared output path (``RayExecutor(shared_output=True)``, ``dgym run
-  --shared-output``): the output folder is at the same path on every node
-  (NFS, a cluster file system); episodes write their folders there directly
-  and only ping the actor (to be counted as started and to hear a stop).
-- Every trajectory header's ``task`` records the Ray ``node`` (node id, hex)
-  the episode ran on.
-- Node failure: an episode whose node or worker dies is run once more on
-  another node, from an emptied folder, its trajectory header marked
-  ``"retried": true``; what the lost attempt shipped is dropped (a late line
-  of it is refused by attempt number). A second loss gives state ``error``.
-- Ctrl-C: the actor tells every shipper to stop; episodes end with reason
-  ``"interrupted"`` and ship their last lines; the executor waits for them
-  (at most ``STOP_WAIT`` seconds) and raises ``KeyboardInterrupt``.
+Resources, streaming, a shared output folder, node failure and Ctrl-C: docs/headless.md.
 
 The module imports ``ray``: load it only through
 :func:`dgym_tui.runs.executors.local.ray_executor`.
