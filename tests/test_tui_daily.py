@@ -129,3 +129,19 @@ def test_the_folder_of_saved_sessions_is_not_debugged_as_a_repository(calc_repo,
     assert "holds saved sessions" in err
     assert err.index("calc-2.jsonl") < err.index("calc-1.jsonl")  # newest first
     assert f"dgym-tui --replay {runs / 'calc-2.jsonl'}" in err
+
+
+def test_llm_config_flag_names_the_llm_yaml(calc_repo, tmp_path, llm_server, monkeypatch):
+    """``dgym-tui PATH --agent debug_agent --llm stub --llm-config FILE`` reads FILE (not the
+    default llm.yaml, which does not exist here)."""
+    from scripted import stub_agent_files
+
+    from dgym_tui.cli.tui import build_parser, policy_from_args
+
+    monkeypatch.delenv("DGYM_LLM_CONFIG", raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "nowhere"))
+    _agent, llm_yaml = stub_agent_files(tmp_path, llm_server)
+    args = build_parser().parse_args([str(calc_repo), "--agent", "debug_agent", "--llm", "stub",
+                                      "--llm-config", str(llm_yaml)])
+    policy = policy_from_args(args)
+    assert policy.llm.config.api_base == llm_server.url

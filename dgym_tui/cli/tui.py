@@ -40,6 +40,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_episode_arguments(p)
     p.add_argument("--agent", help="agent spec that proposes actions, e.g. debug_agent")
     p.add_argument("--llm", help="LLM name for --agent (from llm.yaml)")
+    p.add_argument("--llm-config", metavar="FILE", help="the llm.yaml to read --llm from "
+                   "(default: $DGYM_LLM_CONFIG, else ~/.config/dgym-tui/llm.yaml)")
     p.add_argument("--mode", choices=("human", "approve", "auto"),
                    help="start mode (default: approve with --agent, else human)")
     p.add_argument("--replay", metavar="TRAJ.jsonl", help="open a recorded trajectory")
@@ -103,7 +105,7 @@ def policy_from_args(args: argparse.Namespace) -> Any:
     from dgym_tui.policies import PolicyError, make_policy
 
     try:
-        return make_policy("agent", args.agent, args.llm)
+        return make_policy("agent", args.agent, args.llm, getattr(args, "llm_config", None))
     except PolicyError as exc:
         raise UsageError(str(exc)) from None
 
