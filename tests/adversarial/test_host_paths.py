@@ -80,14 +80,15 @@ def test_the_plugin_folder_is_read_only_to_the_sandbox(tmp_path, sandbox):
         assert stat.S_IMODE(os.lstat(folder).st_mode) == 0o755
 
 
-def test_links_planted_in_the_scratch_folder_lead_the_host_nowhere(tmp_path, bwrap_ready):
+def test_links_planted_in_the_scratch_folder_lead_the_host_nowhere(tmp_path, sandbox):
     victim = tmp_path / "victim"
     victim.mkdir(mode=0o700)
     (victim / "keep.txt").write_text("host file\n")
-    with _env(tmp_path, ("bwrap", None)) as env:
+    with _env(tmp_path, sandbox) as env:
         env.reset()
-        scratch = env.terminal.scratch
-        plant = (f"rm -rf {scratch}/plugin; ln -s {victim} {scratch}/plugin; "
+        scratch = env.terminal.scratch_path()  # as the commands see it
+        plant = (f"mv {scratch}/plugin {scratch}/plugin.old; rm -rf {scratch}/plugin; "
+                 f"ln -s {victim} {scratch}/plugin; "
                  f"for i in $(seq 1 40); do ln -sf {victim}/keep.txt {scratch}/report-$i.jsonl; "
                  f"done")
         res = env.terminal.run(plant, timeout=30)
