@@ -27,9 +27,10 @@ def _pdb(step, command):
     return step({"name": "pdb", "arguments": {"command": command}})
 
 
-def test_a_printed_pdb_prompt_does_not_shift_the_replies(tmp_path, bwrap_ready):
+def test_a_printed_pdb_prompt_does_not_shift_the_replies(tmp_path, sandbox):
     (tmp_path / "prog.py").write_text(PROGRAM)
-    with RepoEnv(tmp_path, entrypoint="python prog.py", terminal="bwrap",
+    kind, image = sandbox
+    with RepoEnv(tmp_path, entrypoint="python prog.py", terminal=kind, image=image,
                  debug_entrypoint="python -m pdb prog.py", pdb_timeout=20) as env:
         env.reset()
         assert not _pdb(env.step, "b prog.py:5").error

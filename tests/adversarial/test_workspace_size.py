@@ -16,9 +16,10 @@ def _pdb(env, command):
     return env.step({"name": "pdb", "arguments": {"command": command}})
 
 
-def test_a_step_growing_the_working_copy_past_its_limit_says_so(tmp_path, bwrap_ready):
+def test_a_step_growing_the_working_copy_past_its_limit_says_so(tmp_path, sandbox):
     (tmp_path / "test_ok.py").write_text("def test_ok():\n    pass\n")
-    with RepoEnv(tmp_path, entrypoint=f"{FAST_PYTEST} test_ok.py", terminal="bwrap",
+    kind, image = sandbox
+    with RepoEnv(tmp_path, entrypoint=f"{FAST_PYTEST} test_ok.py", terminal=kind, image=image,
                  max_workspace_bytes=1 << 20) as env:
         assert env.reset().resolved
         for path in ("big.bin", "__pycache__/big.bin"):
