@@ -171,7 +171,8 @@ async def test_help_shows_console_syntax_and_only_live_keys(calc_session):
         assert type(screen).__name__ == "HelpScreen"
         rows = {key: text for _, section in screen.sections for key, text in section}
         assert any(k.startswith("rewrite path=") and "new_code=" in k for k in rows)
-        assert "f" not in rows and "h" not in rows  # replay keys only in replay
+        assert "h" not in rows  # replay keys only in replay
+        assert "nothing re-executed" in rows["f"]  # f branches a live episode
         assert "rewrite path=" in app.pdb_console.input.placeholder
     app.close_session()
 

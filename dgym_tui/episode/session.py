@@ -186,6 +186,11 @@ class Session:
         """
         self._subscribers.append(callback)
 
+    def unsubscribe(self, callback: Callable[[SessionEvent], None]) -> None:
+        """Stop calling ``callback`` (one that was never subscribed is ignored)."""
+        if callback in self._subscribers:
+            self._subscribers.remove(callback)
+
     def _emit(self, event: SessionEvent) -> None:
         for callback in list(self._subscribers):
             try:

@@ -77,6 +77,7 @@ class AppKeys(QuietKeys, MessagePump):
         Binding("0", "replay_goto(0)", "First", show=False),
         Binding("dollar_sign", "replay_goto(-1)", "Last", show=False),
         Binding("f", "fork", "Fork here"),
+        Binding("f", "branch", "Branch here", show=False),
     ]
 
     #: Descriptions for the help screen and the command palette, per action.
@@ -106,6 +107,9 @@ class AppKeys(QuietKeys, MessagePump):
         "replay_goto(0)": "replay: first step",
         "replay_goto(-1)": "replay: last step",
         "fork": "replay: fork here (re-execute up to this step, then continue live)",
+        "branch": "branch the live episode here (its own working copy, pdb at the same frame, "
+                  "nothing re-executed) and go on in the branch; the parent's trajectory "
+                  "ends as 'forked'",
         "edit_code": "edit the selected source lines (the cursor line) and rewrite them",
     }
 
@@ -121,7 +125,7 @@ class AppKeys(QuietKeys, MessagePump):
     _REPLAY_ONLY = frozenset({"replay_step", "replay_goto", "fork"})
 
     _LIVE_ONLY = frozenset({"approve", "edit", "reject", "take_over", "go", "pause",
-                            "ask_agent", "no_agent", "run_eval", "apply_patch"})
+                            "ask_agent", "no_agent", "run_eval", "apply_patch", "branch"})
 
     #: Keys that mean nothing once the episode is over.
     _RUNNING_ONLY = frozenset({"approve", "edit", "reject", "take_over", "go", "pause",
@@ -131,6 +135,8 @@ class AppKeys(QuietKeys, MessagePump):
         """True when the action (name without arguments) makes sense in the current state."""
         if action in self._REPLAY_ONLY:
             return self.replay is not None
+        if action == "branch":
+            return self.session is not None and self.started and not self.session.done
         if action in self._LIVE_ONLY:
             if self.session is None:
                 return False

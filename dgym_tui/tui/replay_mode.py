@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from textual import on, work
@@ -87,6 +89,12 @@ class ReplayMode(MessagePump):
         if self.replay is not None:
             self.show_step(len(self.replay) if step < 0 else step)
 
+    def action_branch(self) -> None:
+        session = self.session
+        if session is not None and self.started and not session.done and not self.busy:
+            self._set_busy(f"branching at step {len(session.turns)}")
+            self._fork(self._branch)
+
     def action_fork(self) -> None:
         if self.replay is None:
             return
@@ -96,15 +104,31 @@ class ReplayMode(MessagePump):
         if self.busy:
             return
         self._set_busy(f"forking at step {self.step_index}")
-        self._fork(self.step_index)
+        step = self.step_index
+        self._fork(lambda: self.fork_factory(step))
+
+    def _branch(self) -> Any:
+        """The live episode's branch (``Session.fork``: nothing re-executed), recording to
+        ``<trajectory>.fork<N>.jsonl`` next to the parent's; the parent then ends as
+        ``forked`` and its environment closes (the app goes on in the branch)."""
+        parent = self.session
+        path = parent.trajectory_path
+        out = None if path is None else Path(path).with_name(
+            f"{Path(path).stem}.fork{len(parent.turns)}.jsonl")
+        mode = "approve" if parent.mode == "auto" else parent.mode
+        session = parent.fork(out, policy=parent.policy, mode=mode)
+        parent.unsubscribe(self._bridge)  # its end is not the app's
+        parent.finish("forked")
+        parent.env.close()
+        return session
 
     @work(thread=True, group="session", exit_on_error=False)
-    def _fork(self, step: int) -> None:
-        """Build the fork (re-executes ``step`` recorded actions) like any session call:
-        quitting meanwhile waits for it, then closes what it built."""
+    def _fork(self, make: Callable[[], Any]) -> None:
+        """Build the fork with ``make()`` (a replay's re-executes the recorded actions) like
+        any session call: quitting meanwhile waits for it, then closes what it built."""
         self._calling(True)
         try:
-            session = self.fork_factory(step)
+            session = make()
             if self._session_closed:  # quit while forking: nobody will show it
                 session.finish("quit")
                 session.env.close()
@@ -124,10 +148,12 @@ class ReplayMode(MessagePump):
 
     @on(Forked)
     def _go_live(self, message: Forked) -> None:
-        """Switch from replay to a live (already started) session."""
+        """Switch from replay (or the branched parent) to a live (already started) session."""
         session = message.session
+        branched = self.replay is None
         replay, self.replay = self.replay, None
-        replay.close()
+        if replay is not None:
+            replay.close()
         self._unfreeze_gc()
         self.source_view.interactive = True
         self.session = session
@@ -155,8 +181,13 @@ class ReplayMode(MessagePump):
                                   sandbox=terminal_name(session.env),  # the recorded terminal
                                   extra=f"forked at step {len(session.turns)}")
         self._update_status(last)
-        self.pdb_console.write(f"forked: {len(session.turns)} recorded steps re-executed; live now",
-                               style="bold")
+        if branched:
+            self.pdb_console.write(f"branched at step {len(session.turns)}: the episode forked as "
+                                   f"it stood (pdb at the same frame); the parent's trajectory "
+                                   f"ended as 'forked'; live now", style="bold")
+        else:
+            self.pdb_console.write(f"forked: {len(session.turns)} recorded steps re-executed; "
+                                   "live now", style="bold")
         notice = fork_source_notice(getattr(session, "config", None) or {})
         if notice is not None:
             self.can_apply = False  # the fork's source is a rebuilt copy, not the original
