@@ -145,3 +145,28 @@ def test_llm_config_flag_names_the_llm_yaml(calc_repo, tmp_path, llm_server, mon
                                       "--llm-config", str(llm_yaml)])
     policy = policy_from_args(args)
     assert policy.llm.config.api_base == llm_server.url
+
+
+async def test_the_keys_dialog_scrolls_to_its_end_and_lists_the_readme_keys(calc_session):
+    session = calc_session()
+    app = DgymApp(session=session)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(app, pilot)
+        await pilot.press("question_mark")
+        await pilot.pause()
+        screen = app.screen
+        assert type(screen).__name__ == "HelpScreen"
+        keys = " ".join(key for _, section in screen.sections for key, _text in section)
+        for key in ("G", ";", ",", ".", "v (variables)", "z", "[ / ]", ":41"):
+            assert key in keys, key
+        titles = [title for title, _ in screen.sections]
+        assert "Debug tab (side column)" in titles
+        scroll = screen.query_one("VerticalScroll")
+        assert scroll.region.bottom <= 36 and scroll.region.y >= 0  # all of it on screen
+        scroll.scroll_end(animate=False)
+        await pilot.pause()
+        assert scroll.scroll_y == scroll.max_scroll_y
+        assert scroll.region.bottom <= 36
+        await pilot.press("escape")
+        await pilot.pause()
+    app.close_session()

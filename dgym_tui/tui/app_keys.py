@@ -119,8 +119,30 @@ class AppKeys(QuietKeys, MessagePump):
         ("b or gutter click", "toggle a breakpoint at the cursor line"),
         ("E", "edit the selected lines (else the cursor line); ctrl+s rewrites, esc cancels"),
         ("V, then j / k", "select lines (vim visual-line); V or esc ends the selection"),
-        ("up / down / pgup / pgdn / home / end", "move the cursor"),
+        ("up / down / j / k / pgup / pgdn / home / end", "move the cursor"),
+        ("G", "last line"),
+        (":41", "go to line 41 (the console opens with :)"),
+        ("/text, then ; / ,", "search; next / previous match (n stays pdb's next)"),
+        (".", "back to the current frame"),
         ("left / right", "scroll long lines")]
+
+    #: The Debug tab's panes and the layout keys (the panes' own bindings, for ``?``).
+    DEBUG_KEYS: ClassVar[list[tuple[str, str]]] = [
+        ("enter (variables)", "expand / fold a container; changed values are highlighted"),
+        ("v (variables)", "locals / globals of the selected frame"),
+        ("enter / click (stack)", "select a frame (pdb u N / d N)"),
+        ("enter / del / c (breakpoints)", "on / off, remove, condition")]
+    LAYOUT_KEYS: ClassVar[list[tuple[str, str]]] = [
+        ("z", "zoom the focused pane (source, console scroll-back, side column); z: back"),
+        ("[ / ]", "show or hide the file tree / the side column (hidden below 100 columns)"),
+        ("Z (transcript)", "expand or fold every long observation")]
+    REPLAY_KEYS: ClassVar[list[tuple[str, str]]] = [
+        ("h / l", "step back / forward"), ("0 / $", "first / last step"),
+        ("f", "fork here: re-execute the steps so far, then go on live")]
+    APPROVE_KEYS: ClassVar[list[tuple[str, str]]] = [
+        ("a / e / R", "approve / edit the arguments / reject with a note"),
+        ("t / g / space", "take over / go (auto) / pause an auto run after this step"),
+        ("m", "ask the agent (again, after an error)")]
 
     _REPLAY_ONLY = frozenset({"replay_step", "replay_goto", "fork"})
 
@@ -197,7 +219,12 @@ class AppKeys(QuietKeys, MessagePump):
             if not self.action_available(name):
                 text += "  (not now)"
             rows.append((keys, text))
-        sections = [("App", rows), ("Source view (focused)", self.SOURCE_KEYS)]
+        sections = [("App", rows), ("Source view (focused)", self.SOURCE_KEYS),
+                    ("Debug tab (side column)", self.DEBUG_KEYS), ("Layout", self.LAYOUT_KEYS)]
+        if self.replay is not None:
+            sections.append(("Replay", self.REPLAY_KEYS))
+        elif self.session is not None and self.session.policy is not None:
+            sections.append(("Agent proposal (approve mode)", self.APPROVE_KEYS))
         if self.replay is None:
             sections.append(("Console (: or i)", self._console_help()))
         self.push_screen(HelpScreen(sections))

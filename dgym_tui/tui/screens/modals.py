@@ -244,7 +244,7 @@ class HelpScreen(Dialog[None]):
     """Lists every key binding of the app and the source view."""
 
     DEFAULT_CSS = """
-    HelpScreen VerticalScroll { height: auto; max-height: 36; }
+    HelpScreen VerticalScroll { height: auto; max-height: 70vh; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,q,question_mark", "answer", "Close")]
 
