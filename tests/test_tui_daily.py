@@ -170,3 +170,22 @@ async def test_the_keys_dialog_scrolls_to_its_end_and_lists_the_readme_keys(calc
         await pilot.press("escape")
         await pilot.pause()
     app.close_session()
+
+
+async def test_b_and_e_on_a_binary_file_say_why_nothing_happens(calc_repo, calc_session):
+    (calc_repo / "data.bin").write_bytes(b"\x00\xff\x00binary")
+    session = calc_session()
+    app = DgymApp(session=session)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        app._open("data.bin", 1)
+        await settle(app, pilot)
+        app.source_view.focus()
+        await pilot.press("b")
+        await pilot.press("E")
+        await settle(app, pilot)
+        messages = [n.message for n in app._notifications]
+        assert any(m.startswith("no breakpoint:") and "binary" in m for m in messages), messages
+        assert any(m.startswith("nothing to edit:") and "binary" in m for m in messages), messages
+        assert not session.turns  # nothing ran
+    app.close_session()

@@ -20,8 +20,10 @@ class CodeEdits(MessagePump):
     def action_edit_code(self) -> None:
         """Edit the source view's selected lines (the cursor line without a selection)."""
         view = self.source_view
-        if view.path is None:
-            self.notify("open a file first (file tree)", severity="warning")
+        if view.path is None:  # nothing shown, or a file that cannot be (binary)
+            why = view.placeholder if view.placeholder.startswith("(") else ""
+            self.notify(f"nothing to edit: {why}" if why else "open a file first (file tree)",
+                        severity="warning")
             return
         first, last = view.selection
         self.edit_code(view.path, first, last)

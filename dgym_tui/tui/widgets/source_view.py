@@ -587,7 +587,9 @@ class SourceView(QuietKeys, ScrollView, can_focus=True):
             self._toggle(line)
 
     def _toggle(self, line: int) -> None:
-        if self.path is None:
+        if self.path is None:  # nothing shown, or a file that cannot be (binary): say so
+            self.notify(f"no breakpoint: {self.placeholder or 'no file shown'}",
+                        severity="warning")
             return
         self.post_message(self.BreakpointToggle(self.path, line, line in self.breakpoints))
 
@@ -664,7 +666,10 @@ class SourceView(QuietKeys, ScrollView, can_focus=True):
 
     def action_edit_code(self) -> None:
         """Ask the app to edit the selected lines (``EditCode``)."""
-        if self.path is None or not self.lines:
+        if self.path is None:  # nothing shown, or a file that cannot be (binary): say so
+            self.notify(f"nothing to edit: {self.placeholder}", severity="warning")
+            return
+        if not self.lines:
             return
         first, last = self.selection
         self.post_message(self.EditCode(self.path, first, last))
