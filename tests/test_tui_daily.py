@@ -189,3 +189,18 @@ async def test_b_and_e_on_a_binary_file_say_why_nothing_happens(calc_repo, calc_
         assert any(m.startswith("nothing to edit:") and "binary" in m for m in messages), messages
         assert not session.turns  # nothing ran
     app.close_session()
+
+
+async def test_notifications_leave_the_console_input_visible(calc_session):
+    session = calc_session()
+    app = DgymApp(session=session)
+    async with app.run_test(size=(120, 36), notifications=True) as pilot:
+        await settle(app, pilot)
+        for number in range(3):
+            app.notify(f"a long notification number {number} " * 3, timeout=30)
+        await pilot.pause(0.3)
+        toasts = list(app.screen.query("Toast"))
+        assert toasts
+        box = app.pdb_console.input.region
+        assert not any(toast.region.overlaps(box) for toast in toasts)
+    app.close_session()
