@@ -23,6 +23,16 @@ def stub_llm(server) -> LLM:
                          retry_base_delay=0.001))
 
 
+def run_episode(server, env, agent="debug_agent", mode="text", max_steps=10,
+                **session) -> Session:
+    """Run ``agent`` (a name or spec path) on ``env`` in auto mode against the stub."""
+    session = Session(env, policy=LLMAgent(agent, stub_llm(server), tool_calling=mode),
+                      mode="auto", max_steps=max_steps, **session)
+    session.start()
+    session.run()
+    return session
+
+
 @pytest.fixture
 def shop_env(make_repo, make_env, fast_pytest):
     repo = make_repo({"lib/__init__.py": "", "lib/shop.py": SHOP, "tests/test_shop.py": TEST_SHOP})
@@ -38,10 +48,7 @@ def test_examples_name_the_tasks_own_file_and_a_line_that_holds_code(llm_server,
                         "tool_calls": [{"name": "submit", "arguments": {}}]}
                        if mode == "native" else
                        {"content": '```tool_call\n{"name": "submit", "arguments": {}}\n```'}])
-    session = Session(shop_env, policy=LLMAgent("debug_agent", stub_llm(llm_server),
-                                                tool_calling=mode), mode="auto", max_steps=5)
-    session.start()
-    session.run()
+    run_episode(llm_server, shop_env, mode=mode, max_steps=5)
     first, second = llm_server.requests
     sent = json.dumps(first)
     assert "src/app.py" not in sent and "src/main.py" not in sent and "'src'" not in sent
@@ -92,11 +99,7 @@ def test_the_same_failing_action_three_times_ends_the_episode_stuck(llm_server, 
 
     missing = text_call("view", {"path": "src/app.py"})
     llm_server.script([missing, missing, missing, text_call("submit", {})])
-    session = Session(shop_env, policy=LLMAgent("debug_agent", stub_llm(llm_server),
-                                                tool_calling="text"),
-                      mode="auto", max_steps=10, trajectory_path=tmp_path / "t.jsonl")
-    session.start()
-    session.run()
+    session = run_episode(llm_server, shop_env, trajectory_path=tmp_path / "t.jsonl")
     assert session.reason == "stuck" and len(session.turns) == 3
     assert llm_server.remaining == 1  # the budget was not spent further
     assert all(t.result.error for t in session.turns)
@@ -116,11 +119,7 @@ def test_stuck_repeats_is_configurable_and_a_changed_observation_is_no_repeat(ll
                                                                              shop_env):
     step = text_call("pdb", {"command": "n"})
     llm_server.script([step] * 4 + [text_call("submit", {})])
-    session = Session(shop_env, policy=LLMAgent("debug_agent", stub_llm(llm_server),
-                                                tool_calling="text"),
-                      mode="auto", max_steps=10, stuck_repeats=2)
-    session.start()
-    session.run()
+    session = run_episode(llm_server, shop_env, stuck_repeats=2)
     # pdb `n` moves on: each observation differs, so five steps run to the submit
     assert session.reason == "submitted" and len(session.turns) == 5
 
@@ -133,10 +132,7 @@ def test_a_copied_schema_key_is_dropped_with_a_note_unless_strict(llm_server, sh
                     f"extra_arguments: {mode}\ntool_calling: text\n")
     llm_server.script([text_call("view", {"path": "lib/shop.py", "type": "string"}),
                        text_call("submit", {})])
-    session = Session(shop_env, policy=LLMAgent(str(spec), stub_llm(llm_server)), mode="auto",
-                      max_steps=5)
-    session.start()
-    session.run()
+    session = run_episode(llm_server, shop_env, agent=str(spec), mode=None, max_steps=5)
     first = session.turns[0]
     result = llm_server.requests[1]["messages"][-1]["content"]
     if mode == "drop":
@@ -155,10 +151,7 @@ def test_a_reply_with_several_calls_is_refused_when_the_spec_says_so(llm_server,
                     "several_calls: refuse\ntool_calling: text\n")
     two = text_call("eval", {})["content"] + "\n" + text_call("submit", {})["content"]
     llm_server.script([{"content": two}, text_call("submit", {})])
-    session = Session(shop_env, policy=LLMAgent(str(spec), stub_llm(llm_server)), mode="auto",
-                      max_steps=5)
-    session.start()
-    session.run()
+    session = run_episode(llm_server, shop_env, agent=str(spec), mode=None, max_steps=5)
     assert session.turns[0].invalid and "2 tool calls (eval, submit)" in session.turns[0].error
 
 
@@ -168,10 +161,7 @@ def test_a_reply_with_several_calls_is_refused_when_the_spec_says_so(llm_server,
 def test_an_unknown_tool_near_a_test_or_a_tool_gets_every_tool_with_a_real_example(
         llm_server, shop_env, name, hint):
     llm_server.script([text_call(name, {}), text_call("submit", {})])
-    session = Session(shop_env, policy=LLMAgent("debug_agent", stub_llm(llm_server),
-                                                tool_calling="text"), mode="auto", max_steps=5)
-    session.start()
-    session.run()
+    session = run_episode(llm_server, shop_env, max_steps=5)
     assert session.turns[0].error.startswith(f"unknown tool {name!r} {hint}")
     correction = llm_server.requests[1]["messages"][-1]["content"]
     assert correction.splitlines()[-8:] == [
@@ -195,11 +185,7 @@ def test_sft_export_keeps_every_message_of_a_stuck_episode(llm_server, shop_env,
     llm_server.script([text_call("view", {"path": "lib/shop.py"}),
                        text_call("view", {"path": "src/app.py"}),  # runs, a tool error
                        same, same, same])
-    session = Session(shop_env, policy=LLMAgent("debug_agent", stub_llm(llm_server),
-                                                tool_calling="text"),
-                      mode="auto", max_steps=10, trajectory_path=tmp_path / "t.jsonl")
-    session.start()
-    session.run()
+    session = run_episode(llm_server, shop_env, trajectory_path=tmp_path / "t.jsonl")
     assert session.reason == "stuck" and len(session.turns) == 5
     text, _ = export([tmp_path / "t.jsonl"], "sft", targets=targets)
     messages = json.loads(text)["messages"]
