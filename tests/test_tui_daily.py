@@ -204,3 +204,27 @@ async def test_notifications_leave_the_console_input_visible(calc_session):
         box = app.pdb_console.input.region
         assert not any(toast.region.overlaps(box) for toast in toasts)
     app.close_session()
+
+
+async def test_an_expanded_variable_stays_expanded_when_a_new_local_appears(calc_session):
+    from tui_helpers import stop_at
+
+    session = calc_session()
+    app = DgymApp(session=session)
+    async with app.run_test(size=SIZE) as pilot:
+        await stop_at(app, pilot, "calc.py:2")  # locals: xs only
+        variables = app.query_one("#variables")
+
+        def node(name):
+            return next(n for n in variables.root.children
+                        if n.data is not None and n.data.name == name)
+
+        assert node("xs").children  # a list: expandable
+        node("xs").expand()
+        await pilot.pause()
+        app.source_view.focus()
+        await pilot.press("n")  # total = 0: a new local, the tree is rebuilt
+        await settle(app, pilot)
+        assert "total" in variables.shown
+        assert node("xs").is_expanded
+    app.close_session()

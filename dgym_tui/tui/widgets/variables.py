@@ -46,8 +46,23 @@ def _row(var: Any, changed: bool = False) -> _Row:
 def _shape(items: Any) -> tuple:
     """What a relabel must keep, of rows or tree nodes (both have ``label``, ``data`` and
     ``children``): each one's name (or note) and its children's shape."""
-    return tuple((item.data.name if item.data is not None else item.label.plain,
-                  _shape(item.children)) for item in items)
+    return tuple((_name(item), _shape(item.children)) for item in items)
+
+
+def _name(item: Any) -> str:
+    """A row's or tree node's name (its variable's, else its label's text)."""
+    return item.data.name if item.data is not None else item.label.plain
+
+
+def _expanded_paths(node: Any, prefix: tuple[str, ...] = ()) -> set[tuple[str, ...]]:
+    """The name paths of the expanded nodes under ``node``."""
+    paths: set[tuple[str, ...]] = set()
+    for child in node.children:
+        path = (*prefix, _name(child))
+        if child.is_expanded:
+            paths.add(path)
+        paths |= _expanded_paths(child, path)
+    return paths
 
 
 def _walk(items: Any, depth: int = 0) -> Iterator[tuple[int, Any]]:
@@ -92,6 +107,7 @@ class VariablesPane(Tree[Any]):
         self.changed: set[str] = set()
         self.shown: dict[str, str] = {}
         self._previous: dict[tuple[str, str, str], dict[str, str]] = {}
+        self._key: tuple[str, str, str] | None = None  # the frame and scope shown
 
     def show_inspection(self, inspection: Any) -> None:
         """Show ``inspection``'s variables (an ``Inspection``; None: nothing to show).
@@ -118,21 +134,24 @@ class VariablesPane(Tree[Any]):
             set(now) - set(before) if before else set())
         self._previous[key] = now
         self.shown = now
+        same_frame, self._key = key == self._key, key
         rows = [_row(var, var.name in self.changed) for var in inspection.variables]
         if not inspection.variables:
             rows.append(_Row(Text(f"(no {inspection.scope})", style="dim")))
         if inspection.truncated:
             rows.append(_Row(Text("… more values not fetched", style="dim")))
-        self._show(rows)
+        self._show(rows, keep_expanded=same_frame)
 
     def _set_title(self, title: str) -> None:
         """Set the border title; setting it redraws the whole pane, even to the same text."""
         if self.border_title != title:
             self.border_title = title
 
-    def _show(self, rows: list[_Row]) -> None:
+    def _show(self, rows: list[_Row], keep_expanded: bool = False) -> None:
         """Put ``rows`` under the root: relabelled in place when the shape is the same and no
-        line gets wider than the widest shown (the tree's width stays right), else rebuilt."""
+        line gets wider than the widest shown (the tree's width stays right), else rebuilt;
+        rebuilt with ``keep_expanded`` (a stop in the same frame: a new local appeared), the
+        nodes expanded before (by their names' path) are expanded again."""
         nodes, new = list(_walk(self.root.children)), list(_walk(rows))
         if _shape(rows) == _shape(self.root.children) and \
                 self._widest(new) <= self._widest(nodes):
@@ -141,20 +160,23 @@ class VariablesPane(Tree[Any]):
                 if node.label != row.label:
                     node.set_label(row.label)
             return
+        expanded = _expanded_paths(self.root) if keep_expanded else set()
         self.clear()
         for row in rows:
-            self._add(self.root, row)
+            self._add(self.root, row, (), expanded)
 
     def _widest(self, items: list[tuple[int, Any]]) -> int:
         """The widest line (cells) of rows or nodes given with their depths."""
         return max((depth * self.guide_depth + item.label.cell_len for depth, item in items),
                    default=0)
 
-    def _add(self, parent: TreeNode[Any], row: _Row) -> None:
+    def _add(self, parent: TreeNode[Any], row: _Row, prefix: tuple[str, ...] = (),
+             expanded: set[tuple[str, ...]] | frozenset = frozenset()) -> None:
         if row.children:
-            node = parent.add(row.label, data=row.data, expand=False)
+            path = (*prefix, _name(row))
+            node = parent.add(row.label, data=row.data, expand=path in expanded)
             for child in row.children:
-                self._add(node, child)
+                self._add(node, child, path, expanded)
         else:
             parent.add_leaf(row.label, data=row.data)
 
