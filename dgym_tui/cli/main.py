@@ -152,12 +152,13 @@ def _cmd_replay(args: argparse.Namespace) -> int:
         _show(traj, args.until)
         return 0
     from dgym_tui.launch.open import UsageError
+    from dgym_tui.launch.replay import replay_task
     from dgym_tui.launch.sandbox import describe_sandbox
 
-    # Re-executing runs the recorded actions where the trajectory's header says: say where.
-    recorded = ((traj.header.get("task") or {}).get("terminal")
-                or (traj.header.get("environment") or {}).get("terminal") or "local")
-    _say(f"{describe_sandbox(str(recorded))}; the trajectory's terminal")
+    # Re-executing runs the recorded actions: in the sandbox the person chose (the
+    # trajectory's own terminal may only raise it). Say where, first.
+    task, _ = replay_task(traj, args.terminal)
+    _say(describe_sandbox(task.terminal or "local"))
 
     policy = _policy_from_args(args)
     if policy is None and (args.agent != "debug_agent" or args.output):
@@ -166,7 +167,8 @@ def _cmd_replay(args: argparse.Namespace) -> int:
         if args.until is None:
             raise UsageError("forking needs --until N (the step to continue from)")
         output = Path(args.output or traj.path.with_name(f"{traj.path.stem}.fork{args.until}.jsonl"))
-        session = fork(traj, args.until, policy, output, max_steps=args.max_steps, start=False)
+        session = fork(traj, args.until, policy, output, max_steps=args.max_steps, start=False,
+                       terminal=args.terminal)
         try:
             if policy.actor == "human":
                 _drive_human(session)
@@ -179,7 +181,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
         finally:
             session.env.close()
         return 0
-    report = replay(traj, until=args.until, on_step=_print_replay_step)
+    report = replay(traj, until=args.until, on_step=_print_replay_step, terminal=args.terminal)
     initial = [d for d in report.divergences if d.step == 0]
     if initial:
         print("initial observation: DIVERGED")
@@ -501,6 +503,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", help="fork: new trajectory file")
     p.add_argument("--max-steps", type=_positive_int, help="fork: step budget, replayed steps included")
     p.add_argument("--show", action="store_true", help="only print the recorded steps")
+    p.add_argument("--terminal", choices=("local", "bwrap", "docker"),
+                   help="where the recorded actions run again (default: bwrap where it works; "
+                        "the trajectory's terminal may raise it, never lower it)")
     p.set_defaults(func=_cmd_replay)
 
     p = sub.add_parser("export", help="convert trajectories (debug-gym JSON or SFT chat JSONL), "

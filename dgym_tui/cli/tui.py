@@ -192,7 +192,8 @@ def build_app(args: argparse.Namespace) -> Any:
 
             out = Path(args.trajectory) if args.trajectory else default_trajectory_path(
                 f"fork-{model.task_name}")  # reserved only when a fork happens
-            return replay_fork(traj, step, None, output=out, mode="human", start=False)
+            return replay_fork(traj, step, None, output=out, mode="human", start=False,
+                               terminal=args.terminal)
 
         return DgymApp(replay=model, fork=fork, ask_apply=not args.no_apply_prompt,
                        theme_name=args.theme)

@@ -14,6 +14,7 @@ Display-only replay needs no environment: read the file with
 from __future__ import annotations
 
 import difflib
+import logging
 import os
 import re
 import shutil
@@ -24,11 +25,15 @@ from pathlib import Path
 from typing import Any
 
 from dgym_tui.core.fs.gitpatch import blob_id
+from dgym_tui.core.fs.safefs import SafeTree
 from dgym_tui.core.types import StepResult, ToolCall
 from dgym_tui.episode.records import Turn
 from dgym_tui.episode.session import DEFAULT_MAX_STEPS
 from dgym_tui.episode.trajectory import Trajectory, TrajectoryError, read_trajectory
 from dgym_tui.launch.open import open_session, task_from_header
+from dgym_tui.launch.sandbox import choose_terminal
+
+log = logging.getLogger(__name__)
 
 _TMP_ROOTS = sorted({tempfile.gettempdir(), "/tmp", "/var/tmp", "/var/folders",
                      "/private/var/folders"}, key=len, reverse=True)
@@ -125,7 +130,7 @@ def _compare(step: int, recorded: str, actual: str, roots: tuple[str, ...],
 
 
 def replay(trajectory: Trajectory | str | os.PathLike[str], until: int | None = None,
-           on_step: Any = None) -> ReplayReport:
+           on_step: Any = None, terminal: str | None = None) -> ReplayReport:
     """Re-execute a trajectory's actions in a fresh environment and compare observations.
 
     The environment is rebuilt from the header (the recorded task and options),
@@ -136,6 +141,8 @@ def replay(trajectory: Trajectory | str | os.PathLike[str], until: int | None = 
         until: stop after this 1-based step (None: every step).
         on_step: optional ``(step_number, StepResult | None, Divergence | None)``
             callback, e.g. for a progress display.
+        terminal: the terminal the person chose; None: their default (see
+            :func:`replay_task`: the recorded terminal may raise it, never lower it).
 
     Returns:
         A :class:`ReplayReport`.
@@ -146,7 +153,7 @@ def replay(trajectory: Trajectory | str | os.PathLike[str], until: int | None = 
     """
     traj = _load(trajectory)
     last = _check_until(traj, until)
-    task, options = task_from_header(traj.header)
+    task, options = replay_task(traj, terminal)
     env = task.make_env(**options)
     report = ReplayReport(trajectory=traj)
     old_roots = (str((traj.header.get("task") or {}).get("path") or ""),)
@@ -187,9 +194,35 @@ def _check_until(traj: Trajectory, until: int | None) -> int:
     return until
 
 
+def replay_task(traj: Trajectory, terminal: str | None = None) -> tuple[Any, dict[str, Any]]:
+    """The task and environment options to re-execute ``traj`` with, in the sandbox the
+    person chose.
+
+    A trajectory may come from anyone, so the terminal its header records is only a
+    request (:func:`dgym_tui.launch.sandbox.choose_terminal`): it may raise the person's
+    default (``bwrap`` where it works) but never lower it to ``local``.
+
+    Args:
+        traj: the recording.
+        terminal: the terminal the person named, or None for their default.
+
+    Returns:
+        ``(task, options)`` as :func:`~dgym_tui.launch.open.task_from_header`, the task's
+        ``terminal`` settled.
+
+    Raises:
+        TrajectoryError: as :func:`~dgym_tui.launch.open.task_from_header`.
+    """
+    task, options = task_from_header(traj.header)
+    chosen, notices = choose_terminal(task, terminal)
+    for line in notices:
+        log.warning("%s", line)
+    return replace(task, terminal=chosen), options
+
+
 def fork(trajectory: Trajectory | str | os.PathLike[str], until: int, policy: Any,
          output: str | os.PathLike[str], mode: str = "auto", max_steps: int | None = None,
-         start: bool = True) -> Any:
+         start: bool = True, terminal: str | None = None) -> Any:
     """Replay steps 1..``until`` into a new trajectory, then hand the episode to ``policy``.
 
     Args:
@@ -203,6 +236,7 @@ def fork(trajectory: Trajectory | str | os.PathLike[str], until: int, policy: An
             raised if needed so at least one new step fits.
         start: run the policy right away when ``mode == "auto"``; False
             returns the prepared session (e.g. for the TUI).
+        terminal: the terminal the person chose; None: their default (:func:`replay_task`).
 
     Returns:
         The :class:`~dgym_tui.episode.session.Session` (finished when it ran in auto
@@ -220,7 +254,7 @@ def fork(trajectory: Trajectory | str | os.PathLike[str], until: int, policy: An
     config.update({"forked_from": {"path": str(traj.path), "step": until},
                    "policy": getattr(policy, "name", None) if policy else "human",
                    "mode": mode, "max_steps": budget})
-    task, options = task_from_header(traj.header)
+    task, options = replay_task(traj, terminal)
     restore, changed = recorded_start(traj, task.path)
     copy = None
     if restore or changed:
@@ -229,13 +263,17 @@ def fork(trajectory: Trajectory | str | os.PathLike[str], until: int, policy: An
         copy = Path(tempfile.mkdtemp(prefix="dgym-fork-source-"))
         try:
             shutil.copytree(task.path, copy, symlinks=True, dirs_exist_ok=True)
-            for rel, text in restore.items():
-                target = copy / rel
-                if text is None:
-                    target.unlink(missing_ok=True)
-                else:
-                    target.parent.mkdir(parents=True, exist_ok=True)
-                    target.write_text(text, encoding="utf-8")
+            # the paths come from the trajectory: written through the copy's descriptor,
+            # never outside it nor through a link
+            tree = SafeTree(copy)
+            try:
+                for rel, text in restore.items():
+                    if text is None:
+                        tree.unlink(rel)
+                    else:
+                        tree.write_bytes(rel, text.encode("utf-8"))
+            finally:
+                tree.close()
         except OSError as exc:
             shutil.rmtree(copy, ignore_errors=True)
             raise TrajectoryError(f"cannot rebuild the recorded source: {exc}") from None
@@ -283,28 +321,36 @@ def recorded_start(trajectory: Trajectory, source: str | os.PathLike[str]
     ids = header.get("files")
     if not isinstance(ids, dict):
         return {}, []
-    root = Path(source)
+    try:
+        tree = SafeTree(source)
+    except OSError:
+        return {}, []
     starts: dict[str, str | None] = {}
     for record in trajectory.steps:
-        for rel, text in (record.get("originals") or {}).items():
-            starts.setdefault(rel, text)  # the first one: the start of the episode
+        originals = record.get("originals")
+        for rel, text in (originals.items() if isinstance(originals, dict) else ()):
+            if isinstance(text, str | None):
+                starts.setdefault(rel, text)  # the first one: the start of the episode
     restore: dict[str, str | None] = {}
     changed: list[str] = []
-    for rel in sorted(set(ids) | set(starts)):
-        try:
-            today = blob_id((root / rel).read_bytes())
-        except OSError:
-            today = None
-        expected = ids.get(rel)
-        if today == expected:
-            continue
-        if rel in starts:
-            start = starts[rel]
-            if start is None and today is None:
+    try:
+        for rel in sorted(set(ids) | set(starts)):
+            try:  # the path comes from the trajectory: read inside the source folder only
+                today = blob_id(tree.read_bytes(str(rel)))
+            except OSError:
+                today = None
+            expected = ids.get(rel)
+            if today == expected:
                 continue
-            if start is not None and today == blob_id(start.encode("utf-8")):
-                continue
-            restore[rel] = start
-        elif expected is not None:
-            changed.append(rel)
+            if rel in starts:
+                start = starts[rel]
+                if start is None and today is None:
+                    continue
+                if start is not None and today == blob_id(start.encode("utf-8")):
+                    continue
+                restore[rel] = start
+            elif expected is not None:
+                changed.append(rel)
+    finally:
+        tree.close()
     return restore, changed
