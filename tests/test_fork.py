@@ -200,3 +200,18 @@ def test_session_fork_records_its_parent_and_replays_alone(make_repo, open_repo,
         assert report.ok and report.resolved, [d.diff() for d in report.divergences]
     finally:
         branch.env.close()
+
+
+def test_a_forked_working_copy_sets_every_attribute_its_parent_has(make_repo):
+    """Workspace.fork() fills a bare instance: an attribute added to __init__ must be set there
+    too (a fork missing one fails later, e.g. in an eval's read-only check)."""
+    from dgym_tui.core.fs.workspace import Workspace
+
+    ws = Workspace(make_repo({"a.py": "A = 1\n", ".debugreadonly": "a.py\n"}))
+    child = ws.fork()
+    try:
+        assert set(vars(child)) == set(vars(ws))
+        assert child.enforce_readonly() == ([], [])
+    finally:
+        child.cleanup()
+        ws.cleanup()
