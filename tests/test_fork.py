@@ -215,3 +215,25 @@ def test_a_forked_working_copy_sets_every_attribute_its_parent_has(make_repo):
     finally:
         child.cleanup()
         ws.cleanup()
+
+
+def test_a_sparse_file_stays_sparse_in_the_fork(make_repo, make_env):
+    """A file the agent made with a hole (truncate -s) is not written out in full by fork()."""
+    env = make_env(make_repo({"a.py": "A = 1\n"}), entrypoint="true")
+    env.reset()
+    size = 8 << 20  # bounded: a wrong copy writes 8 MiB, not a disk
+    with open(env.workspace.root / "sparse.bin", "wb") as f:
+        f.write(b"head")
+        f.seek(size - 4)
+        f.write(b"tail")
+    twin = env.fork()
+    try:
+        path = twin.workspace.root / "sparse.bin"
+        st = os.stat(path)
+        assert st.st_size == size
+        assert st.st_blocks * 512 < 1 << 20  # the hole stayed a hole
+        data = path.read_bytes()
+        assert data[:4] == b"head" and data[-4:] == b"tail" and data.count(0) == size - 8
+        assert twin.patch() == env.patch()
+    finally:
+        twin.close()

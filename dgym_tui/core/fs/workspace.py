@@ -139,21 +139,49 @@ def remove_stale_workspaces(folder: str | None = None) -> list[str]:
 
 
 def _copy_fd(fd_in: int, fd_out: int, size: int) -> None:
-    """Copy at most ``size`` bytes from ``fd_in`` to ``fd_out`` (both at their offsets)."""
-    left = size
+    """Copy the first ``size`` bytes of ``fd_in`` into the empty ``fd_out``, holes kept.
+
+    Only the data extents are copied (``SEEK_DATA`` / ``SEEK_HOLE``) and the
+    copy is then cut or extended to ``size``: a sparse file the agent made
+    (``truncate -s 100G``) stays as small on disk as it is, instead of being
+    written out in full.
+    """
+    offset = 0
+    while offset < size:
+        try:
+            data = os.lseek(fd_in, offset, os.SEEK_DATA)
+            hole = os.lseek(fd_in, data, os.SEEK_HOLE)
+        except OSError as exc:
+            if exc.errno == errno.ENXIO:  # no data past offset: the rest is a hole
+                break
+            data, hole = offset, size  # no SEEK_DATA here: all of it is data
+        end = min(hole, size)
+        if data >= end:
+            break
+        _copy_range(fd_in, fd_out, data, end - data)
+        offset = end
+    os.ftruncate(fd_out, size)
+
+
+def _copy_range(fd_in: int, fd_out: int, offset: int, count: int) -> None:
+    """Copy ``count`` bytes at ``offset`` of ``fd_in`` to the same offset of ``fd_out``
+    (fewer when the file shrank meanwhile)."""
+    done = 0
     try:
-        while left > 0:
-            done = os.copy_file_range(fd_in, fd_out, left)
-            if done == 0:
+        while done < count:
+            n = os.copy_file_range(fd_in, fd_out, count - done, offset + done, offset + done)
+            if n == 0:
                 return
-            left -= done
+            done += n
     except (AttributeError, OSError):  # no copy_file_range here: read and write
-        while left > 0:
-            chunk = os.read(fd_in, min(left, CHUNK_BYTES))
+        while done < count:
+            chunk = os.pread(fd_in, min(count - done, CHUNK_BYTES), offset + done)
             if not chunk:
                 return
-            write_all(fd_out, chunk)
-            left -= len(chunk)
+            written = 0
+            while written < len(chunk):
+                written += os.pwrite(fd_out, chunk[written:], offset + done + written)
+            done += len(chunk)
 
 
 def _rmtree(path: str) -> None:
