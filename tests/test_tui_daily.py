@@ -228,3 +228,26 @@ async def test_an_expanded_variable_stays_expanded_when_a_new_local_appears(calc
         assert "total" in variables.shown
         assert node("xs").is_expanded
     app.close_session()
+
+
+async def test_w_is_recorded_in_the_trajectory(calc_repo, calc_session, tmp_path):
+    from dgym_tui.core.types import ToolCall
+    from dgym_tui.episode.trajectory import read_trajectory
+
+    out = tmp_path / "applied.jsonl"
+    session = calc_session(out=out)
+    app = DgymApp(session=session, ask_apply=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        app.act(ToolCall("rewrite", {"path": "calc.py", "start": 5, "end": 5, "new_code": FIX}))
+        await settle(app, pilot)
+        app.source_view.focus()
+        await pilot.press("w")
+        await pilot.pause()
+        await pilot.press("y")
+        await settle(app, pilot)
+        assert FIX in (calc_repo / "calc.py").read_text()
+        await pilot.press("q")
+        await pilot.pause()
+    footer = read_trajectory(out).footer
+    assert [(a["after_step"], a["files"]) for a in footer["applied_to_source"]] == [(1, ["calc.py"])]

@@ -130,6 +130,8 @@ class Session:
         self.last: StepResult | None = None
         self.initial: StepResult | None = None
         self.done = False
+        #: Each apply_to_source before the footer: {"after_step", "files", "at"}.
+        self.applied: list[dict[str, Any]] = []
         self.reason = ""
         self.footer: dict[str, Any] | None = None
         self.pending: Proposal | None = None
@@ -639,7 +641,8 @@ class Session:
         with edits made there meanwhile).
 
         Returns:
-            The relative paths written or deleted in the original.
+            The relative paths written or deleted in the original. An apply before the
+            episode's end is recorded in the footer (``applied_to_source``).
 
         Raises:
             SessionError: the environment is closed.
@@ -649,7 +652,11 @@ class Session:
         with self.lock:
             if self.env.workspace is None:
                 raise SessionError("the environment is closed")
-            return self.env.workspace.apply_to_source()
+            changed = self.env.workspace.apply_to_source()
+        if changed and self.footer is None:  # the footer's applied_to_source records it
+            self.applied.append({"after_step": len(self.turns), "files": sorted(changed),
+                                 "at": _now()})
+        return changed
 
     def tool_specs(self) -> dict[str, dict[str, Any]]:
         """``{tool name: JSON-schema parameters}`` of the offered tools, in offer order."""
@@ -685,6 +692,8 @@ class Session:
                        "wall_time": round(time.monotonic() - self._started, 3)}
         if detail:
             self.footer["detail"] = detail
+        if self.applied:
+            self.footer["applied_to_source"] = list(self.applied)
         if self._writer is not None:
             try:
                 self._writer.write_footer(self.footer)
