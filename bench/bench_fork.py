@@ -32,7 +32,15 @@ from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from repo_size_plan import ENTRYPOINT, ENV, PDB_SETUP, make_repo, rewrite_call  # noqa: E402
+from repo_size_plan import (  # noqa: E402
+    ENTRYPOINT,
+    ENV,
+    PDB_SETUP,
+    interleaved,
+    make_repo,
+    print_table,
+    rewrite_call,
+)
 
 from dgym_tui import RepoEnv, ToolCall  # noqa: E402
 
@@ -82,13 +90,6 @@ def _copy_case(env: RepoEnv) -> Callable[[], float]:
     return run
 
 
-def _row(name: str, samples: list[float]) -> str:
-    ms = sorted(s * 1000 for s in samples)
-    p90 = ms[min(len(ms) - 1, int(round(0.9 * (len(ms) - 1))))]
-    return (f"{name:<34} {statistics.median(ms):>9.1f} {p90:>9.1f} "
-            f"{statistics.fmean(ms):>9.1f} {len(ms):>4}")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", default="100,1000")
@@ -111,22 +112,13 @@ def main() -> None:
                 cases[f"{where} pdb stopped"] = _fork_case(stopped)
                 cases[f"{where} working copy"] = _copy_case(idle)
         try:
-            samples: dict[str, list[float]] = {name: [] for name in cases}
-            load_before = os.getloadavg()
-            names = list(cases)
-            for i in range(args.rounds):
-                for name in names if i % 2 == 0 else reversed(names):
-                    samples[name].append(cases[name]())
-            load_after = os.getloadavg()
+            samples, load_before, load_after = interleaved(cases, args.rounds)
         finally:
             for env in envs:
                 env.close()
-    print(f"RepoEnv.fork() on {time.strftime('%Y-%m-%d %H:%M')}, {os.cpu_count()} cores, "
-          f"load {load_before[0]:.2f} before / {load_after[0]:.2f} after, "
-          f"{args.rounds} rounds, interleaved")
-    print(f"{'case':<34} {'median ms':>9} {'p90 ms':>9} {'mean ms':>9} {'n':>4}")
-    for name in cases:
-        print(_row(name, samples[name]))
+    print_table(f"RepoEnv.fork() on {time.strftime('%Y-%m-%d %H:%M')}, {os.cpu_count()} cores, "
+                f"load {load_before:.2f} before / {load_after:.2f} after, "
+                f"{args.rounds} rounds, interleaved", samples)
     for name in cases:
         if name.endswith("pdb idle") and " 100 files" in name:
             median = statistics.median(samples[name]) * 1000

@@ -37,7 +37,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from repo_size_plan import ENTRYPOINT, ENV, make_repo  # noqa: E402
+from repo_size_plan import ENTRYPOINT, ENV, interleaved, make_repo, print_table  # noqa: E402
 
 from dgym_tui import RepoEnv  # noqa: E402
 from dgym_tui.core.fs.safefs import SafeTree  # noqa: E402
@@ -111,13 +111,6 @@ def _scan(repo: Path) -> Callable[[], float]:
     return run
 
 
-def _row(name: str, samples: list[float]) -> str:
-    ms = sorted(s * 1000 for s in samples)
-    p90 = ms[min(len(ms) - 1, int(round(0.9 * (len(ms) - 1))))]
-    return (f"{name:<28} {statistics.median(ms):>9.1f} {p90:>9.1f} "
-            f"{statistics.fmean(ms):>9.1f} {len(ms):>4}")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", default="100,1000,10000")
@@ -136,19 +129,10 @@ def main() -> None:
             if overlay_ok:
                 cases[f"{size:>6} files overlay mount"] = _overlay(repo, Path(tmp))
             cases[f"{size:>6} files index scan"] = _scan(repo)
-        samples: dict[str, list[float]] = {name: [] for name in cases}
-        load_before = os.getloadavg()
-        names = list(cases)
-        for i in range(args.rounds):
-            for name in names if i % 2 == 0 else reversed(names):
-                samples[name].append(cases[name]())
-        load_after = os.getloadavg()
-    print(f"reset() and working-copy costs on {time.strftime('%Y-%m-%d %H:%M')}, "
-          f"{os.cpu_count()} cores, load {load_before[0]:.2f} before / {load_after[0]:.2f} "
-          f"after, {args.rounds} rounds, interleaved")
-    print(f"{'case':<28} {'median ms':>9} {'p90 ms':>9} {'mean ms':>9} {'n':>4}")
-    for name in cases:
-        print(_row(name, samples[name]))
+        samples, load_before, load_after = interleaved(cases, args.rounds)
+    print_table(f"reset() and working-copy costs on {time.strftime('%Y-%m-%d %H:%M')}, "
+                f"{os.cpu_count()} cores, load {load_before:.2f} before / {load_after:.2f} "
+                f"after, {args.rounds} rounds, interleaved", samples, width=28)
     small, big = f"{min(sizes):>6} files reset", f"{max(sizes):>6} files reset"
     if small != big:
         ratio = statistics.median(samples[big]) / statistics.median(samples[small])

@@ -10,6 +10,8 @@ timed as a fast one.
 from __future__ import annotations
 
 import json
+import os
+import statistics
 import subprocess
 import sys
 import time
@@ -96,3 +98,30 @@ def serve(step: Callable[[str, dict], str], bare: Callable[[], float]) -> None:
         label = request.get("label")
         error = check(label, observation) if label in EXPECT else None
         print(json.dumps({"seconds": seconds, "error": error}), flush=True)
+
+
+def interleaved(cases: dict[str, Callable[[], float]], rounds: int
+                ) -> tuple[dict[str, list[float]], float, float]:
+    """Run every case once per round, in turn (A B C, then C B A), so all share the load.
+
+    Returns:
+        ``({case: seconds per round}, 1-minute load before, load after)``.
+    """
+    samples: dict[str, list[float]] = {name: [] for name in cases}
+    before = os.getloadavg()[0]
+    names = list(cases)
+    for i in range(rounds):
+        for name in names if i % 2 == 0 else reversed(names):
+            samples[name].append(cases[name]())
+    return samples, before, os.getloadavg()[0]
+
+
+def print_table(title: str, samples: dict[str, list[float]], width: int = 34) -> None:
+    """Print ``title`` and one row per case: median, p90 and mean milliseconds, and n."""
+    print(title)
+    print(f"{'case':<{width}} {'median ms':>9} {'p90 ms':>9} {'mean ms':>9} {'n':>4}")
+    for name, seconds in samples.items():
+        ms = sorted(x * 1000 for x in seconds)
+        p90 = ms[min(len(ms) - 1, int(round(0.9 * (len(ms) - 1))))]
+        print(f"{name:<{width}} {statistics.median(ms):>9.1f} {p90:>9.1f} "
+              f"{statistics.fmean(ms):>9.1f} {len(ms):>4}")
