@@ -208,6 +208,7 @@ class RepoEnv:
         self.last_eval_output = ""
         self.done = False
         self._closed = False
+        self._grading_terminal: Terminal | None = None  # while submit grades in a fresh copy
 
     # --------------------------------------------------------------- episode
     def reset(self) -> StepResult:
@@ -505,6 +506,7 @@ class RepoEnv:
                 grading = Workspace(self.path, ignore=self.ignore, readonly=self.readonly)
                 carried = grading.carry_changes(self.workspace)
                 terminal = self._make_terminal(grading)
+                self._grading_terminal = terminal  # close() from another thread ends it too
                 terminal.start(str(grading.root))
                 pytest_plugin.install(terminal)
                 failed = self._run_setup(terminal)
@@ -522,6 +524,7 @@ class RepoEnv:
                 head += "\n" + "\n".join(failed)
             output = f"{head}\n{output}"
         finally:
+            self._grading_terminal = None
             if terminal is not None:
                 try:
                     terminal.close()
@@ -695,7 +698,25 @@ class RepoEnv:
             del self.tools[name]
         self.__dict__.pop("_validators", None)  # built again with the tools of the next reset
 
+    def stop_commands(self) -> None:
+        """Kill every command running for this episode, from any thread: its terminal's and
+        those of a submission being graded in a fresh copy. The step that ran them returns
+        (a failed eval); :meth:`close` must still be called. Never raises."""
+        for terminal in (self._grading_terminal, self.terminal):
+            if terminal is None:
+                continue
+            try:
+                terminal.close()
+            except Exception:  # noqa: BLE001  best effort: close() follows
+                log.exception("closing a terminal on stop failed")
+
     def _end_episode(self) -> None:
+        grading = self._grading_terminal  # a submit being graded (close() from another thread)
+        if grading is not None:
+            try:
+                grading.close()
+            except Exception:
+                log.exception("closing the grading terminal failed")
         for tool in self.tools.values():
             try:
                 tool.close()

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import logging
 import threading
 from typing import Any
-
-log = logging.getLogger(__name__)
 
 #: Footer reason and status state of an episode stopped by Ctrl-C.
 INTERRUPTED = "interrupted"
@@ -40,9 +37,4 @@ class StopSignal:
             episodes = list(self.episodes.values())
         for session in episodes:
             session.abort(INTERRUPTED)  # a step cut short must not end as "submitted"
-            terminal = session.env.terminal  # None while the env is being reset
-            try:
-                if terminal is not None:
-                    terminal.close()
-            except Exception as exc:  # noqa: BLE001  best effort: env.close() follows
-                log.debug("closing a terminal on interrupt failed: %s", exc)
+            session.env.stop_commands()  # env.close() follows in the episode's thread
