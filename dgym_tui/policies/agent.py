@@ -469,7 +469,8 @@ class LLMAgent:
                          instructions=localise(self.info.instructions, self.info.examples),
                          example=format_text_call(example) if example else "")
         instance = _render(self.spec.instance_prompt, agent=self.spec, task=self.info.task,
-                           initial_observation=self.info.initial_observation)
+                           initial_observation=self.info.initial_observation,
+                           example=format_text_call(example) if example else "")
         messages: list[dict[str, Any]] = [{"role": "system", "content": system},
                                           {"role": "user", "content": instance}]
         locked_before = set(self.locked_tools([]))
