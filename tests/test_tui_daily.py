@@ -251,3 +251,36 @@ async def test_w_is_recorded_in_the_trajectory(calc_repo, calc_session, tmp_path
         await pilot.pause()
     footer = read_trajectory(out).footer
     assert [(a["after_step"], a["files"]) for a in footer["applied_to_source"]] == [(1, ["calc.py"])]
+
+
+async def test_p_then_z_shows_the_diff_on_the_whole_screen(calc_session):
+    """A long diff line is read without the w dialog: p shows the Diff tab and focuses it,
+    z zooms the side column to the whole screen (issue 26, bug 7)."""
+    from dgym_tui.core.types import ToolCall
+
+    session = calc_session()
+    app = DgymApp(session=session)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(app, pilot)
+        long_line = "    return total / len(xs)  # " + "a long comment " * 8
+        app.act(ToolCall("rewrite", {"path": "calc.py", "start": 5, "end": 5,
+                                     "new_code": long_line}))
+        await settle(app, pilot)
+        app.source_view.focus()
+        await pilot.press("p")
+        await pilot.pause()
+        await pilot.press("z")
+        await pilot.pause()
+        side = app.query_one("#side")
+        assert app.screen.maximized is side
+        assert side.region.width >= 118
+        await pilot.press("z")
+        await pilot.pause()
+        assert app.screen.maximized is None
+        console = app.pdb_console
+        console.log_widget.focus()  # the console's scroll-back: z zooms the console
+        await pilot.pause()
+        await pilot.press("z")
+        await pilot.pause()
+        assert app.screen.maximized is console and console.region.height >= 30
+    app.close_session()

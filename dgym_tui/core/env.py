@@ -36,7 +36,14 @@ from dgym_tui.core.terminals import cleanup
 from dgym_tui.core.terminals.base import DEFAULT_MAX_OUTPUT, RunResult, Terminal
 from dgym_tui.core.tools import tools_for
 from dgym_tui.core.tools.base import Tool, ToolError, ToolOutput
-from dgym_tui.core.types import EvalSummary, StepResult, ToolCall, decode_arguments, example_arguments
+from dgym_tui.core.types import (
+    DEFAULT_TASK,
+    EvalSummary,
+    StepResult,
+    ToolCall,
+    decode_arguments,
+    example_arguments,
+)
 
 log = logging.getLogger(__name__)
 
@@ -56,9 +63,6 @@ CODE_TOOLS = frozenset({"eval", "submit", "pdb", "bash"})
 #: Command that runs the tests when none is given (the one default every front end uses).
 DEFAULT_ENTRYPOINT = "python -m pytest -q"
 
-#: Task text used when none is given.
-DEFAULT_TASK = ("The entrypoint's tests fail. Find the bug in the repository, fix it, and "
-                "call submit when the tests pass.")
 
 
 class RepoEnv:

@@ -11,6 +11,11 @@ import uuid
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+#: Task text used when none is given (``RepoEnv(task=None)``; the app corrects it on screen
+#: when every test passes at the start).
+DEFAULT_TASK = ("The entrypoint's tests fail. Find the bug in the repository, fix it, and "
+                "call submit when the tests pass.")
+
 
 def new_call_id() -> str:
     """Return a fresh tool-call id of the form ``call_<12 hex digits>``."""

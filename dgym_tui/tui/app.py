@@ -38,7 +38,7 @@ from textual.screen import Screen
 from textual.widgets import Input, TabbedContent, TabPane
 
 from dgym_tui.core.safetext import one_line, strip_controls
-from dgym_tui.core.types import StepResult, ToolCall
+from dgym_tui.core.types import DEFAULT_TASK, StepResult, ToolCall
 from dgym_tui.episode.records import Turn
 from dgym_tui.tui import pause_gc, resume_gc
 from dgym_tui.tui.actions import pdb_call
@@ -397,10 +397,10 @@ class DgymApp(OrderedKeys, AppKeys, SessionCalls, AgentTurns, CodeEdits, ReplayM
             self.pdb_console.write(hint, style="bold yellow")
             self.notify(hint, severity="warning", timeout=15)
         elif (summary.total and summary.passed == summary.total and self.session is not None
-              and not (self.session.task_record or {}).get("description")
+              and getattr(self.env, "task", None) == DEFAULT_TASK
               and result is self.session.initial):
-            # the default task text (no description given) says the tests fail: say that
-            # they all pass at the start
+            # the default task text (none given) says the tests fail: say that they all
+            # pass at the start
             self.pdb_console.write(f"every test passes now ({summary.passed}/{summary.total}): "
                                    "the task text above is the default one; there may be "
                                    "nothing to fix (--entrypoint picks other tests)",

@@ -76,8 +76,11 @@ class CodeEdits(MessagePump):
         self.push_screen(CodeEditScreen(path, start, end, old), done)
 
     def action_show_diff(self) -> None:
-        """Show the diff tab (kept current by every step that changes a file)."""
+        """Show the diff tab (kept current by every step that changes a file) and focus it:
+        up / down / pgup / pgdn scroll it, ``z`` zooms the side column to the whole screen
+        (a long line is read there), ``o`` / ``esc`` go back to the source."""
         self.query_one(TabbedContent).active = "tab-diff"
+        self.query_one(DiffView).focus()
 
     def _offer_apply(self) -> None:
         if (self.ask_apply and self.can_apply and not self._asked_apply
