@@ -383,3 +383,25 @@ def test_sigterm_during_grep_ends_the_process(tmp_path):
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=60) == -signal.SIGTERM
     assert not any(os.path.exists(os.path.join(tempfile.gettempdir(), p)) for p in copies)
+
+
+def test_a_name_with_spaces_and_no_hunk_applies():
+    """An empty file added under a folder named ``"_ "`` has no ---/+++ lines to name it, and
+    git apply cannot split an unquoted ``diff --git a/_ /_ b/_ /_`` (hypothesis found it):
+    such headers are quoted."""
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "src"
+        src.mkdir()
+        ws = Workspace(src)
+        try:
+            (ws.root / "_ ").mkdir()
+            (ws.root / "_ " / "_").write_bytes(b"")
+            patch = ws.patch()
+            check = Path(tmp) / "check"
+            shutil.copytree(src, check)
+            proc = subprocess.run(["git", "apply", "-"], cwd=check, input=patch.encode(),
+                                  capture_output=True)
+            assert proc.returncode == 0, proc.stderr.decode() + "\n" + patch
+            assert (check / "_ " / "_").read_bytes() == b""
+        finally:
+            ws.cleanup()

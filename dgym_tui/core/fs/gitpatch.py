@@ -49,10 +49,11 @@ def git_mode(st_mode: int, is_link: bool = False) -> int:
     return MODE_EXEC if st_mode & 0o111 else MODE_FILE
 
 
-def quote_path(name: str) -> str:
-    """Quote a path as git does (``core.quotePath`` on): plain if safe, else C-style in quotes."""
+def quote_path(name: str, force: bool = False) -> str:
+    """Quote a path as git does (``core.quotePath`` on): plain if safe, else C-style in quotes;
+    ``force`` quotes a safe one too."""
     raw = os.fsencode(name)
-    if not any(b < 0x20 or b in (0x22, 0x5C) or b >= 0x7F for b in raw):
+    if not force and not any(b < 0x20 or b in (0x22, 0x5C) or b >= 0x7F for b in raw):
         return raw.decode("ascii")
     out = []
     for b in raw:
@@ -114,7 +115,10 @@ def file_patch(rel: str, old: Blob | None, new: Blob | None) -> str:
             return ""
         if (old.mode == MODE_LINK) != (new.mode == MODE_LINK):
             return file_patch(rel, old, None) + file_patch(rel, None, new)
-    a, b = quote_path("a/" + rel), quote_path("b/" + rel)
+    # git apply cannot split an unquoted header whose name holds a space when no ---/+++
+    # lines follow (an empty file added or deleted, a mode change): quoted, it can
+    spaced = " " in rel
+    a, b = quote_path("a/" + rel, spaced), quote_path("b/" + rel, spaced)
     head = [f"diff --git {a} {b}\n"]
     old_id = blob_id(old.data) if old is not None else NULL_ID
     new_id = blob_id(new.data) if new is not None else NULL_ID
