@@ -68,11 +68,30 @@ def episode_numbers(path: Path) -> dict:
     footer = traj.footer or {}
     usage = footer.get("usage") or {}
     return {"replies": len(replies), "executed": len(executed), "tool_errors": len(errors),
+            "repeats": failure_repeats(replies),
             "steps": len(steps), "resolved": bool(footer.get("resolved")),
             "reason": footer.get("reason", "unfinished"),
             "tokens": (usage.get("prompt_tokens") or 0) + (usage.get("completion_tokens") or 0),
             "completion_tokens": usage.get("completion_tokens") or 0,
             "seconds": sum(float(s.get("wall_time") or 0) for s in steps)}
+
+
+def failure_repeats(replies: list[dict]) -> int:
+    """How many times the most repeated failure of one episode occurred: the same
+    action (tool and arguments) that ended in a tool error, or the same refused reply
+    text; 0 without failures. Counted over the whole episode, not only in a row."""
+    seen: dict[str, int] = {}
+    for step in replies:
+        if step.get("action"):
+            if not (step.get("result") or {}).get("error"):
+                continue
+            action = step["action"]
+            key = "action " + json.dumps([action.get("name"), action.get("arguments")],
+                                         sort_keys=True)
+        else:
+            key = "reply " + str((step.get("raw") or {}).get("content"))
+        seen[key] = seen.get(key, 0) + 1
+    return max(seen.values(), default=0)
 
 
 def report(out: Path) -> str:
@@ -85,13 +104,18 @@ def report(out: Path) -> str:
         except Exception as exc:  # noqa: BLE001  an unfinished file: say so, go on
             print(f"skipped {path}: {exc}", file=sys.stderr)
     lines = ["agent            mode    eps replies executed  no-tool-error resolved steps "
-             "tokens/step s/step  ended"]
-    total = {"replies": 0, "executed": 0, "tool_errors": 0}
+             "tokens/step s/step  max-repeat  ended"]
+    totals: dict[str, dict[str, int]] = {}
     for (agent, mode), episodes in sorted(rows.items()):
         s = {k: sum(e[k] for e in episodes) for k in ("replies", "executed", "tool_errors",
                                                       "steps", "tokens", "seconds")}
-        for k in total:
-            total[k] += s[k]
+        for name in (mode, "all"):
+            total = totals.setdefault(name, {"replies": 0, "executed": 0, "tool_errors": 0,
+                                             "episodes": 0, "repeats": 0})
+            for k in ("replies", "executed", "tool_errors"):
+                total[k] += s[k]
+            total["episodes"] += len(episodes)
+            total["repeats"] = max(total["repeats"], *(e["repeats"] for e in episodes))
         ran = s["executed"] - s["tool_errors"]
         ended = ", ".join(f"{r} {sum(e['reason'] == r for e in episodes)}"
                           for r in sorted({e["reason"] for e in episodes}))
@@ -101,12 +125,15 @@ def report(out: Path) -> str:
             f"{ran:4} {ran / max(s['executed'], 1):4.0%}      "
             f"{sum(e['resolved'] for e in episodes):3}    {s['steps']:4} "
             f"{s['tokens'] / max(s['steps'], 1):8.0f}   {s['seconds'] / max(s['steps'], 1):5.0f}"
-            f"  {ended}")
-    ran = total["executed"] - total["tool_errors"]
-    lines.append(f"all: {total['executed']}/{total['replies']} replies executed "
-                 f"({total['executed'] / max(total['replies'], 1):.0%}), {ran}/"
-                 f"{total['executed']} executed actions without a tool error "
-                 f"({ran / max(total['executed'], 1):.0%})")
+            f"  {max(e['repeats'] for e in episodes):10}  {ended}")
+    for name, total in sorted(totals.items(), key=lambda item: item[0] == "all"):
+        ran = total["executed"] - total["tool_errors"]
+        lines.append(f"{name}: {total['episodes']} episodes, {total['executed']}/"
+                     f"{total['replies']} replies executed "
+                     f"({total['executed'] / max(total['replies'], 1):.0%}), {ran}/"
+                     f"{total['executed']} executed actions without a tool error "
+                     f"({ran / max(total['executed'], 1):.0%}), one failure repeated at "
+                     f"most {total['repeats']} times")
     return "\n".join(lines)
 
 
