@@ -159,20 +159,22 @@ class TestStatusBar:
 
 
 @pytest.mark.usefixtures("bwrap_ready")
-def test_replay_names_the_sandbox_and_takes_the_persons_choice(repo_asking, tmp_path):
-    """``dgym replay`` re-executes the recorded actions in the trajectory's terminal unless
-    the person names one (``--terminal``); its first line says which (local: unsandboxed)."""
+def test_replay_runs_a_local_recording_in_the_persons_sandbox(repo_asking, tmp_path):
+    """A trajectory may come from anyone: the ``local`` its header records cannot lower the
+    sandbox its actions run in again. ``dgym replay`` re-executes them in bwrap (first line
+    and the entrypoint's PID 1 say so) unless the person asks ``--terminal local``."""
     repo = repo_asking(None)
     traj = tmp_path / "p.jsonl"
     _play(repo, "--entrypoint", WHERE, "--terminal", "local", "-o", str(traj), stdin="eval\n")
+    assert read_trajectory(traj).header["task"]["terminal"] == "local"
 
     def replay(*options):
         return subprocess.run(DGYM + ["replay", str(traj), *options], text=True,
                               capture_output=True, timeout=240, check=False)
 
     proc = replay()
-    first = proc.stdout.splitlines()[0]
-    assert first.startswith("sandbox: local (unsandboxed") and "trajectory" in first, proc.stdout
-    chosen = replay("--terminal", "bwrap")
-    assert chosen.stdout.splitlines()[0] == "sandbox: bwrap", chosen.stdout + chosen.stderr
-    assert "diverged" in chosen.stdout  # the eval printed bwrap where the recording had the host's
+    assert proc.stdout.splitlines()[0] == "sandbox: bwrap", proc.stdout + proc.stderr
+    assert "diverged" in proc.stdout  # the eval printed bwrap where the recording had the host's
+    chosen = replay("--terminal", "local")
+    assert chosen.stdout.splitlines()[0].startswith("sandbox: local (unsandboxed"), chosen.stdout
+    assert "no divergence" in chosen.stdout

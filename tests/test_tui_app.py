@@ -228,7 +228,7 @@ async def _record_episode(repo: Path, out: Path) -> None:
     env.close()
 
 
-async def test_replay_and_fork(calc_repo, tmp_path):
+async def test_replay_and_fork(calc_repo, tmp_path, bwrap_ready):
     recorded = tmp_path / "recorded.jsonl"
     await _record_episode(calc_repo, recorded)
     traj = read_trajectory(recorded)
@@ -260,7 +260,8 @@ async def test_replay_and_fork(calc_repo, tmp_path):
         await pilot.press("f")  # fork at step 2: re-executed live, then human mode
         await settle(app, pilot)
         assert app.replay is None and app.session is not None
-        assert "local: unsandboxed" in app.status.text  # the recorded terminal, now in force
+        # the recording's local cannot lower the person's sandbox: the fork runs in bwrap
+        assert "│ bwrap │" in app.status.text and "unsandboxed" not in app.status.text
         session = app.session
         assert len(session.turns) == 2 and session.env.frame == ("calc.py", 5)
         assert view.frame_line == 5

@@ -155,11 +155,10 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     from dgym_tui.launch.replay import replay_task
     from dgym_tui.launch.sandbox import describe_sandbox
 
-    # Re-executing runs the recorded actions where the person says, else where the
-    # trajectory's header says: say where, first.
+    # Re-executing runs the recorded actions: in the sandbox the person chose (the
+    # trajectory's own terminal may only raise it). Say where, first.
     task, _ = replay_task(traj, args.terminal)
-    where = describe_sandbox(task.terminal or "local")
-    _say(where if args.terminal else f"{where}; the trajectory's terminal (--terminal to choose)")
+    _say(describe_sandbox(task.terminal or "local"))
 
     policy = _policy_from_args(args)
     if policy is None and (args.agent != "debug_agent" or args.output):
@@ -505,8 +504,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-steps", type=_positive_int, help="fork: step budget, replayed steps included")
     p.add_argument("--show", action="store_true", help="only print the recorded steps")
     p.add_argument("--terminal", choices=("local", "bwrap", "docker"),
-                   help="where the recorded actions run again (default: the trajectory's own "
-                        "terminal, which may be local: unsandboxed)")
+                   help="where the recorded actions run again (default: bwrap where it works; "
+                        "the trajectory's terminal may raise it, never lower it)")
     p.set_defaults(func=_cmd_replay)
 
     p = sub.add_parser("export", help="convert trajectories (debug-gym JSON or SFT chat JSONL), "

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from dgym_tui.benchmarks.base import Task, get_benchmark
+from dgym_tui.benchmarks.local import TERMINAL_REQUEST
 from dgym_tui.core.errors import first_line
 from dgym_tui.episode.policy import Policy
 from dgym_tui.episode.session import DEFAULT_MAX_STEPS, Session
@@ -107,6 +108,9 @@ def task_from_header(header: dict[str, Any]) -> tuple[Task, dict[str, Any]]:
     elif not task.path.is_dir():
         raise TrajectoryError(f"cannot rebuild the environment: source folder "
                               f"{str(task.path)!r} is gone")
+    # A trajectory may come from anyone: the terminal it recorded is a request that may
+    # raise the person's sandbox, never lower it (launch.sandbox.choose_terminal).
+    task = replace(task, meta={**task.meta, TERMINAL_REQUEST: "the trajectory"})
     return task, {key: environment[key] for key in ENV_OPTIONS if environment.get(key) is not None}
 
 

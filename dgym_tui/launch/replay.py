@@ -14,6 +14,7 @@ Display-only replay needs no environment: read the file with
 from __future__ import annotations
 
 import difflib
+import logging
 import os
 import re
 import shutil
@@ -30,6 +31,9 @@ from dgym_tui.episode.records import Turn
 from dgym_tui.episode.session import DEFAULT_MAX_STEPS
 from dgym_tui.episode.trajectory import Trajectory, TrajectoryError, read_trajectory
 from dgym_tui.launch.open import open_session, task_from_header
+from dgym_tui.launch.sandbox import choose_terminal
+
+log = logging.getLogger(__name__)
 
 _TMP_ROOTS = sorted({tempfile.gettempdir(), "/tmp", "/var/tmp", "/var/folders",
                      "/private/var/folders"}, key=len, reverse=True)
@@ -137,7 +141,8 @@ def replay(trajectory: Trajectory | str | os.PathLike[str], until: int | None = 
         until: stop after this 1-based step (None: every step).
         on_step: optional ``(step_number, StepResult | None, Divergence | None)``
             callback, e.g. for a progress display.
-        terminal: the terminal the person chose; None: the recorded one (:func:`replay_task`).
+        terminal: the terminal the person chose; None: their default (see
+            :func:`replay_task`: the recorded terminal may raise it, never lower it).
 
     Returns:
         A :class:`ReplayReport`.
@@ -190,21 +195,29 @@ def _check_until(traj: Trajectory, until: int | None) -> int:
 
 
 def replay_task(traj: Trajectory, terminal: str | None = None) -> tuple[Any, dict[str, Any]]:
-    """The task and environment options to re-execute ``traj`` with.
+    """The task and environment options to re-execute ``traj`` with, in the sandbox the
+    person chose.
+
+    A trajectory may come from anyone, so the terminal its header records is only a
+    request (:func:`dgym_tui.launch.sandbox.choose_terminal`): it may raise the person's
+    default (``bwrap`` where it works) but never lower it to ``local``.
 
     Args:
         traj: the recording.
-        terminal: the terminal the person named (``--terminal``), which wins; None
-            keeps the one the header records.
+        terminal: the terminal the person named, or None for their default.
 
     Returns:
-        ``(task, options)`` as :func:`~dgym_tui.launch.open.task_from_header`.
+        ``(task, options)`` as :func:`~dgym_tui.launch.open.task_from_header`, the task's
+        ``terminal`` settled.
 
     Raises:
         TrajectoryError: as :func:`~dgym_tui.launch.open.task_from_header`.
     """
     task, options = task_from_header(traj.header)
-    return (replace(task, terminal=terminal) if terminal else task), options
+    chosen, notices = choose_terminal(task, terminal)
+    for line in notices:
+        log.warning("%s", line)
+    return replace(task, terminal=chosen), options
 
 
 def fork(trajectory: Trajectory | str | os.PathLike[str], until: int, policy: Any,
@@ -223,7 +236,7 @@ def fork(trajectory: Trajectory | str | os.PathLike[str], until: int, policy: An
             raised if needed so at least one new step fits.
         start: run the policy right away when ``mode == "auto"``; False
             returns the prepared session (e.g. for the TUI).
-        terminal: the terminal the person chose; None: the recorded one (:func:`replay_task`).
+        terminal: the terminal the person chose; None: their default (:func:`replay_task`).
 
     Returns:
         The :class:`~dgym_tui.episode.session.Session` (finished when it ran in auto

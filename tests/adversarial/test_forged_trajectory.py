@@ -1,5 +1,6 @@
-"""A trajectory may come from anyone: forking a forged one never writes or reads outside
-its own folders."""
+"""A trajectory may come from anyone: replaying or forking a forged one never writes or
+reads outside its own folders, and never runs its actions with fewer walls than the
+person chose (tests/test_sandbox_choice.py shows the terminal rule on the command line)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from dgym_tui.episode.trajectory import TrajectoryError, read_trajectory
-from dgym_tui.launch.replay import fork, recorded_start
+from dgym_tui.launch.replay import fork, recorded_start, replay_task
 
 DGYM = [sys.executable, "-c", "import sys; from dgym_tui.cli.main import main; sys.exit(main())"]
 CALC = {"calc.py": "def add(a, b):\n    return a - b\n",
@@ -60,3 +61,15 @@ def test_a_forged_fork_writes_nothing_outside_its_copy(make_repo, tmp_path, wher
              terminal="local")
     assert not target.exists()
     assert list(outside.iterdir()) == []
+
+
+def test_a_recorded_local_terminal_is_only_a_request(make_repo, tmp_path):
+    """The terminal a trajectory records may raise the person's sandbox, never lower it."""
+    out = _recording(make_repo, tmp_path)
+    traj = read_trajectory(out)
+    assert traj.header["task"]["terminal"] == "local"
+    task, _ = replay_task(traj, None)
+    from dgym_tui.core.terminals.bwrap import default_terminal
+
+    assert task.terminal == default_terminal()[0]
+    assert replay_task(traj, "local")[0].terminal == "local"  # the person's own choice
