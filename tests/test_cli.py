@@ -50,6 +50,21 @@ def test_replay_reports_no_divergence(recorded, capsys):
     assert "replayed 5 step(s)" in out and "no divergence" in out
 
 
+@pytest.fixture
+def ci_host(monkeypatch):
+    """The host sets ``CI`` (pytest then prints whole assertion explanations in its short summary)."""
+    monkeypatch.setenv("CI", "true")
+
+
+def test_a_local_recording_replays_the_same_in_bwrap_whatever_the_host_sets(ci_host, recorded, capsys):
+    """Recorded on ``local`` with ``CI`` set on the host, replayed in bwrap (a trajectory cannot
+    lower the sandbox): ``local`` passes the same allow-listed environment, so no divergence.
+    Before, local passed ``CI`` to pytest and the sandbox did not; the eval's summary differed."""
+    assert main(["replay", str(recorded)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("sandbox: bwrap") and "no divergence" in out, out
+
+
 def test_replay_reports_a_divergent_step(recorded, capsys):
     lines = recorded.read_text().splitlines()
     step = json.loads(lines[1])

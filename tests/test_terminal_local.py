@@ -34,6 +34,18 @@ def test_run_output_exit_code_cwd_env(term, tmp_path):
     assert term.to_relative("/elsewhere/app.py") is None
 
 
+def test_commands_get_the_allow_listed_environment(term, monkeypatch):
+    """local keeps the sandbox's allow-list plus where the host user's files are: no API key,
+    no ``CI`` (it changes pytest's output), the host's ``HOME``."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-host-secret")
+    monkeypatch.setenv("CI", "true")
+    monkeypatch.setenv("LC_TIME", "C")
+    out = term.run("env").output
+    names = {line.split("=", 1)[0] for line in out.splitlines()}
+    assert "sk-host-secret" not in out and "CI" not in names
+    assert f"HOME={os.environ['HOME']}" in out.splitlines() and "LC_TIME" in names
+
+
 def test_not_started_and_missing_folder(tmp_path):
     t = LocalTerminal()
     with pytest.raises(TerminalError, match="not started"):

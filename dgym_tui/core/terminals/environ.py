@@ -19,6 +19,13 @@ sandboxed command gets only:
   / ``LOGNAME`` set to the sandbox's own user name, ``TMPDIR`` to ``/tmp``;
 - what the task itself asks for (the ``env`` a command is run with), and the
   episode's tag (``DGYM_EPISODE``).
+
+The ``local`` terminal uses the same allow-list (:func:`local_environ`) with
+the host's own ``HOME``, ``USER``, ``LOGNAME`` and ``TMPDIR``, since its
+commands run on the host's files. So a variable such as ``CI`` (pytest prints
+whole assertion explanations in its short summary when it is set) changes a
+run on no terminal, and a trajectory recorded on ``local`` replays the same in
+a sandbox.
 """
 
 from __future__ import annotations
@@ -58,5 +65,28 @@ def sandbox_environ(host: Mapping[str, str], defaults: Mapping[str, str],
     env.update(defaults)
     env.update({"HOME": SANDBOX_HOME, "USER": SANDBOX_USER_NAME, "LOGNAME": SANDBOX_USER_NAME,
                 "TMPDIR": "/tmp"})
+    env.update(task or {})
+    return env
+
+
+#: Host variables the ``local`` terminal keeps besides :data:`KEPT`: where the host user's files are.
+LOCAL_KEPT = ("HOME", "USER", "LOGNAME", "TMPDIR")
+
+
+def local_environ(host: Mapping[str, str], defaults: Mapping[str, str],
+                  task: Mapping[str, str] | None) -> dict[str, str]:
+    """The environment of one command on the ``local`` terminal.
+
+    Args:
+        host: the host's environment (``os.environ``); :data:`KEPT`,
+            :data:`KEPT_PREFIXES` and :data:`LOCAL_KEPT` names pass.
+        defaults: the terminal's own settings, applied over ``host``.
+        task: the command's own variables, applied last, unfiltered.
+
+    Returns:
+        A new dict.
+    """
+    env = {k: v for k, v in host.items() if k in KEPT or k in LOCAL_KEPT or k.startswith(KEPT_PREFIXES)}
+    env.update(defaults)
     env.update(task or {})
     return env

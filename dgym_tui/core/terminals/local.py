@@ -23,6 +23,7 @@ import pexpect
 
 from . import cleanup, procs
 from .base import DEFAULT_MAX_OUTPUT, RunResult, Terminal, TerminalError
+from .environ import local_environ
 from .output import BoundedOutput
 
 T = TypeVar("T")
@@ -113,9 +114,7 @@ class LocalTerminal(Terminal):
                 "COLUMNS": "200", "PAGER": "cat", procs.TAG_VARIABLE: self.tag}
 
     def _env(self, extra: dict[str, str] | None) -> dict[str, str]:
-        env = dict(os.environ)
-        env.update(self._defaults())
-        env.update(extra or {})
+        env = local_environ(os.environ, self._defaults(), extra)
         env[procs.TAG_VARIABLE] = self.tag
         return env
 
