@@ -228,6 +228,14 @@ def test_init_llm_config_and_list_tasks(tmp_path, capsys):
     assert capsys.readouterr().out.strip()
 
 
+def test_init_llm_config_writes_the_file_named_by_o(tmp_path, capsys):
+    target = tmp_path / "conf" / "my-llms.conf"
+    assert main(["init-llm-config", "-o", str(target)]) == 0
+    assert "model:" in target.read_text() and str(target) in capsys.readouterr().out
+    assert main(["init-llm-config", "-o", str(target)]) == 2  # never overwritten
+    assert "already exists" in capsys.readouterr().err
+
+
 def test_cli_does_not_import_heavy_libraries():
     code = ("import sys; import dgym_tui.cli.main; "
             "print('litellm' in sys.modules, 'textual' in sys.modules)")

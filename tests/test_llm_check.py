@@ -78,3 +78,17 @@ def test_unknown_entry_is_a_user_error(tmp_path, llm_server, capsys):
     path = write_config(tmp_path, llm_server)
     assert main(["llm-check", "nope", "--config", str(path)]) == 2
     assert "known entries: local" in capsys.readouterr().err
+
+
+def test_native_calls_that_are_not_one_view_call_still_advise_native(tmp_path, llm_server,
+                                                                   capsys):
+    # issue 26: the server returned real tool_calls (two of them) and the text form was
+    # valid; the advice was text, though the server's native tool calling works
+    status, out = run(tmp_path, llm_server, capsys, [
+        {"content": "```tool_call\n" + json.dumps(VIEW) + "\n```"},
+        {"tool_calls": [VIEW, {"name": "view", "arguments": {"path": "test_cart.py"}}]}])
+    assert status == 0
+    assert "native tool_calls: yes (not a valid view call)" in out
+    last = out.splitlines()[-1]
+    assert last.startswith("tool_calling to use: native"), last
+    assert "several_calls" in last

@@ -13,7 +13,7 @@
     dgym mcp PATH | --task [BENCH/]TASK [--http [HOST:]PORT] [--approve]   (an MCP server)
     dgym list-tasks [BENCHMARK] [-p option=value ...] [--details] [--json]
     dgym prepull BENCHMARK [-p option=value ...]
-    dgym init-llm-config [DIR]
+    dgym init-llm-config [DIR | -o FILE]
     dgym llm-check ENTRY [--config LLM.yaml]
     dgym config-keys
 
@@ -267,10 +267,14 @@ def _cmd_apply(args: argparse.Namespace) -> int:
 
 
 def _cmd_init_llm_config(args: argparse.Namespace) -> int:
+    from dgym_tui.launch.open import UsageError
     from dgym_tui.llm.client import write_llm_config_template
 
-    path = write_llm_config_template(args.directory)
-    print(f"wrote {path}; fill in your endpoints, then pass --llm <entry name>")
+    if args.output and args.directory:
+        raise UsageError("give a folder or -o FILE, not both")
+    path = write_llm_config_template(args.output or args.directory, file=bool(args.output))
+    config = f" --llm-config {path}" if args.output else ""
+    print(f"wrote {path}; fill in your endpoints, then pass --llm <entry name>{config}")
     return 0
 
 
@@ -572,7 +576,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_prepull)
 
     p = sub.add_parser("init-llm-config", help="write a commented llm.yaml template")
-    p.add_argument("directory", nargs="?", help="folder (default: the user config folder)")
+    p.add_argument("directory", nargs="?", help="folder to write llm.yaml into (default: the "
+                   "user config folder)")
+    p.add_argument("-o", "--output", metavar="FILE", help="the file to write (any name; "
+                   "then pass --llm-config FILE)")
     p.set_defaults(func=_cmd_init_llm_config)
 
     p = sub.add_parser("llm-check", help="call an llm.yaml entry with and without tools; print "

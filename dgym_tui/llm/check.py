@@ -4,8 +4,9 @@ Two calls: one without tools, whose prompt documents the text format (a
 fenced ``tool_call`` block), and one with a tool schema (native function
 calling). Each reports its latency and whether a tool call came back (natively,
 or written in the reply's text); from that follows the ``tool_calling`` mode
-to put in llm.yaml: ``native`` when the server returns real ``tool_calls``,
-else ``text``.
+to put in llm.yaml: ``native`` when the server returns real ``tool_calls`` to
+the call with tools (even when the model's call was not exactly the one asked
+for: that is the model, not the server), else ``text``.
 """
 
 from __future__ import annotations
@@ -128,9 +129,12 @@ def check_llm(llm: LLM) -> LLMCheck:
                                     {"role": "user", "content": _TASK}], [VIEW_SCHEMA])
     if check.text.error and check.tools.error:
         check.advice = "the endpoint did not answer; check model, api_base and the server"
-    elif check.tools.native and check.tools.call_ok:
+    elif check.tools.native:
         check.mode = "native"
         check.advice = "the server returns native tool calls: use tool_calling: native"
+        if not check.tools.call_ok:
+            check.advice += (" (the model's call was not one view call with a path: "
+                             "agent spec keys like several_calls help a small model)")
     elif check.text.call_ok or check.tools.call_ok:
         check.mode = "text"
         check.advice = ("no native tool calls, but the model writes calls in its text: "

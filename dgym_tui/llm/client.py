@@ -308,12 +308,15 @@ local:
 """
 
 
-def write_llm_config_template(directory: str | os.PathLike | None = None) -> Path:
+def write_llm_config_template(directory: str | os.PathLike | None = None,
+                              file: bool = False) -> Path:
     """Write a commented llm.yaml template and return its path.
 
     Args:
-        directory: folder to write ``llm.yaml`` into; None uses the folder of
+        directory: folder to write ``llm.yaml`` into (a name ending in ``.yaml`` /
+            ``.yml`` is the file itself); None uses the folder of
             :func:`default_config_path`. Created if missing.
+        file: ``directory`` is the file to write, whatever its name.
 
     Returns:
         The path of the written file.
@@ -322,7 +325,7 @@ def write_llm_config_template(directory: str | os.PathLike | None = None) -> Pat
         LLMConfigError: the file already exists (it is never overwritten).
     """
     folder = Path(directory).expanduser() if directory else default_config_path().parent
-    target = folder / "llm.yaml" if folder.suffix not in (".yaml", ".yml") else folder
+    target = folder if file or folder.suffix in (".yaml", ".yml") else folder / "llm.yaml"
     if target.exists():
         raise LLMConfigError(f"{target} already exists; edit it or remove it first")
     target.parent.mkdir(parents=True, exist_ok=True)
