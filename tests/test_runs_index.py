@@ -81,7 +81,7 @@ def test_refresh_rereads_only_changed_episodes(tmp_path, monkeypatch):
 
     read = []
     real = runs.read_episode
-    monkeypatch.setattr(runs, "read_episode", lambda r, e: read.append(e) or real(r, e))
+    monkeypatch.setattr(runs, "read_episode", lambda r, e, **kw: read.append(e) or real(r, e, **kw))
     assert index.refresh() is False and read == []
     live = write_episode(run, "live", finished=False, steps=1)
     assert index.refresh() is True and read == ["live"]

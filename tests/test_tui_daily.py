@@ -107,28 +107,44 @@ async def test_a_folder_with_test_py_gets_it_as_entrypoint(tmp_path):
     app.close_session()
 
 
-def test_the_folder_of_saved_sessions_is_not_debugged_as_a_repository(calc_repo, tmp_path,
-                                                                       capsys):
+async def test_the_folder_of_saved_sessions_opens_the_run_browser(calc_repo, tmp_path,
+                                                                 monkeypatch):
     """``dgym-tui ~/.local/share/dgym-tui/runs``: the folder holds the app's saved sessions;
-    the command says how to open them (--replay, newest first) instead of copying the
-    folder as a repository to debug."""
-    import asyncio
-    import os
-
+    it opens the run browser on them (one row per trajectory, enter replays it) instead of
+    copying the folder as a repository to debug."""
     from test_tui_app import _record_episode
 
+    import dgym_tui.tui.screens.runs as runs_screen
     from dgym_tui.cli.tui import main
+    from dgym_tui.runs.reviews import append_review
+    from dgym_tui.tui.screens.review import _patch_of
 
     runs = tmp_path / "runs"
     runs.mkdir()
-    asyncio.run(_record_episode(calc_repo, runs / "calc-1.jsonl"))
-    asyncio.run(_record_episode(calc_repo, runs / "calc-2.jsonl"))
-    os.utime(runs / "calc-1.jsonl", (1, 1))
-    assert main([str(runs)]) == 2
-    err = capsys.readouterr().err
-    assert "holds saved sessions" in err
-    assert err.index("calc-2.jsonl") < err.index("calc-1.jsonl")  # newest first
-    assert f"dgym-tui --replay {runs / 'calc-2.jsonl'}" in err
+    await _record_episode(calc_repo, runs / "calc-1.jsonl")
+    await _record_episode(calc_repo, runs / "calc-2.jsonl")
+    (runs / "notes.jsonl").write_text('{"not": "a trajectory"}\n')
+    append_review(runs, "calc-1.jsonl", "accept", reviewer="ann")
+    seen = []
+    monkeypatch.setattr(runs_screen, "browse_runs", lambda paths, theme, *rest: seen.append(paths) or 0)
+    assert main([str(runs)]) == 0
+    assert seen == [[runs]]
+    app = runs_screen.RunsApp([runs])
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        rows = app.screen.shown
+        assert [(r.episode, r.task, r.state, r.resolved, r.steps, r.verdict) for r in rows] == [
+            ("calc-1.jsonl", "calc", "done", True, 4, "accept"),
+            ("calc-2.jsonl", "calc", "done", True, 4, "")]
+        assert "-" + "    return total / len(xs[1:])" in _patch_of(rows[1])
+        await pilot.press("down", "enter")
+        await pilot.pause()
+    row = app.return_value
+    assert row.trajectory == runs / "calc-2.jsonl"
+    viewer = runs_screen.browsed_replay(row)
+    async with viewer.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert "replay step 0/4" in viewer.status.text
 
 
 def test_llm_config_flag_names_the_llm_yaml(calc_repo, tmp_path, llm_server, monkeypatch):

@@ -92,18 +92,23 @@ async def test_three_episodes_sort_filter_review(tmp_path):
         await pilot.press("u", "slash")
         await pilot.press(*"t0001", "enter")
         assert table.row_count == 1 and "filter 't0001'" in _summary(app)
-        # review: reject with a note
+        # review: reject with a note; the reviewer's name is asked once (issue 26: it was
+        # the system's user name)
         await pilot.press("x")
+        await pilot.pause()
+        assert "Your name as reviewer" in str(app.screen.query_one(".modal-title").render())
+        await pilot.press(*"ann", "enter")
         await pilot.pause()
         await pilot.press(*"wrong fix", "enter")
         await pilot.pause()
         assert _at(table, 0)[11] == "reject"
         (record,) = [json.loads(x) for x in (run / REVIEWS_FILE).read_text().splitlines()]
-        assert (record["episode"], record["verdict"], record["note"]) == ("t0001", "reject",
-                                                                           "wrong fix")
-        # cancelling a review writes nothing
+        assert (record["episode"], record["verdict"], record["note"], record["reviewer"]) == (
+            "t0001", "reject", "wrong fix", "ann")
+        # cancelling a review writes nothing; the name is not asked again
         await pilot.press("a")
         await pilot.pause()
+        assert "note" in app.screen.query_one("#prompt-input").placeholder
         await pilot.press("escape")
         await pilot.pause()
         assert len((run / REVIEWS_FILE).read_text().splitlines()) == 1
@@ -168,7 +173,7 @@ def test_command_line_picks_the_browser(tmp_path, monkeypatch, capsys):
 
     run = write_run(tmp_path / "run", 1)
     seen = []
-    monkeypatch.setattr(runs_screen, "browse_runs", lambda paths, theme: seen.append(paths) or 0)
+    monkeypatch.setattr(runs_screen, "browse_runs", lambda paths, theme, *rest: seen.append(paths) or 0)
     assert main([str(run), str(run)]) == 0
     assert seen == [[run, run]]
     (tmp_path / "repo").mkdir()
@@ -207,7 +212,7 @@ def test_snapshot_thousand_episodes(snap_compare, tmp_path):
 
 async def test_review_queue_shows_the_diff_and_the_trajectory_one_key_away(tmp_path):
     run = write_run(tmp_path / "run", 3)
-    app = RunsApp([run])
+    app = RunsApp([run], reviewer="bob")  # --reviewer bob
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         await pilot.press("r")
@@ -248,8 +253,8 @@ async def test_review_queue_shows_the_diff_and_the_trajectory_one_key_away(tmp_p
             await pilot.pause(0.1)
         assert [_at(table, i)[11] for i in range(3)] == ["reject", "", "accept"]
     records = [json.loads(x) for x in (run / REVIEWS_FILE).read_text().splitlines()]
-    assert [(r["episode"], r["verdict"], r["note"]) for r in records] == [
-        ("t0000", "reject", "adds twice"), ("t0002", "accept", "")]
+    assert [(r["episode"], r["verdict"], r["note"], r["reviewer"]) for r in records] == [
+        ("t0000", "reject", "adds twice", "bob"), ("t0002", "accept", "", "bob")]
 
 
 async def test_two_episodes_of_a_task_side_by_side(tmp_path):

@@ -7,6 +7,7 @@ Usage::
     dgym-tui ... --agent debug_agent --llm NAME an agent proposes, you approve
     dgym-tui --replay TRAJ.jsonl                browse a recorded trajectory (f forks)
     dgym-tui RUN_DIR [RUN_DIR ...]              browse and review the episodes of dgym runs
+                                                (or the saved sessions of a folder of them)
     dgym-tui ... --serve [--host H --port P]    the same app in a web browser (textual-serve)
 
 Errors a user can cause (missing path, bad config, no Docker, unknown task)
@@ -17,7 +18,6 @@ imported only when the app is built.
 from __future__ import annotations
 
 import argparse
-import shlex
 import sys
 import threading
 from pathlib import Path
@@ -35,7 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=PROG, description=(
         "Debug a Python repository with pdb in a sandbox, alone or with an agent."))
     p.add_argument("path", nargs="?", help="repository folder to debug, or a dgym run folder "
-                   "(or several) to browse its episodes")
+                   "(or several, or the folder of saved sessions) to browse its episodes")
     p.add_argument("more_runs", nargs="*", metavar="RUN_DIR", help="more run folders to browse")
     add_episode_arguments(p)
     p.add_argument("--agent", help="agent spec that proposes actions, e.g. debug_agent")
@@ -53,6 +53,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="pseudonymous participant id for --study (asked for when missing)")
     p.add_argument("--no-apply-prompt", action="store_true",
                    help="do not offer to apply the patch when the episode ends")
+    p.add_argument("--reviewer", metavar="NAME", help="run browser: the name your review "
+                   "verdicts are saved under (default: $DGYM_REVIEWER, else asked once)")
     p.add_argument("--serve", action="store_true", help="serve the app to web browsers "
                    "(textual-serve; each tab gets its own app) instead of running it here")
     p.add_argument("--host", default="127.0.0.1", help="--serve: address to listen on "
@@ -127,25 +129,6 @@ def task_from_args(args: argparse.Namespace) -> Any:
         return folder_task(args.path)
     except ValueError as exc:
         raise UsageError(first_line(exc)) from None
-
-
-def saved_sessions(path: str) -> list[Path]:
-    """The trajectories (``*.jsonl``) in ``path``, newest first, when ``path`` is a folder
-    of saved sessions (where dgym-tui saves them: a folder holding trajectories and no
-    ``*.py`` at its top); [] for anything else (a repository). Never raises."""
-    folder = Path(path).expanduser()
-    try:
-        if not folder.is_dir() or any(folder.glob("*.py")):
-            return []
-        files = [p for p in folder.glob("*.jsonl") if p.is_file()]
-        if not files:
-            return []
-        from dgym_tui.runs.index import read_header
-
-        files = [p for p in files if read_header(str(p))[0] is not None]  # trajectories
-        return sorted(files, key=lambda p: p.stat().st_mtime, reverse=True)
-    except OSError:
-        return []
 
 
 def check_theme(name: str) -> None:
@@ -318,16 +301,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{PROG}: error: {missing[0]} holds no dgym run (no episode folders); "
                   "give run folders only", file=sys.stderr)
             return 2
+        from dgym_tui.runs.reviews import reviewer_name
         from dgym_tui.tui.screens.runs import browse_runs
 
-        return browse_runs([Path(p) for p in runs], args.theme)
-    sessions = saved_sessions(args.path) if args.path and not (args.replay or args.task) else []
-    if sessions:
-        newest = "\n".join(f"  dgym-tui --replay {shlex.quote(str(p))}" for p in sessions[:5])
-        print(f"{PROG}: error: {args.path} holds saved sessions (trajectories), not a repository "
-              f"to debug: open one with --replay; the newest {min(5, len(sessions))} of "
-              f"{len(sessions)}:\n{newest}", file=sys.stderr)
-        return 2
+        return browse_runs([Path(p) for p in runs], args.theme,
+                           reviewer_name(args.reviewer) or None)
     try:
         app = build_app(args)
     except UsageError as exc:

@@ -4,7 +4,10 @@ A run folder is what ``dgym run`` writes (:mod:`dgym_tui.runs.runner`): one
 sub-folder per episode holding ``trajectory.jsonl``, ``status.json`` and
 ``patch.diff``, plus ``summary.json`` and, once someone reviewed it,
 ``reviews.jsonl`` (:mod:`dgym_tui.runs.reviews`). A folder given here may also hold
-several run folders (one level down).
+several run folders (one level down). A folder of saved sessions (where ``dgym-tui``
+and ``dgym play`` save trajectories: ``<task>-<time>.jsonl`` files side by side, no
+``*.py`` and no ``.git`` at its top) is a run too: each trajectory file is an episode
+(:attr:`EpisodeRow.file`).
 
 Reading is cheap: a finished episode costs its ``status.json`` and the first
 line (header) of its trajectory; only an episode without a final status (a
@@ -53,6 +56,8 @@ class EpisodeRow:
         reason: why the episode ended ("" while running).
         verdict / note: the latest review ("" when none).
         problem: why some values are missing ("" when everything was read).
+        file: the trajectory's file name when the episode is a saved session (a lone
+            ``*.jsonl`` in ``run``; then ``episode`` is that name too), else "".
     """
 
     run: Path
@@ -73,21 +78,23 @@ class EpisodeRow:
     verdict: str = ""
     note: str = ""
     problem: str = ""
+    file: str = ""
 
     @property
     def folder(self) -> Path:
-        """The episode folder."""
-        return self.run / self.episode
+        """The episode folder (a saved session's: the folder that holds its file)."""
+        return self.run if self.file else self.run / self.episode
 
     @property
     def trajectory(self) -> Path:
-        """Path of the episode's ``trajectory.jsonl``."""
-        return self.folder / TRAJECTORY_FILE
+        """Path of the episode's ``trajectory.jsonl`` (a saved session's own file)."""
+        return self.run / self.file if self.file else self.folder / TRAJECTORY_FILE
 
     @property
-    def patch_file(self) -> Path:
-        """Path of the episode's ``patch.diff``."""
-        return self.folder / PATCH_FILE
+    def patch_file(self) -> Path | None:
+        """Path of the episode's ``patch.diff`` (None for a saved session: the patch is in
+        its trajectory's footer)."""
+        return None if self.file else self.folder / PATCH_FILE
 
     def cell(self, column: str) -> str:
         """The text shown for ``column`` (an attribute name of :data:`COLUMNS`)."""
@@ -202,20 +209,20 @@ def _scan_steps(path: str, row: EpisodeRow) -> str:
     return ""
 
 
-def read_episode(run: Path, episode: str) -> EpisodeRow:
-    """Read one episode folder into a row; never raises.
+def read_episode(run: Path, episode: str, file: bool = False) -> EpisodeRow:
+    """Read one episode folder (or saved session) into a row; never raises.
 
     Args:
         run: the run folder.
         episode: the episode's folder name inside ``run``.
+        file: ``episode`` is a saved session's trajectory file in ``run``.
 
     Returns:
         An :class:`EpisodeRow`; ``problem`` names what could not be read.
     """
-    row = EpisodeRow(run=run, episode=episode, task=episode)
-    folder = os.path.join(run, episode)
-    trajectory = os.path.join(folder, TRAJECTORY_FILE)
-    status, status_problem = _read_status(folder)
+    row = EpisodeRow(run=run, episode=episode, task=episode, file=episode if file else "")
+    trajectory = str(row.trajectory)
+    status, status_problem = (None, "") if file else _read_status(str(row.folder))
     header, header_problem = read_header(trajectory)
     problems = [p for p in (status_problem, header_problem) if p]
     if header is not None:
@@ -255,17 +262,41 @@ def _is_episode(path: str) -> bool:
         os.path.exists(os.path.join(path, STATUS_FILE))
 
 
+def _session_files(folder: str | os.PathLike[str]) -> list[str]:
+    """The names of the ``*.jsonl`` files at the top of ``folder`` that may be saved
+    sessions (every one but ``reviews.jsonl``), sorted; [] when unreadable."""
+    try:
+        return sorted(e.name for e in os.scandir(folder) if e.name.endswith(".jsonl")
+                      and e.name != REVIEWS_FILE and e.is_file(follow_symlinks=False))
+    except OSError:
+        return []
+
+
+def holds_sessions(folder: str | os.PathLike[str]) -> bool:
+    """True when ``folder`` is a folder of saved sessions: a trajectory file (a ``*.jsonl``
+    whose first line is a trajectory header) at its top, and neither ``*.py`` nor ``.git``
+    there (a repository). Never raises."""
+    given = Path(folder)
+    try:
+        if not given.is_dir() or (given / ".git").exists() or any(given.glob("*.py")):
+            return False
+    except OSError:
+        return False
+    return any(read_header(str(given / name))[0] is not None for name in _session_files(given))
+
+
 def find_runs(paths: list[str | os.PathLike[str]]) -> list[Path]:
     """The run folders among ``paths``: each path itself when it holds episode
-    folders (or a ``summary.json``), else its sub-folders that do (unless the
-    path looks like a repository: ``.git`` or ``*.py`` at its top). Never raises;
-    a missing path gives nothing."""
+    folders (or a ``summary.json``) or saved sessions (:func:`holds_sessions`), else
+    its sub-folders that do (unless the path looks like a repository: ``.git`` or
+    ``*.py`` at its top). Never raises; a missing path gives nothing."""
     runs: list[Path] = []
     for given in map(Path, paths):
         if not given.is_dir():
             continue
         subs = sorted(e.path for e in os.scandir(given) if e.is_dir())
-        if (given / "summary.json").exists() or any(_is_episode(s) for s in subs):
+        if ((given / "summary.json").exists() or any(_is_episode(s) for s in subs)
+                or holds_sessions(given)):
             runs.append(given)
             continue
         if (given / ".git").exists() or any(given.glob("*.py")):
@@ -320,21 +351,27 @@ class RunIndex:
                 names = sorted(e.name for e in os.scandir(run) if e.is_dir())
             except OSError:
                 continue
-            for name in names:
+            files = set(_session_files(run))
+            for name in sorted([*names, *files]):
                 folder = os.path.join(run, name)
-                stamp = (_stamp(os.path.join(folder, STATUS_FILE)),
-                         _stamp(os.path.join(folder, TRAJECTORY_FILE)))
+                if name in files:  # a saved session
+                    stamp = (None, _stamp(folder))
+                else:
+                    stamp = (_stamp(os.path.join(folder, STATUS_FILE)),
+                             _stamp(os.path.join(folder, TRAJECTORY_FILE)))
                 if stamp == (None, None):
                     continue
                 key = (run, name)
                 seen.add(key)
                 cached = self._cache.get(key)
                 if cached is None or cached[0] != stamp:
-                    row = read_episode(run, name)
+                    row = read_episode(run, name, file=name in files)
                     self._cache[key] = (stamp, row)
                     changed = True
                 else:
                     row = cached[1]
+                if row.file and row.state == "unreadable":
+                    continue  # a *.jsonl that is no trajectory
                 review = reviews.get(name) or {}
                 verdict, note = str(review.get("verdict", "")), str(review.get("note", ""))
                 if (row.verdict, row.note) != (verdict, note):

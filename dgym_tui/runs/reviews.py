@@ -6,7 +6,10 @@ One JSON object per line, appended and flushed (and fsynced) per verdict::
      "verdict": "accept" | "reject" | "needs-work", "note": "...",
      "reviewer": "...", "time": "2026-01-01T00:00:00+00:00"}
 
-``episode`` is the episode's folder name inside the run folder. The file is
+``episode`` is the episode's folder name inside the run folder (a saved
+session's trajectory file name). ``reviewer`` is the name the person gave
+(``dgym-tui RUN_DIR --reviewer NAME``, ``$DGYM_REVIEWER``, or asked once by
+the run browser), never the system's user name: "" when none was given. The file is
 never rewritten: a later verdict on the same episode replaces the earlier one
 when read (:func:`read_reviews`). Reading skips a half-written last line and
 lines it cannot understand (a newer schema version, corrupt JSON).
@@ -15,7 +18,6 @@ lines it cannot understand (a newer schema version, corrupt JSON).
 from __future__ import annotations
 
 import datetime as dt
-import getpass
 import json
 import os
 from pathlib import Path
@@ -27,7 +29,7 @@ VERDICTS = ("accept", "reject", "needs-work")
 
 
 def append_review(run: str | os.PathLike[str], episode: str, verdict: str,
-                  note: str = "") -> dict[str, Any]:
+                  note: str = "", reviewer: str = "") -> dict[str, Any]:
     """Append one verdict to ``run/reviews.jsonl`` (created if missing).
 
     Args:
@@ -35,6 +37,7 @@ def append_review(run: str | os.PathLike[str], episode: str, verdict: str,
         episode: the episode's folder name inside ``run``.
         verdict: one of :data:`VERDICTS`.
         note: free text.
+        reviewer: who reviews (a name the person chose; "" when unknown).
 
     Returns:
         The record written.
@@ -47,12 +50,8 @@ def append_review(run: str | os.PathLike[str], episode: str, verdict: str,
         raise ValueError(f"unknown verdict {verdict!r}; use one of {', '.join(VERDICTS)}")
     if not episode or "/" in episode or episode in (".", ".."):
         raise ValueError(f"bad episode name {episode!r}")
-    try:
-        reviewer = getpass.getuser()
-    except (OSError, KeyError):
-        reviewer = ""
     record = {"type": "review", "schema_version": REVIEW_SCHEMA_VERSION, "episode": episode,
-              "verdict": verdict, "note": note, "reviewer": reviewer,
+              "verdict": verdict, "note": note, "reviewer": reviewer.strip(),
               "time": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")}
     path = Path(run) / REVIEWS_FILE
     with open(path, "a", encoding="utf-8") as f:
@@ -60,6 +59,12 @@ def append_review(run: str | os.PathLike[str], episode: str, verdict: str,
         f.flush()
         os.fsync(f.fileno())
     return record
+
+
+def reviewer_name(given: str | None = None) -> str:
+    """The reviewer's name: ``given`` (``--reviewer``), else ``$DGYM_REVIEWER``, else ""
+    (then the run browser asks)."""
+    return (given or os.environ.get("DGYM_REVIEWER") or "").strip()
 
 
 def read_reviews(run: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:

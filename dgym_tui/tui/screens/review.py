@@ -54,19 +54,50 @@ def episode_label(row: EpisodeRow) -> str:
 def ask_verdict(screen: Screen, row: EpisodeRow, verdict: str,
                 saved: Callable[[], None]) -> None:
     """Ask for a note, then append ``verdict`` on ``row`` to its run's ``reviews.jsonl``;
-    call ``saved`` after writing (nothing happens when the note is cancelled)."""
+    call ``saved`` after writing (nothing happens when the note is cancelled).
+
+    The reviewer's name is the app's ``reviewer`` (``--reviewer`` / ``$DGYM_REVIEWER``);
+    without one it is asked for first, once per app (empty: reviews stay anonymous)."""
+    app = screen.app
 
     def save(note: str | None) -> None:
         if note is None:
             return
         try:
-            append_review(row.run, row.episode, verdict, note)
+            append_review(row.run, row.episode, verdict, note, getattr(app, "reviewer", ""))
         except (OSError, ValueError) as exc:
             screen.notify(f"review not saved: {exc}", severity="error")
             return
         saved()
 
-    screen.app.push_screen(NoteScreen(f"{verdict}: {episode_label(row)}"), save)
+    def named(name: str | None) -> None:
+        if name is None:
+            return
+        app.reviewer = one_line(name)  # type: ignore[attr-defined]
+        app.push_screen(NoteScreen(f"{verdict}: {episode_label(row)}"), save)
+
+    if getattr(app, "reviewer", None) is None:
+        app.push_screen(PromptScreen("Your name as reviewer (saved with each verdict in "
+                                     "reviews.jsonl; --reviewer or DGYM_REVIEWER sets it)",
+                                     "a name or pseudonym; empty: anonymous"), named)
+        return
+    named(app.reviewer)  # type: ignore[attr-defined]
+
+
+def _patch_of(row: EpisodeRow) -> str:
+    """The episode's ``patch.diff``, or a saved session's footer patch ("" when none)."""
+    if row.patch_file is not None:
+        try:
+            return row.patch_file.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return ""
+    from dgym_tui.episode.trajectory import TrajectoryError, read_trajectory
+
+    try:
+        patch = (read_trajectory(row.trajectory).footer or {}).get("patch")
+    except TrajectoryError:
+        return ""
+    return patch if isinstance(patch, str) else ""
 
 
 class ReviewScreen(Screen[None]):
@@ -123,11 +154,7 @@ class ReviewScreen(Screen[None]):
         title.update(one_line(f"review {self.number + 1}/{len(self.rows)}: {episode_label(row)} · "
                               f"{resolved} · {row.steps if row.steps is not None else '?'} steps · "
                               f"verdict: {verdict}"))
-        try:
-            patch = row.patch_file.read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            patch = ""
-        diff.set_patch(patch)
+        diff.set_patch(_patch_of(row))
 
     def action_move(self, delta: int) -> None:
         if self.rows:

@@ -303,13 +303,16 @@ class RunsApp(App[EpisodeRow | None]):
         cursor: the episode to put the cursor on at start (back from the replay viewer).
         theme_name: the start theme (None: Textual's default).
         open_in_app: ``enter`` shows the episode's steps in this app (served in a browser).
+        reviewer: the name verdicts are saved under; None: asked at the first verdict.
     """
 
     TITLE = "dgym-tui runs"
 
     def __init__(self, paths: list[Path], cursor: tuple[Path, str] | None = None,
-                 theme_name: str | None = None, open_in_app: bool = False) -> None:
+                 theme_name: str | None = None, open_in_app: bool = False,
+                 reviewer: str | None = None) -> None:
         super().__init__()
+        self.reviewer = reviewer
         self.paths = list(paths)
         self.open_in_app = open_in_app
         self.cursor = cursor
@@ -345,8 +348,10 @@ def browsed_replay(row: EpisodeRow, theme_name: str = "dgym-dark") -> App:
                          theme_name=theme_name)
 
 
-def browse_runs(paths: list[Path], theme_name: str = "dgym-dark") -> int:
+def browse_runs(paths: list[Path], theme_name: str = "dgym-dark",
+                reviewer: str | None = None) -> int:
     """Run the run browser; open episodes in the replay viewer and come back, until quit.
+    ``reviewer``: the name verdicts are saved under (None: asked at the first verdict).
 
     Returns:
         The exit code (0 on a normal quit).
@@ -355,13 +360,14 @@ def browse_runs(paths: list[Path], theme_name: str = "dgym-dark") -> int:
     from dgym_tui.tui.serve import is_served
 
     if is_served():  # one app per browser tab: its end closes the tab's session
-        app = RunsApp(paths, theme_name=theme_name, open_in_app=True)
+        app = RunsApp(paths, theme_name=theme_name, open_in_app=True, reviewer=reviewer)
         app.run()
         return int(app.return_code or 0)
     cursor = None
     while True:
-        browser = RunsApp(paths, cursor, theme_name)
+        browser = RunsApp(paths, cursor, theme_name, reviewer=reviewer)
         row = browser.run()
+        reviewer = browser.reviewer  # asked once, kept across the replays
         if row is None:
             return int(browser.return_code or 0)
         cursor = (row.run, row.episode)
