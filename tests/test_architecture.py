@@ -68,3 +68,20 @@ def test_type_checker_passes_on_core_episode_and_tui(tmp_path):
         cwd=ROOT, capture_output=True, text=True, timeout=600,
         env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+
+
+def test_the_app_never_reaches_through_the_session():
+    """The app asks :class:`~dgym_tui.episode.session.Session` (its façade), never the
+    environment behind it: no ``.env`` is read anywhere in ``dgym_tui/tui``."""
+    import ast
+
+    found = []
+    for path in sorted((ROOT / "dgym_tui" / "tui").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Attribute) and node.attr == "env":
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+            elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                  and node.func.id == "getattr" and len(node.args) > 1
+                  and isinstance(node.args[1], ast.Constant) and node.args[1].value == "env"):
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert not found, "the app reads session.env at: " + ", ".join(found)

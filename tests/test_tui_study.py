@@ -86,7 +86,7 @@ async def solve(app, pilot, with_pdb: bool) -> None:
     if with_pdb:
         await console(app, pilot, "b logparse.py:42")
         await console(app, pilot, "c")
-        assert app.env.frame == ("logparse.py", 42)
+        assert app.session.env.frame == ("logparse.py", 42)
     else:
         await console(app, pilot, "view path=logparse.py start=40 end=44")
     await console(app, pilot, FIX)

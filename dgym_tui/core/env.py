@@ -612,6 +612,23 @@ class RepoEnv:
             return None
         return self.terminal.to_relative(path)
 
+    @property
+    def terminal_name(self) -> str:
+        """The terminal the episode runs in: ``"local"``, ``"bwrap"``, ``"docker"``, or a
+        custom terminal's class name."""
+        spec = self.terminal_spec
+        if isinstance(spec, str):
+            return spec
+        from dgym_tui.core.terminals.bwrap import BwrapTerminal
+        from dgym_tui.core.terminals.docker import DockerTerminal
+        from dgym_tui.core.terminals.local import LocalTerminal
+
+        for cls, name in ((BwrapTerminal, "bwrap"), (DockerTerminal, "docker"),
+                          (LocalTerminal, "local")):
+            if isinstance(spec, cls):
+                return name
+        return type(spec).__name__
+
     def tool_schemas(self) -> list[dict[str, Any]]:
         """OpenAI function-calling schemas of the offered tools, in offer order."""
         return [tool.schema() for tool in self.tools.values()]

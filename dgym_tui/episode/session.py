@@ -662,6 +662,53 @@ class Session:
         """``{tool name: JSON-schema parameters}`` of the offered tools, in offer order."""
         return {name: tool.parameters for name, tool in self.env.tools.items()}
 
+    def tool_summaries(self) -> dict[str, str]:
+        """``{tool name: the first line of its instructions (else of its docstring)}`` of the
+        offered tools, in offer order ("" for a tool with neither)."""
+        return {name: next(iter((tool.instructions or tool.__doc__ or "").strip().splitlines()), "")
+                for name, tool in self.env.tools.items()}
+
+    def instructions(self) -> str:
+        """The offered tools' instructions, one ``name: text`` paragraph each."""
+        return self.env.instructions()
+
+    @property
+    def terminal_name(self) -> str:
+        """Where the episode's commands run: ``"local"``, ``"bwrap"``, ``"docker"``, or a
+        custom terminal's class name."""
+        return self.env.terminal_name
+
+    @property
+    def source_path(self) -> str:
+        """The original repository's folder (what :meth:`apply_to_source` writes)."""
+        return self.env.path
+
+    @property
+    def entrypoint(self) -> str:
+        """The shell command that runs the tests (eval)."""
+        return self.env.entrypoint
+
+    @property
+    def eval_timeout(self) -> float:
+        """Seconds the entrypoint may run before it is stopped."""
+        return float(self.env.eval_timeout)
+
+    @property
+    def task_text(self) -> str:
+        """The task's description as the environment shows it ("" when none)."""
+        return self.env.task or ""
+
+    def close(self) -> None:
+        """Close the environment: its terminal, pdb and working copy end (idempotent).
+
+        Call :meth:`finish` first to record the final patch; called while a step runs,
+        it cuts the step short (the step then returns or fails, and is recorded).
+
+        Raises:
+            Whatever closing the terminal raises.
+        """
+        self.env.close()
+
     def finish(self, reason: str = "", detail: str = "") -> None:
         """End the episode: write the footer, emit EpisodeEnded. Idempotent.
 

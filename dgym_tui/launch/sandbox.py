@@ -74,17 +74,7 @@ def choose_terminal(task: Task, chosen: str | None,
 def terminal_name(env: Any) -> str:
     """The name of the terminal ``env`` (a ``RepoEnv``) runs in: ``"local"``, ``"bwrap"``,
     ``"docker"``, or a custom terminal's class name."""
-    spec = env.terminal_spec
-    if isinstance(spec, str):
-        return spec
-    from dgym_tui.core.terminals.bwrap import BwrapTerminal
-    from dgym_tui.core.terminals.docker import DockerTerminal
-    from dgym_tui.core.terminals.local import LocalTerminal
-
-    for cls, name in ((BwrapTerminal, "bwrap"), (DockerTerminal, "docker"), (LocalTerminal, "local")):
-        if isinstance(spec, cls):
-            return name
-    return type(spec).__name__
+    return str(env.terminal_name)
 
 
 def describe_sandbox(name: str) -> str:

@@ -27,7 +27,7 @@ import collections
 import dataclasses
 import threading
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.text import Text
 from textual import on, work
@@ -76,6 +76,10 @@ from dgym_tui.tui.widgets.source_view import SourceView
 from dgym_tui.tui.widgets.status_bar import StatusBar
 from dgym_tui.tui.widgets.transcript import Transcript, format_action
 
+if TYPE_CHECKING:
+    from dgym_tui.episode.session import Session
+    from dgym_tui.tui.replay_model import ReplayModel
+
 #: Busy labels per tool name (shown next to the spinner).
 _BUSY = {"eval": "running eval", "pdb": "pdb", "rewrite": "rewriting", "submit": "submitting"}
 
@@ -111,14 +115,14 @@ class DgymApp(OrderedKeys, AppKeys, SessionCalls, AgentTurns, CodeEdits, ReplayM
     #: ``AppKeys.KEYS`` plus their hidden twins (see :mod:`dgym_tui.tui.keys`).
     BINDINGS: ClassVar[list[BindingType]] = with_quiet_twins(AppKeys.KEYS, AppKeys.QUIET)
 
-    def __init__(self, session: Any = None, replay: Any = None,
-                 fork: Callable[[int], Any] | None = None, ask_apply: bool = True,
+    def __init__(self, session: Session | None = None, replay: ReplayModel | None = None,
+                 fork: Callable[[int], Session] | None = None, ask_apply: bool = True,
                  theme_name: str = "dgym-dark", can_apply: bool = True) -> None:
         super().__init__()
         if (session is None) == (replay is None):
             raise ValueError("give exactly one of session= or replay=")
-        self.session = session
-        self.replay = replay
+        self.session: Session | None = session
+        self.replay: ReplayModel | None = replay
         self.fork_factory = fork
         self.ask_apply = ask_apply
         self.can_apply = can_apply
@@ -225,10 +229,6 @@ class DgymApp(OrderedKeys, AppKeys, SessionCalls, AgentTurns, CodeEdits, ReplayM
     def debug_panel(self) -> DebugPanel:
         return self.query_one(DebugPanel)
 
-    @property
-    def env(self) -> Any:
-        return self.session.env if self.session is not None else None
-
     def on_load(self) -> None:
         pause_gc()  # the app runs: until its first frame (on_mount), if dgym-tui did not yet
 
@@ -247,13 +247,11 @@ class DgymApp(OrderedKeys, AppKeys, SessionCalls, AgentTurns, CodeEdits, ReplayM
 
     # -- live session ----------------------------------------------------------
     def _mount_session(self) -> None:
-        from dgym_tui.launch.sandbox import terminal_name
-
         session = self.session
         self.sub_title = session.task_name or ""
         self.status.update_status(task=session.task_name, budget=session.max_steps,
                                   mode=session.mode, agent=session.policy is not None,
-                                  sandbox=terminal_name(session.env))
+                                  sandbox=session.terminal_name)
         self._subscribe(session)
         self._set_busy("starting the episode (copy, terminal, eval)")
         # The reset's thread starts after the first frame: it held the GIL for part of the
@@ -380,7 +378,7 @@ class DgymApp(OrderedKeys, AppKeys, SessionCalls, AgentTurns, CodeEdits, ReplayM
         if summary is None:
             return
         if getattr(summary, "timed_out", False):
-            timeout = getattr(self.env, "eval_timeout", None)
+            timeout = self.session.eval_timeout if self.session is not None else None
             text = (f"the entrypoint timed out{f' after {timeout:g} s' if timeout else ''} and "
                     "was stopped: its tests did not finish (a test that hangs, or waits for "
                     "input?)")
@@ -391,13 +389,13 @@ class DgymApp(OrderedKeys, AppKeys, SessionCalls, AgentTurns, CodeEdits, ReplayM
                     "check --entrypoint")
             self.pdb_console.write(text, style="bold red")
             self.notify(text, severity="error", timeout=10)
-        elif summary.total == 0 and not self._hinted_no_tests and self.env is not None:
+        elif summary.total == 0 and not self._hinted_no_tests and self.session is not None:
             self._hinted_no_tests = True
-            hint = no_tests_hint(self._workspace.files, self.env.entrypoint)
+            hint = no_tests_hint(self._workspace.files, self.session.entrypoint)
             self.pdb_console.write(hint, style="bold yellow")
             self.notify(hint, severity="warning", timeout=15)
         elif (summary.total and summary.passed == summary.total and self.session is not None
-              and getattr(self.env, "task", None) == DEFAULT_TASK
+              and self.session.task_text == DEFAULT_TASK
               and result is self.session.initial):
             # the default task text (none given) says the tests fail: say that they all
             # pass at the start

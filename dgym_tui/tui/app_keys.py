@@ -30,12 +30,6 @@ def tool_syntax(name: str, parameters: dict[str, Any]) -> str:
     return " ".join(parts)
 
 
-def _first_line(tool: Any) -> str:
-    text = (getattr(tool, "instructions", "") or getattr(tool, "__doc__", "") or "").strip()
-    line = text.splitlines()[0] if text else ""
-    return line if len(line) <= 70 else line[:67] + "..."
-
-
 class AppKeys(QuietKeys, MessagePump):
     """Mixin of :class:`~dgym_tui.tui.app.DgymApp`: its keys (``KEYS``), when each works
     (:meth:`action_available`), the help screen (``?``) and the command palette's commands.
@@ -233,11 +227,14 @@ class AppKeys(QuietKeys, MessagePump):
         """Rows describing what the console accepts, one per tool of the environment."""
         rows = [("p x / n / b f.py:12", "any other line is one pdb command"),
                 ("up / down / tab", "history / accept the grey completion")]
-        tools = getattr(self.env, "tools", None) or {}
-        for name, tool in tools.items():
+        session = self.session
+        specs = session.tool_specs() if session is not None else {}
+        summaries = session.tool_summaries() if session is not None else {}
+        for name, parameters in specs.items():
             if name == "pdb":
                 continue
-            rows.append((tool_syntax(name, tool.parameters), _first_line(tool)))
+            line = summaries.get(name, "")
+            rows.append((tool_syntax(name, parameters), line if len(line) <= 70 else line[:67] + "..."))
         rows.append(("", "values with spaces go in quotes: grep pattern=\"def main\""))
         rows.append(("", 'several lines: rewrite {"path": "f.py", "start": 3, "end": 3, '
                          '"new_code": "a = 1\\nb = 2"}  (JSON: \\n is a newline), or E'))

@@ -84,19 +84,19 @@ class CodeEdits(MessagePump):
 
     def _offer_apply(self) -> None:
         if (self.ask_apply and self.can_apply and not self._asked_apply
-                and self.env is not None):
+                and self.session is not None):
             self._asked_apply = True
             self.action_apply_patch()
 
     def action_apply_patch(self) -> None:
-        env = self.env
-        if env is None or not self.can_apply or not self.started:
+        session = self.session
+        if session is None or not self.can_apply or not self.started:
             return
         patch = self._workspace.patch or ""
         if not patch.strip():
             self.notify("no changes to apply")
             return
-        source = str(env.path)
+        source = session.source_path
 
         def done(yes: bool | None) -> None:
             if yes:
@@ -141,7 +141,7 @@ class CodeEdits(MessagePump):
             self.call_later(self.action_quit_app)
         elif answer == "apply":
             self._quit_after_apply = True
-            self._apply_patch(str(self.env.path))
+            self._apply_patch(self.session.source_path)
 
     @on(PatchApplied)
     def _patch_applied(self, message: PatchApplied) -> None:

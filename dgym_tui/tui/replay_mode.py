@@ -119,7 +119,7 @@ class ReplayMode(MessagePump):
         session = parent.fork(out, policy=parent.policy, mode=mode)
         parent.unsubscribe(self._bridge)  # its end is not the app's
         parent.finish("forked")
-        parent.env.close()
+        parent.close()
         return session
 
     @work(thread=True, group="session", exit_on_error=False)
@@ -131,7 +131,7 @@ class ReplayMode(MessagePump):
             session = make()
             if self._session_closed:  # quit while forking: nobody will show it
                 session.finish("quit")
-                session.env.close()
+                session.close()
                 return
             bridge = SessionBridge(session, self.post_message, lambda: None)
             state, source, inspection = bridge.snapshot()
@@ -161,7 +161,7 @@ class ReplayMode(MessagePump):
         self._set_busy(None)
         self.sub_title = f"fork · {session.task_name}"
         bridge = self._subscribe(session)
-        bridge.generation = session.env.generation
+        bridge.generation = session.generation
         self._workspace = message.state
         self.transcript.set_turns(list(session.turns))
         last = session.last or session.initial
@@ -174,11 +174,9 @@ class ReplayMode(MessagePump):
         self._refresh_marks(last)
         self._inspection = message.inspection
         self._show_debug(message.inspection, last)
-        from dgym_tui.launch.sandbox import terminal_name
-
         self.status.update_status(task=session.task_name, budget=session.max_steps,
                                   mode=session.mode, agent=session.policy is not None,
-                                  sandbox=terminal_name(session.env),  # the recorded terminal
+                                  sandbox=session.terminal_name,  # the recorded terminal
                                   extra=f"forked at step {len(session.turns)}")
         self._update_status(last)
         if branched:

@@ -7,7 +7,7 @@ import gc
 import logging
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual import work
 from textual.message import Message
@@ -16,6 +16,9 @@ from textual.message_pump import MessagePump
 from dgym_tui.core.errors import first_line
 from dgym_tui.tui import resume_gc
 from dgym_tui.tui.screens.modals import CodeEditScreen, QuitScreen
+
+if TYPE_CHECKING:
+    from dgym_tui.episode.session import Session
 
 log = logging.getLogger(__name__)
 
@@ -141,7 +144,7 @@ class SessionCalls(MessagePump):
             return
         if (self._unapplied_fix() and not self._quit_confirmed
                 and not isinstance(self.screen, QuitScreen)):  # ctrl+c there: quit anyway
-            self.push_screen(QuitScreen(str(self.env.path), self._last_result.changed_files),
+            self.push_screen(QuitScreen(self.session.source_path, self._last_result.changed_files),
                              self._quit_answer)
             return
         self._set_busy("closing")
@@ -213,15 +216,15 @@ class SessionCalls(MessagePump):
             gc.unfreeze()
 
     @staticmethod
-    def _finish(session: Any, reason: str, timeout: float) -> None:
+    def _finish(session: Session, reason: str, timeout: float) -> None:
         """``session.finish(reason)`` in a helper thread, waiting at most ``timeout`` s."""
         finisher = threading.Thread(target=session.finish, args=(reason,), daemon=True)
         finisher.start()
         finisher.join(timeout)
 
     @staticmethod
-    def _close_env(session: Any) -> None:
+    def _close_env(session: Session) -> None:
         try:
-            session.env.close()
+            session.close()
         except Exception:
             log.exception("closing the environment failed")

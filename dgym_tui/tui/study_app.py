@@ -50,7 +50,7 @@ class StudyApp(DgymApp):
         # it here too reset the episode twice.
         task = self.study_task
         item = task.item
-        tools = task.session.env.instructions() if task.session.env else ""
+        tools = task.session.instructions()
         self.push_screen(ConfirmScreen(
             f"Task {item.index + 1} of {item.total}{' (restarted)' if item.restarted else ''}: "
             "press y to start the clock (n starts it too)",
