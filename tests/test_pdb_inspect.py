@@ -5,6 +5,9 @@ next observation, not as pdb's repeated command."""
 
 from __future__ import annotations
 
+import time
+from pathlib import Path
+
 import pytest
 
 from dgym_tui.core.pdb.inspect import inspect_command, parse_inspection
@@ -110,3 +113,99 @@ def test_inspect_hides_pytest_assert_temporaries(make_repo, make_env, fast_pytes
     assert {v.name for v in got.variables} == {"x", "y"}
     shown = pdb(env, "p sorted(k for k in locals() if k.startswith('@'))").observation
     assert "@py_assert" in shown  # the temporaries are there: the pane hides them
+
+
+SEEN = """\
+import os
+MARKS = {marks!r}
+
+
+class Seen:
+    '''Its repr leaves a file behind: proof that something read the frame's values.'''
+
+    def __init__(self, name):
+        self.name = name
+
+    def __repr__(self):
+        open(os.path.join(MARKS, "seen-" + self.name), "w").close()
+        if self.name == "hang":
+            while True:
+                pass
+        return "Seen(" + self.name + ")"
+
+
+def test_seen():
+    a = Seen("a")
+    b = Seen("b")
+    n = 3
+    assert n == 3
+"""
+
+
+def _appears(path: Path, limit: float = 10.0) -> bool:
+    """Whether ``path`` exists within ``limit`` seconds (pdb works on its own meanwhile)."""
+    deadline = time.monotonic() + limit
+    while not path.exists():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+@pytest.fixture
+def seen(make_repo, make_env, fast_pytest, tmp_path):
+    # the reprs leave their marks outside the working copy (a change there restarts pdb)
+    repo = make_repo({"test_seen.py": SEEN.format(marks=str(tmp_path))})
+    env = make_env(repo, entrypoint=f"{fast_pytest} test_seen.py")
+    env.reset()
+    pdb(env, "b test_seen.py:21")
+    pdb(env, "c")
+    env.marks = tmp_path
+    return env
+
+
+def test_after_a_front_end_inspected_each_stop_asks_pdb_for_its_frame_at_once(seen):
+    # A front end reads the current frame after every stop: pdb is asked for it as soon
+    # as it stops (before the step is recorded), and the front end's call reads that
+    # answer. The proof that pdb already read the values: their reprs ran.
+    tool, folder = seen.tools["pdb"], seen.marks
+    assert [v.name for v in tool.inspect().variables] == ["a"]
+    assert (Path(folder) / "seen-a").exists()
+    pdb(seen, "n")  # now b exists: its repr runs although nobody calls inspect()
+    assert _appears(Path(folder) / "seen-b")
+    assert tool.session.owed  # asked, not read yet
+    got = tool.inspect()
+    assert got.frame.line == 22 and [v.repr for v in got.variables] == ["Seen(a)", "Seen(b)"]
+    assert not tool.session.owed
+    # an answer nobody read (the next command came first) stays out of that command's reply
+    pdb(seen, "n")
+    assert tool.session.owed
+    shown = pdb(seen, "p n * 2").observation
+    assert "6" in shown and "dgym-inspect" not in shown
+    # another frame's variables (not the one asked for ahead) are read fresh
+    pdb(seen, "n")
+    caller = tool.inspect(frame=tool.inspect().selected - 1)
+    assert caller is not None and "test_seen" not in caller.frame.function
+    assert pdb(seen, "p n").observation.startswith("3")
+
+
+def test_an_agent_never_runs_the_inspection(seen):
+    # nobody called inspect(): pdb runs only the agent's commands (no repr ran)
+    folder = seen.marks
+    pdb(seen, "n")
+    pdb(seen, "n")
+    assert not seen.tools["pdb"].session.owed
+    assert not (folder / "seen-a").exists() and not (folder / "seen-b").exists()
+
+
+def test_an_inspection_asked_ahead_that_hangs_is_interrupted_before_the_next_command(
+        seen, monkeypatch):
+    from dgym_tui.core.tools import pdb as pdb_tool
+
+    monkeypatch.setattr(pdb_tool, "INSPECT_TIMEOUT", 0.5)
+    tool = seen.tools["pdb"]
+    tool.inspect()
+    pdb(seen, "!hang = __import__('test_seen').Seen('hang')")  # the read-ahead's repr hangs
+    assert tool.session.owed
+    shown = pdb(seen, "p b.name").observation  # waits 0.5 s, interrupts, then runs
+    assert "'b'" in shown and "dgym-inspect" not in shown

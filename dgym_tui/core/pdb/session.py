@@ -183,6 +183,8 @@ class PdbSession:
     _pending: str = ""
     #: the session's prompt token ("" until pdb took it: its own prompt counts then)
     _token: str = ""
+    #: commands written by :meth:`post` whose replies are not read yet (oldest first)
+    _owed: list[str] = field(default_factory=list)
 
     @property
     def alive(self) -> bool:
@@ -209,6 +211,7 @@ class PdbSession:
         self.child.delaybeforesend = None  # pexpect's default sleeps 50 ms per send
         self._pending = ""
         self._token = ""
+        self._owed = []
         started = time.monotonic()
         deadline = started + timeout
         reply = self._read_reply(deadline, started)
@@ -252,7 +255,10 @@ class PdbSession:
 
         All lines are written in one go (pdb reads them in order), so N
         commands cost about one round trip. Reading stops at the first reply
-        that does not end at a prompt; later replies are then absent.
+        that does not end at a prompt; later replies are then absent. Replies
+        still owed to :meth:`post` are read (and dropped) first; when one of them
+        does not end at a prompt, it is returned as the only reply and nothing is
+        sent.
 
         Args:
             commands: pdb command lines.
@@ -268,6 +274,10 @@ class PdbSession:
         for cmd in commands:
             if "\n" in cmd or "\r" in cmd:
                 raise ValueError("a pdb command is a single line")
+        while self._owed:
+            owed = self.collect(max(0.0, deadline - time.monotonic()))
+            if owed is not None and not owed.ok:
+                return [owed]
         self.child.send("".join(cmd + "\n" for cmd in commands))
         replies = []
         for _ in commands:
@@ -276,6 +286,45 @@ class PdbSession:
             if not reply.ok:
                 break
         return replies
+
+    def post(self, command: str) -> None:
+        """Write one command line now and read its reply later with :meth:`collect`.
+
+        pdb starts on it at once (e.g. while the caller records the previous
+        step); :meth:`send_many` reads owed replies before it sends anything, so
+        the replies of later commands stay in order.
+
+        Raises:
+            RuntimeError: the session is not started.
+            ValueError: the command is not a single line.
+        """
+        if self.child is None:
+            raise RuntimeError("pdb session not started; call start() first")
+        if "\n" in command or "\r" in command:
+            raise ValueError("a pdb command is a single line")
+        self.child.send(command + "\n")
+        self._owed.append(command)
+
+    @property
+    def owed(self) -> tuple[str, ...]:
+        """The posted commands whose replies are not read yet, oldest first."""
+        return tuple(self._owed)
+
+    def collect(self, timeout: float) -> PdbReply | None:
+        """Read the reply of the oldest command written by :meth:`post`.
+
+        Args:
+            timeout: seconds to wait for its prompt.
+
+        Returns:
+            The :class:`PdbReply` (on ``"timeout"`` the command still runs: call
+            :meth:`interrupt`), or None when no reply is owed.
+        """
+        if not self._owed or self.child is None:
+            return None
+        self._owed.pop(0)
+        started = time.monotonic()
+        return self._read_reply(started + timeout, started)
 
     def interrupt(self, grace: float = 1.0) -> PdbReply:
         """Send Ctrl-C (SIGINT through the terminal) and read what follows.
@@ -297,6 +346,7 @@ class PdbSession:
         """Kill the pdb process (and its process group) and close the terminal. Idempotent."""
         child, self.child = self.child, None
         self._pending = ""
+        self._owed = []
         if child is None:
             return
         with contextlib.suppress(Exception):  # already gone

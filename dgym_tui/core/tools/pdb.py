@@ -72,6 +72,8 @@ LIST_VERBS = frozenset({"l", "list", "ll", "longlist", "source"})
 INTERRUPT_GRACE = 1.0
 #: Seconds a structured inspection (front ends' variables pane) may take.
 INSPECT_TIMEOUT = 3.0
+#: The inspection of pdb's current frame (what a front end reads after every stop).
+_CURRENT_FRAME = inspect_command()
 _PY_RE = re.compile(r"^python(\d+(\.\d+)?)?$")
 _PY_OPTS_WITH_VALUE = {"-W", "-X", "--check-hash-based-pycs"}
 
@@ -168,6 +170,9 @@ class PdbTool(Tool):
         #: by :meth:`fork_from`)
         self.history: list[str] = []
         self._issued: list[Breakpoint] = []  # the breakpoints that (re)start re-issued
+        #: a front end reads pdb's current frame after every stop (:meth:`inspect`): ask for
+        #: it as soon as pdb stops, so pdb prepares it while the step is being recorded
+        self._read_ahead = False
 
     # -- hooks -----------------------------------------------------------
     def on_reset(self) -> None:
@@ -307,6 +312,7 @@ class PdbTool(Tool):
         notes: list[str] = []
         restarted = False
         self._stopped, self._listing = False, verb not in LIST_VERBS
+        self._settle()
 
         # file edits made outside any step (another process, the user's editor)
         moves = self.env.breakpoints.remap_changed(self.env.workspace)
@@ -359,6 +365,8 @@ class PdbTool(Tool):
             elif POST_MORTEM_MARKER in reply.output:
                 after.append("[post-mortem: pdb stopped where the uncaught exception was "
                              "raised; inspect with p / w / up / down; c restarts the program]")
+            if not ended and self._read_ahead and self.session.alive:
+                self.session.post(_CURRENT_FRAME)
         return self._output(notes, body, after, restarted)
 
     def _output(self, before: list[str], body: str, after: list[str],
@@ -520,6 +528,11 @@ class PdbTool(Tool):
         One hidden command (:func:`~dgym_tui.core.pdb.inspect.inspect_command`)
         is sent to the running session; nothing is recorded, the session is
         never started or restarted for it, and pdb's current frame stays.
+        Once pdb's current frame was read this way (a front end's panes), every
+        later command that leaves pdb stopped also asks for it as soon as pdb
+        answers (:meth:`PdbSession.post`), and the next such call reads that
+        answer: pdb prepares it while the step is recorded. An agent's episode,
+        which never calls this, never runs it.
 
         Args:
             frame: stack index whose variables to read (None: pdb's current frame).
@@ -535,13 +548,32 @@ class PdbTool(Tool):
         session = self.session
         if session is None or not session.alive or self._generation != self.env.generation:
             return None
-        reply = session.send(inspect_command(frame=frame, scope=scope), timeout)
+        current = frame is None and scope == "locals"
+        self._read_ahead = self._read_ahead or current
+        if current and session.owed == (_CURRENT_FRAME,):
+            reply = session.collect(timeout)  # asked for when pdb stopped (run)
+        else:
+            self._settle()
+            reply = session.send(inspect_command(frame=frame, scope=scope), timeout)
+        if reply is None:
+            return None
         if reply.status == "timeout":
             session.interrupt(INTERRUPT_GRACE)
             return None
         if not reply.ok:
             return None
         return parse_inspection(reply.output, self._rel, scope)
+
+    def _settle(self) -> None:
+        """Read and drop an inspection asked for ahead that nobody read (a step came
+        first); interrupt it when it runs longer than :data:`INSPECT_TIMEOUT`."""
+        session = self.session
+        if session is None or not session.owed:
+            return
+        reply = session.collect(INSPECT_TIMEOUT)
+        if reply is not None and reply.status == "timeout":
+            session.interrupt(INTERRUPT_GRACE)
+
 
 def _cut_after_end(output: str) -> str:
     """Drop what pdb printed after its end-of-program line (its own in-process restart)."""
