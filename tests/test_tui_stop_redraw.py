@@ -17,6 +17,7 @@ from pathlib import Path
 from tui_helpers import SIZE, screen_text, settle, stop_at
 
 from dgym_tui.tui import app as app_module
+from dgym_tui.tui import screen_hold
 from dgym_tui.tui.actions import pdb_call
 from dgym_tui.tui.app import DgymApp
 from dgym_tui.tui.widgets.status_bar import StatusLine, StatusSpinner
@@ -120,6 +121,47 @@ class TestStopRedraw:
             app.query_one("#side").active = "tab-transcript"
             await settle(app, pilot)
             assert "b calc.py:4" in str(body.render()) and "command=\"c\"" in str(body.render())
+
+    async def test_a_quick_step_is_drawn_once_with_its_answer(self, calc_session, monkeypatch):
+        """From the key to the step's end no frame is drawn (the echoed command, the busy
+        label, the cleared input wait, up to ``screen_hold.GRACE``: set long here, so a slow
+        machine does not change what is seen); then one frame shows the answer too."""
+        monkeypatch.setattr(screen_hold, "GRACE", 60.0)
+        app = DgymApp(session=calc_session())
+        async with app.run_test(size=SIZE) as pilot:
+            await stop_at(app, pilot, "calc.py:4")
+            frames: list[int] = []  # the step number the status bar had at each frame
+            display = app._display
+
+            def spy(screen, update):
+                frames.append(app.status.status.step)
+                return display(screen, update)
+
+            monkeypatch.setattr(app, "_display", spy)
+            step = app.status.status.step
+            assert app.act(pdb_call("n"))
+            await settle(app, pilot)
+            assert frames and step not in frames  # nothing drawn before the answer
+            assert app.status.status.step == step + 1
+            assert "total = 4" in screen_text(app)  # the answer's frame has the panes
+
+    async def test_a_slow_step_shows_its_busy_label_after_the_grace(self, calc_session,
+                                                                   monkeypatch):
+        """A step still running after ``screen_hold.GRACE`` is drawn busy: the echoed
+        command and the label and spinner, while it runs."""
+        monkeypatch.setattr(screen_hold, "GRACE", 0.05)
+        app = DgymApp(session=calc_session())
+        async with app.run_test(size=SIZE) as pilot:
+            await stop_at(app, pilot, "calc.py:4")
+            assert app.act(pdb_call("p __import__('time').sleep(3) or 7"))
+            for _ in range(400):
+                await pilot.pause(0.01)
+                shown = screen_text(app)
+                if "pdb… " in shown or not app.busy:
+                    break
+            assert app.busy and "pdb… " in shown and 'sleep(3)' in shown
+            await settle(app, pilot)
+            assert "pdb… " not in screen_text(app)
 
     async def test_busy_changes_no_size(self, calc_session):
         """The busy label and spinner come and go without any widget changing size; the

@@ -63,6 +63,7 @@ from dgym_tui.tui.messages import (
     WorkspaceState,
 )
 from dgym_tui.tui.replay_mode import ReplayMode
+from dgym_tui.tui.screen_hold import ScreenHold
 from dgym_tui.tui.session_calls import SessionCalls
 from dgym_tui.tui.themes import load_themes
 from dgym_tui.tui.widget_events import WidgetEvents
@@ -137,6 +138,7 @@ class DgymApp(OrderedKeys, AppKeys, SessionCalls, AgentTurns, CodeEdits, ReplayM
         self._close_lock = threading.Lock()
         self._close_done = threading.Event()  # close_session has finished
         self._calls = 0  # session calls running in worker threads
+        self._screen_hold = ScreenHold(self)
         self._idle = threading.Event()
         self._idle.set()
         self._pause_requested = False

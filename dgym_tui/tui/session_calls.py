@@ -77,6 +77,8 @@ class SessionCalls(MessagePump):
     def _set_busy(self, label: str | None) -> None:
         self.busy = label is not None
         self.status.set_busy(label)
+        if label is None:
+            self._screen_hold.release()  # the call's end and its result: one frame
 
     def _call_refused(self) -> str | None:
         """Why a session call cannot start now (a call runs, the episode has not started),
@@ -109,6 +111,7 @@ class SessionCalls(MessagePump):
         if self.session.done:
             self.notify("the episode is over", severity="warning")
             return False
+        self._screen_hold.hold()  # a quick call is drawn once, with its result
         self._set_busy(label)
         if self.source_view.preview is not None:  # a decision (or a step) ends the preview
             self.source_view.set_preview(None)

@@ -1,0 +1,63 @@
+"""Draw a quick step once: the screen waits for the step's end, or :data:`GRACE` seconds.
+
+A step's start changes the screen (the console's echo of the command, the busy label and
+spinner, the cleared input line), and a pdb step ends a few tens of milliseconds later.
+Drawn at once, the start cost a frame of its own (a layout of the screen: the console
+grew) on the app's thread while the step's worker thread needed it, so the step's own
+frame came later (docs/performance.md). :class:`ScreenHold` keeps Textual from drawing
+(``App.batch_update``, held open) from a step's start until the step ended or
+:data:`GRACE` passed, whichever comes first: a quick step is drawn as one frame with its
+result, and a slow one shows its echo and spinner after :data:`GRACE`.
+"""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+from typing import Any
+
+#: Seconds a step's start waits to be drawn (about the longest delay a person does not
+#: notice; a pdb step on an idle machine takes 10-30 ms).
+GRACE = 0.1
+
+
+class ScreenHold:
+    """Hold and release an app's screen updates.
+
+    Args:
+        app: the Textual ``App``.
+    """
+
+    def __init__(self, app: Any) -> None:
+        self._app = app
+        self._batch: AbstractContextManager[None] | None = None
+        self._timer: Any = None
+
+    @property
+    def held(self) -> bool:
+        """True while the screen is held."""
+        return self._batch is not None
+
+    def hold(self, grace: float | None = None) -> None:
+        """Draw nothing until :meth:`release`, at most ``grace`` seconds (None:
+        :data:`GRACE`). Idempotent (a second call keeps the first deadline)."""
+        if self._batch is not None:
+            return
+        grace = GRACE if grace is None else grace
+        self._batch = self._app.batch_update()
+        self._batch.__enter__()
+        self._timer = self._app.set_timer(grace, self.release, name="screen-hold")
+
+    def release(self) -> None:
+        """Draw what changed meanwhile (at the screen's next tick). Idempotent."""
+        batch, self._batch = self._batch, None
+        timer, self._timer = self._timer, None
+        if timer is not None:
+            timer.stop()
+        if batch is None:
+            return
+        batch.__exit__(None, None, None)
+        try:
+            screen = self._app.screen
+        except Exception:  # noqa: BLE001  no screen any more (the app is closing)
+            return
+        screen.check_idle()  # the screen's update timer resumes when something changed
