@@ -78,6 +78,42 @@ def test_first_paint_leaves_step_libraries_unloaded(tmp_path):
     assert seen["workers"] == [] and seen["started"]  # the reset starts after the first frame
 
 
+WARM_UP = """
+import asyncio, json, sys
+from dgym_tui.cli.tui import build_app, build_parser
+
+async def main():
+    app = build_app(build_parser().parse_args(
+        [sys.argv[1], "--terminal", "local", "--trajectory", sys.argv[2],
+         "--entrypoint", "python slow.py"]))
+    async with app.run_test(size=(120, 36)) as pilot:
+        before = None
+        for _ in range(2000):  # the eval sleeps 4 s; the warm-up takes well under that
+            await pilot.pause(0.01)
+            if app.started or "pygments.lexers.python" in sys.modules:
+                before = not app.started
+                break
+        await app.workers.wait_for_complete()
+        print(json.dumps({"lexer_before_start": before}))
+    app.close_session()
+
+asyncio.run(main())
+"""
+
+
+def test_the_lexer_loads_while_the_episode_starts(tmp_path):
+    # pygments and the Python lexer's rules load in a thread during the reset (its eval
+    # runs in a subprocess), so the first file shown does not wait for them
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "slow.py").write_text("import time\ntime.sleep(4)\n")
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.run([sys.executable, "-c", WARM_UP, str(repo), str(tmp_path / "t.jsonl")],
+                          capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert json.loads(proc.stdout.strip().splitlines()[-1]) == {"lexer_before_start": True}
+
+
 def test_a_tool_that_is_not_built_in_is_found_among_the_plugins(tmp_path, monkeypatch):
     import importlib.metadata
 

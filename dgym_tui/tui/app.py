@@ -73,7 +73,7 @@ from dgym_tui.tui.widgets.debug_panel import DebugPanel
 from dgym_tui.tui.widgets.diff_view import DiffView
 from dgym_tui.tui.widgets.file_tree import FileTree
 from dgym_tui.tui.widgets.footer import KeyFooter
-from dgym_tui.tui.widgets.source_view import SourceView
+from dgym_tui.tui.widgets.source_view import SourceView, warm_up_in_background
 from dgym_tui.tui.widgets.status_bar import StatusBar
 from dgym_tui.tui.widgets.transcript import Transcript, format_action
 
@@ -259,6 +259,9 @@ class DgymApp(OrderedKeys, AppKeys, SessionCalls, AgentTurns, CodeEdits, ReplayM
         # The reset's thread starts after the first frame: it held the GIL for part of the
         # first layout and paint (~0.07-0.15 s later), and the episode is not ready later.
         self.call_after_refresh(self._start_session)
+        # pygments and the lexer's rules load while the reset waits for its eval, not when
+        # the first file is shown
+        self.call_after_refresh(warm_up_in_background)
 
     def _subscribe(self, session: Any) -> SessionBridge:
         self._bridge = SessionBridge(session, self.post_message, lambda: self._current_path)
