@@ -11,7 +11,13 @@ from scripted import ENTRYPOINT, FIX, TOOLS, ScriptedPolicy, write_repo
 
 from dgym_tui.core.env import RepoEnv
 from dgym_tui.core.types import ToolCall
-from dgym_tui.episode.events import EpisodeEnded, EpisodeStarted, ModeChanged, TurnRecorded
+from dgym_tui.episode.events import (
+    EpisodeEnded,
+    EpisodeStarted,
+    EpisodeStarting,
+    ModeChanged,
+    TurnRecorded,
+)
 from dgym_tui.episode.session import Session, SessionError
 from dgym_tui.episode.trajectory import read_trajectory
 from dgym_tui.launch.replay import replay
@@ -84,7 +90,7 @@ def test_approve_edit_reject_take_over_are_recorded(open_repo, tmp_path):
     assert traj.header["task"]["entrypoint"] == ENTRYPOINT
     assert [t["function"]["name"] for t in traj.header["tools"]] == list(TOOLS)
     assert traj.footer["usage"]["prompt_tokens"] == 300  # three proposals of 100
-    assert events[0] is EpisodeStarted and events[-1] is EpisodeEnded
+    assert events[:2] == [EpisodeStarting, EpisodeStarted] and events[-1] is EpisodeEnded
     assert events.count(TurnRecorded) == 5 and ModeChanged in events
     # the trajectory's turns are the session's turns
     assert [t.to_record() for t in traj.turns()] == [t.to_record() for t in session.turns]

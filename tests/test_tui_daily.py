@@ -300,3 +300,32 @@ async def test_p_then_z_shows_the_diff_on_the_whole_screen(calc_session):
         await pilot.pause()
         assert app.screen.maximized is console and console.region.height >= 30
     app.close_session()
+
+
+async def test_the_files_show_while_a_long_first_eval_runs(calc_session):
+    """Issue 26, bug 11: while the first eval runs (up to the eval timeout) the file tree
+    and the source view were empty; they show at once, the status bar counts the eval's
+    seconds against its timeout, and the console's input line says what runs."""
+    from dgym_tui.tui.widgets.file_tree import FileTree
+    from dgym_tui.tui.widgets.status_bar import StatusLine
+
+    session = calc_session(entrypoint="python -c 'import time; time.sleep(60)'",
+                           eval_timeout=8)
+    app = DgymApp(session=session)
+    async with app.run_test(size=SIZE) as pilot:
+        tree = app.query_one(FileTree)
+        busy = app.query_one(StatusLine)
+        for _ in range(200):  # the copy is made in well under the eval's 8 s
+            await pilot.pause(0.05)
+            if app.source_view.path is not None and "/8 s" in busy.render().plain:
+                break
+        assert not app.started  # the eval still runs
+        assert app.source_view.path == "calc.py" and app.source_view.lines[0] == "def average(xs):"
+        assert tree._files == ["calc.py", "test_calc.py"]
+        assert "first eval…" in busy.render().plain and "/8 s" in busy.render().plain
+        notice = app.pdb_console.input.placeholder
+        assert notice.startswith("the first eval runs (stopped after 8 s): python -c")
+        await settle(app, pilot)
+        assert app.started and "the entrypoint timed out after 8 s" in console_text(app)
+        assert app.pdb_console.input.placeholder.startswith("p x, n,")
+    app.close_session()

@@ -215,8 +215,13 @@ class RepoEnv:
         self._grading_terminal: Terminal | None = None  # while submit grades in a fresh copy
 
     # --------------------------------------------------------------- episode
-    def reset(self) -> StepResult:
+    def reset(self, on_copy: Callable[[], None] | None = None) -> StepResult:
         """Start a fresh episode: new working copy, terminal, breakpoints; run the entrypoint.
+
+        Args:
+            on_copy: called once the working copy exists, before the terminal starts and
+                the first eval runs (which may take up to ``eval_timeout``): a front end
+                shows the files meanwhile. What it raises is logged and ignored.
 
         Returns:
             A ``StepResult`` whose observation holds the task, the tool list
@@ -240,6 +245,11 @@ class RepoEnv:
         self.last_eval = None
         self.last_eval_output = ""
         self.done = False
+        if on_copy is not None:
+            try:
+                on_copy()
+            except Exception:
+                log.exception("reset's on_copy callback failed")
         notes = self._start_terminal()
         summary, output = self.run_eval()
         parts = [f"Task:\n{self.task}",

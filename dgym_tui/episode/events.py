@@ -14,6 +14,15 @@ from dgym_tui.episode.records import Proposal, Turn
 
 
 @dataclass(frozen=True)
+class EpisodeStarting:
+    """The working copy exists; the terminal starts and the first eval runs now (up to
+    ``eval_timeout`` seconds, None: no limit). :class:`EpisodeStarted` follows, or
+    :class:`LoopFailed`."""
+
+    eval_timeout: float | None
+
+
+@dataclass(frozen=True)
 class EpisodeStarted:
     """The environment was reset; ``result`` is its first observation."""
 
@@ -67,5 +76,5 @@ class LoopFailed:
     message: str
 
 
-SessionEvent = (EpisodeStarted | Proposing | Proposed | Stepping | TurnRecorded | ModeChanged
-                | EpisodeEnded | LoopFailed)
+SessionEvent = (EpisodeStarting | EpisodeStarted | Proposing | Proposed | Stepping | TurnRecorded
+                | ModeChanged | EpisodeEnded | LoopFailed)

@@ -39,6 +39,7 @@ from dgym_tui.core.types import StepResult, ToolCall
 from dgym_tui.episode.events import (
     EpisodeEnded,
     EpisodeStarted,
+    EpisodeStarting,
     LoopFailed,
     ModeChanged,
     Proposed,
@@ -213,7 +214,8 @@ class Session:
         """
         try:
             with self.lock:
-                result = self.env.reset()
+                result = self.env.reset(on_copy=lambda: self._emit(
+                    EpisodeStarting(getattr(self.env, "eval_timeout", None))))
         except Exception as exc:
             self._emit(LoopFailed(f"reset failed: {exc}"))
             raise

@@ -51,6 +51,7 @@ from dgym_tui.tui.keys import with_quiet_twins
 from dgym_tui.tui.locate import no_tests_hint
 from dgym_tui.tui.messages import (
     AgentThinking,
+    CopyReady,
     EpisodeEnded,
     FileRead,
     ModeChanged,
@@ -255,7 +256,7 @@ class DgymApp(OrderedKeys, AppKeys, SessionCalls, AgentTurns, CodeEdits, ReplayM
                                   mode=session.mode, agent=session.policy is not None,
                                   sandbox=session.terminal_name)
         self._subscribe(session)
-        self._set_busy("starting the episode (copy, terminal, eval)")
+        self._set_busy("starting the episode")
         # The reset's thread starts after the first frame: it held the GIL for part of the
         # first layout and paint (~0.07-0.15 s later), and the episode is not ready later.
         self.call_after_refresh(self._start_session)
@@ -289,9 +290,25 @@ class DgymApp(OrderedKeys, AppKeys, SessionCalls, AgentTurns, CodeEdits, ReplayM
                                   lambda: self.session.act(action))
 
     # -- session events (typed messages from the bridge) ------------------------
+    @on(CopyReady)
+    def _copy_ready(self, message: CopyReady) -> None:
+        """The files, while the sandbox starts and the first eval runs (up to its timeout)."""
+        if self.started:
+            return
+        self._workspace = message.workspace
+        self._refresh_tree(None)
+        if message.location is not None:
+            self._open(message.location[0], message.location[1], message.source)
+        limit = message.eval_timeout
+        self.status.set_busy("first eval", limit=limit)
+        self.pdb_console.set_notice(
+            f"the first eval runs{f' (stopped after {limit:g} s)' if limit else ''}: "
+            f"{one_line(self.env.entrypoint)}")
+
     @on(SessionStarted)
     def _started(self, message: SessionStarted) -> None:
         self.started = True
+        self.pdb_console.set_notice(None)
         self._freeze_gc()  # the episode's start-up objects: full passes paused stops ~80 ms
         result = message.result
         self._last_result = result
@@ -508,14 +525,14 @@ class DgymApp(OrderedKeys, AppKeys, SessionCalls, AgentTurns, CodeEdits, ReplayM
         frame = result.frame[1] if result.frame and result.frame[0] == path else None
         self.source_view.set_marks(marks, frame, follow=follow)
 
-    def _refresh_tree(self, result: StepResult) -> None:
+    def _refresh_tree(self, result: StepResult | None) -> None:
         tree = self.query_one(FileTree)
         if self.replay is not None:
             files = self.replay.files()
             readonly = {f for f in files if self.replay.is_readonly(f)}
         else:
             files, readonly = self._workspace.files, set(self._workspace.readonly)
-        tree.set_files(files, readonly, set(result.changed_files))
+        tree.set_files(files, readonly, set(result.changed_files) if result else set())
 
     def _update_status(self, result: StepResult | None) -> None:
         changes: dict[str, Any] = {}

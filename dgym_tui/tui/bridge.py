@@ -22,6 +22,7 @@ from dgym_tui.episode.records import Turn, WorkingCopy
 from dgym_tui.tui.locate import first_source_file, locate_failure
 from dgym_tui.tui.messages import (
     AgentThinking,
+    CopyReady,
     EpisodeEnded,
     ModeChanged,
     ProposalReady,
@@ -81,6 +82,8 @@ class SessionBridge:
 
     def __call__(self, event: SessionEvent) -> None:
         match event:
+            case events.EpisodeStarting(eval_timeout=timeout):
+                self.post(self._starting(timeout))
             case events.EpisodeStarted(result=result):
                 self.post(self._started(result))
             case events.Proposing():
@@ -99,6 +102,14 @@ class SessionBridge:
                 self.post(SessionFailed(message))
 
     # -- events that read the working copy -------------------------------------------
+    def _starting(self, eval_timeout: float | None) -> Message:
+        session = self.session
+        with session.lock:
+            state = workspace_state(session.snapshot(with_patch=False), "")
+            first = first_source_file(state.files)
+            source = read_source(session, first)
+        return CopyReady(state, (first, 1) if first else None, source, eval_timeout)
+
     def _started(self, result: StepResult) -> Message:
         session = self.session
         with session.lock:

@@ -40,6 +40,23 @@ class SourceText:
 
 
 @dataclass
+class CopyReady(Message):
+    """The working copy exists; the sandbox starts and the first eval runs now.
+
+    Attributes:
+        workspace: files and read-only set.
+        location: the first source file at line 1, or None.
+        source: the text of ``location``'s file.
+        eval_timeout: seconds the first eval may take (None: no limit).
+    """
+
+    workspace: WorkspaceState
+    location: tuple[str, int] | None
+    source: SourceText | None
+    eval_timeout: float | None
+
+
+@dataclass
 class SessionStarted(Message):
     """The episode started (reset done).
 

@@ -148,6 +148,11 @@ class PdbConsole(Vertical):
         if log.auto_scroll:
             log.scroll_end(animate=False, immediate=True, x_axis=False)
 
+    def set_notice(self, text: str | None) -> None:
+        """Show ``text`` in the empty input line instead of the usual hint (None: the hint
+        again): what happens while nothing can be typed yet (the first eval runs)."""
+        self.input.placeholder = strip_controls(text) if text else PLACEHOLDER
+
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()
         text = event.value.strip()

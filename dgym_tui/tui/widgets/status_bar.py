@@ -1,7 +1,9 @@
-"""The status bar: task, sandbox, step / budget, mode, tests, tokens and cost, and a busy spinner."""
+"""The status bar: task, sandbox, step / budget, mode, tests, tokens and cost, and a busy
+spinner with its label and, after a second, the seconds it has run (of its limit, if any)."""
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
@@ -9,6 +11,7 @@ from rich.text import Text
 from textual.app import ComposeResult, RenderResult
 from textual.containers import Horizontal
 from textual.reactive import Reactive, reactive
+from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import LoadingIndicator
 
@@ -82,11 +85,18 @@ class StatusLine(Widget):
 
     text: Reactive[Text] = reactive(Text, layout=False)
     busy: Reactive[str] = reactive("", layout=False)
+    #: when the busy label was set (time.monotonic()) and its limit in seconds (None: none)
+    since: float = 0.0
+    limit: float | None = None
 
     def render(self) -> Text:
         if not self.busy:
             return self.text
-        label = Text(f" {self.busy}… ", style=self.get_component_rich_style("status-line--busy"))
+        elapsed = int(time.monotonic() - self.since)
+        clock = "" if elapsed < 1 else (
+            f" {elapsed}/{self.limit:g} s" if self.limit else f" {elapsed} s")
+        label = Text(f" {self.busy}…{clock} ",
+                     style=self.get_component_rich_style("status-line--busy"))
         room = max(self.size.width - label.cell_len, 0)
         line = self.text.copy()
         line.truncate(room, overflow="ellipsis", pad=True)
@@ -124,6 +134,7 @@ class StatusBar(Horizontal):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.status = Status()
+        self._clock: Timer | None = None  # redraws the busy label's seconds
 
     def compose(self) -> ComposeResult:
         yield StatusLine(id="status-text")
@@ -137,10 +148,23 @@ class StatusBar(Horizontal):
         self.status = replace(self.status, **changes)
         self.query_one(StatusLine).text = self.status.render()
 
-    def set_busy(self, label: str | None) -> None:
-        """Show the spinner with ``label`` (e.g. ``"eval"``), or hide it with None."""
-        self.query_one(StatusLine).busy = label or ""
+    def set_busy(self, label: str | None, limit: float | None = None) -> None:
+        """Show the spinner with ``label`` (e.g. ``"eval"``), or hide it with None. A new
+        label starts its clock: after a second the bar shows the seconds it has run
+        (``12 s``; with ``limit``, the seconds it may run: ``12/120 s``)."""
+        line = self.query_one(StatusLine)
+        if label and (label != line.busy or limit != line.limit):
+            line.since, line.limit = time.monotonic(), limit
+        line.busy = label or ""
         self.query_one(StatusSpinner).spinning = bool(label)
+        if label and self._clock is None:
+            self._clock = self.set_interval(1, self._tick)
+        elif not label and self._clock is not None:
+            self._clock.stop()
+            self._clock = None
+
+    def _tick(self) -> None:
+        self.query_one(StatusLine).refresh()
 
     @property
     def text(self) -> str:
