@@ -303,7 +303,7 @@ class DgymApp(OrderedKeys, AppKeys, SessionCalls, AgentTurns, CodeEdits, ReplayM
         self.status.set_busy("first eval", limit=limit)
         self.pdb_console.set_notice(
             f"the first eval runs{f' (stopped after {limit:g} s)' if limit else ''}: "
-            f"{one_line(self.env.entrypoint)}")
+            f"{one_line(self.session.entrypoint)}")
 
     @on(SessionStarted)
     def _started(self, message: SessionStarted) -> None:
