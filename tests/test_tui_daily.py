@@ -329,3 +329,26 @@ async def test_the_files_show_while_a_long_first_eval_runs(calc_session):
         assert app.started and "the entrypoint timed out after 8 s" in console_text(app)
         assert app.pdb_console.input.placeholder.startswith("p x, n,")
     app.close_session()
+
+
+async def test_pytest_separator_lines_fit_the_console(calc_session):
+    """Issue 26, bug 14: the eval runs 80 columns wide (what the agent reads); at 80x24 the
+    console is narrower and each '==== FAILURES ====' line wrapped onto two lines. They
+    are fitted to the console's width, also after a resize."""
+    session = calc_session()
+    app = DgymApp(session=session)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app, pilot)
+        for size in ((80, 24), (70, 24)):
+            await pilot.resize_terminal(*size)
+            await settle(app, pilot)
+            log = app.pdb_console.log_widget
+            width = log.scrollable_content_region.width
+            lines = [strip.text.rstrip() for strip in log.lines]
+            rules = [n for n, line in enumerate(lines) if "FAILURES" in line]
+            assert rules, lines
+            for n in rules:
+                assert lines[n].startswith("=") and lines[n].endswith("="), lines[n:n + 2]
+                assert len(lines[n]) <= width and not lines[n + 1].startswith("=")
+            assert any(line.startswith("___") and "test_single" in line for line in lines)
+    app.close_session()

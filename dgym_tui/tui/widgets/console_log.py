@@ -1,4 +1,5 @@
-"""The console's scroll-back: a RichLog that wraps its lines again when its width changes.
+"""The console's scroll-back: a RichLog that wraps its lines again when its width changes
+and fits pytest's separator lines (``==== FAILURES ====``) to its width.
 
 A module of its own: Textual's RichLog imports rich.pretty and attrs (~25 ms), so the
 console imports it only when the scroll-back is mounted, after the first frame.
@@ -6,11 +7,46 @@ console imports it only when the scroll-back is mounted, after the first frame.
 
 from __future__ import annotations
 
+import re
 from collections import deque
+from typing import Any
 
 from rich.text import Text
 from textual.events import Resize
 from textual.widgets import RichLog
+
+#: A separator line of pytest's: one of ``=_-`` repeated, maybe with a title in the middle.
+_RULE = re.compile(r"^([=_-])\1{2,}(?: (.+) \1{2,})?$")
+
+
+def fit_rules(text: Text, width: int) -> Text:
+    """``text`` with each separator line longer than ``width`` cells shortened to ``width``
+    (its title kept in the middle), so that it does not wrap onto a second line. The eval
+    runs at 80 columns (what the agent reads); the console is often narrower. Other lines
+    are left as they are; a fitted line keeps ``text``'s base style."""
+    plain = text.plain
+    if width < 8 or not any(len(line) > width and _RULE.match(line)
+                            for line in plain.split("\n")):
+        return text
+    out = Text(style=text.style, end=text.end)
+    offset = 0
+    for number, line in enumerate(plain.split("\n")):
+        if number:
+            out.append("\n")
+        match = _RULE.match(line) if len(line) > width else None
+        if match is None:
+            out.append_text(text[offset:offset + len(line)])
+        else:
+            char, title = match.group(1), match.group(2) or ""
+            room = width - len(title) - 2
+            if not title:
+                out.append(char * width)
+            elif room >= 2:
+                out.append(f"{char * (room // 2)} {title} {char * (room - room // 2)}")
+            else:  # a title wider than the console: it wraps as it is
+                out.append(title)
+        offset += len(line) + 1
+    return out
 
 
 class ConsoleLog(RichLog):
@@ -35,6 +71,14 @@ class ConsoleLog(RichLog):
         resize."""
         self._entries.append(text)
         self.write(text, scroll_end=False)
+
+    def write(self, content: Any, *args: Any, **kwargs: Any) -> ConsoleLog:
+        """RichLog's write; once the width is known, pytest's separator lines are fitted to
+        it (:func:`fit_rules`; a resize writes the entries again, fitted anew)."""
+        width = self.scrollable_content_region.width
+        if isinstance(content, Text) and self._size_known and width:
+            content = fit_rules(content, width)
+        return super().write(content, *args, **kwargs)
 
     def clear(self) -> ConsoleLog:
         self._entries.clear()
