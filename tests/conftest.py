@@ -140,15 +140,22 @@ def bwrap_ready() -> None:
         pytest.skip(problem)
 
 
-@pytest.fixture(params=["local", "bwrap", pytest.param("docker", marks=pytest.mark.docker)])
+#: ``every_terminal``'s name for bwrap with an overlay working copy (``make_env`` turns it
+#: into ``terminal="bwrap", terminal_options={"overlay": True}``).
+BWRAP_OVERLAY = "bwrap-overlay"
+
+
+@pytest.fixture(params=["local", "bwrap", BWRAP_OVERLAY,
+                        pytest.param("docker", marks=pytest.mark.docker)])
 def every_terminal(request) -> str:
-    """``"local"``, ``"bwrap"`` or ``"docker"``: for probes that must hold on every terminal.
+    """``"local"``, ``"bwrap"``, ``"bwrap-overlay"`` or ``"docker"``: for probes that must hold
+    on every terminal (and both kinds of bwrap working copy).
 
     bwrap skips only where it is missing (fails under CI=true); docker as in ``terminal_kind``.
     """
     if request.param == "docker":
         request.getfixturevalue("docker_ready")
-    if request.param == "bwrap":
+    if request.param in ("bwrap", BWRAP_OVERLAY):
         request.getfixturevalue("bwrap_ready")
     return request.param
 
@@ -192,6 +199,9 @@ def make_env(request, sandbox_image):
 
     def make(path, **kwargs) -> RepoEnv:
         kwargs.setdefault("terminal", kind)
+        if kwargs["terminal"] == BWRAP_OVERLAY:
+            kwargs["terminal"] = "bwrap"
+            kwargs["terminal_options"] = {**kwargs.get("terminal_options", {}), "overlay": True}
         if kwargs["terminal"] == "docker":
             kwargs.setdefault("image", sandbox_image)
         env = RepoEnv(path, **kwargs)

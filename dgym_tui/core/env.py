@@ -95,7 +95,9 @@ class RepoEnv:
         terminal_options: extra keyword arguments for the Docker terminal
             (``workdir``, ``network``, ``mem_limit``, ``pids_limit``, ``cpus``);
             e.g. ``{"workdir": "/testbed"}`` for images that installed the
-            repository there.
+            repository there. For bwrap: ``network``, ``limits``, and
+            ``overlay`` (True: the working copy is an overlay of the original,
+            nothing copied at reset; see docs/performance.md).
         grader: ``grader(result, terminal) -> EvalSummary | None`` scores each
             run of the entrypoint instead of pytest's summary line (e.g. a
             benchmark harness's log parser and resolution rule); ``result`` is
@@ -115,12 +117,6 @@ class RepoEnv:
             read besides the ignored files: the bwrap terminal masks them (the
             Docker terminal never mounts them; the local terminal cannot hide
             anything). E.g. the folder a task was staged from.
-        preload: start evals and pdb sessions from a spare Python that imported
-            pytest ahead of time, in the same sandbox, environment and working
-            folder as a cold start (``local`` and ``bwrap``; see
-            :mod:`dgym_tui.core.terminals.preload`); ``False`` always starts cold.
-            None: on unless the environment variable ``DGYM_PRELOAD`` is ``0``.
-            Each eval's and pdb start's step says which it was (``StepResult.start``).
 
     Attributes:
         workspace: the episode's :class:`Workspace` (None before reset).
@@ -152,8 +148,7 @@ class RepoEnv:
                  hidden: Iterable[str | os.PathLike] = (),
                  tool_options: dict[str, dict[str, Any]] | None = None,
                  mcp_servers: Sequence[dict[str, Any]] = (),
-                 max_workspace_bytes: int | None = DEFAULT_MAX_WORKSPACE_BYTES,
-                 preload: bool | None = None) -> None:
+                 max_workspace_bytes: int | None = DEFAULT_MAX_WORKSPACE_BYTES) -> None:
         tools, ignore, readonly, hidden = list(tools), list(ignore), list(readonly), list(hidden)
         setup_commands, mcp_servers = list(setup_commands), list(mcp_servers)
         # what fork() builds its twin from
@@ -182,11 +177,6 @@ class RepoEnv:
         self.pdb_timeout = pdb_timeout
         self.max_output = max_output
         self.max_workspace_bytes = max_workspace_bytes
-        self.preload = preload
-        #: ``(terminal, command, report path)`` of the next eval, whose spare is warming
-        self._next_eval: tuple[Terminal, str, str | None] | None = None
-        #: how the last eval's process started: "preloaded" or "cold" ("" before any)
-        self.last_eval_start = ""
         self.setup_commands = list(setup_commands)
         self.terminal_options = dict(terminal_options or {})
         self.grader = grader
@@ -249,7 +239,7 @@ class RepoEnv:
         if self._mcp_specs and not self._mcp_connections:
             self._open_mcp_servers()
         cleanup.register(self)  # SIGTERM / exit also delete the working copy
-        self.workspace = Workspace(self.path, ignore=self.ignore, readonly=self.readonly)
+        self.workspace = self._new_workspace()
         self.breakpoints = BreakpointStore(self.workspace)
         self.frame = None
         self.generation = 0
@@ -271,7 +261,6 @@ class RepoEnv:
                  describe_score(summary)]
         self.workspace.refresh()
         self.last = self._result("\n\n".join(parts), None, started)
-        self.last.start = self.last_eval_start
         return self.last
 
     def _start_terminal(self) -> list[str]:
@@ -323,7 +312,7 @@ class RepoEnv:
         try:
             if twin._mcp_specs:
                 twin._open_mcp_servers()
-            twin.workspace = self.workspace.fork()
+            twin.workspace = self.workspace.fork(run_as=self._overlay_ids())
             twin.breakpoints = self.breakpoints.copy(twin.workspace)
             twin.generation, twin.steps, twin.done = self.generation, self.steps, self.done
             twin.last, twin.last_eval = self.last, self.last_eval
@@ -475,8 +464,7 @@ class RepoEnv:
             conditions=dict(self.breakpoints.conditions()),
             frame=self.frame, eval=summary, eval_output=self.last_eval_output,
             changed_files=self.workspace.changed_files() if self.workspace else [],
-            error=error, elapsed=time.monotonic() - started,
-            start=str((data or {}).get("start", "")), data=dict(data or {}))
+            error=error, elapsed=time.monotonic() - started, data=dict(data or {}))
 
     # ------------------------------------------------------------------ eval
     def run_eval(self) -> tuple[EvalSummary, str]:
@@ -531,7 +519,7 @@ class RepoEnv:
         terminal: Terminal | None = None
         try:
             try:
-                grading = Workspace(self.path, ignore=self.ignore, readonly=self.readonly)
+                grading = self._new_workspace()
                 carried = grading.carry_changes(self.workspace)
                 terminal = self._make_terminal(grading)
                 self._grading_terminal = terminal  # close() from another thread ends it too
@@ -585,19 +573,8 @@ class RepoEnv:
                          f"{_some(restored)}]")
         if removed:
             notes.append(f"[file(s) added under read-only paths removed: {_some(removed)}]")
-        reserved = self._next_eval
-        if reserved is not None and reserved[0] is terminal:
-            self._next_eval = None
-            command, report_path = reserved[1], reserved[2]
-            pytest_plugin.forget(terminal, report_path)
-        else:
-            command, report_path = pytest_plugin.prepare(terminal, self.entrypoint)
+        command, report_path = pytest_plugin.prepare(terminal, self.entrypoint)
         res = terminal.run(command, timeout=self.eval_timeout, max_output=self.max_output)
-        self.last_eval_start = res.start
-        if terminal is self.terminal:  # the next eval's spare imports pytest meanwhile
-            following = pytest_plugin.prepare(terminal, self.entrypoint)
-            if terminal.prewarm(following[0]):
-                self._next_eval = (terminal, *following)
         output = res.output
         if res.timed_out:
             output += (f"\n[the entrypoint was stopped after {self.eval_timeout:g} s; "
@@ -696,18 +673,39 @@ class RepoEnv:
                 notes.append(f"Setup command failed ({status}): {command}\n{res.output}")
         return notes
 
+    @property
+    def _overlay_wanted(self) -> bool:
+        """The working copy is an overlay: the bwrap terminal with ``overlay: true``, where
+        an overlay can be mounted (else a copy, and a warning logged once)."""
+        if self.terminal_spec != "bwrap" or not self.terminal_options.get("overlay"):
+            return False
+        from dgym_tui.core.fs.overlay import overlay_problem
+
+        problem = overlay_problem()
+        if problem is not None:
+            _warn_once(f"the working copy is a copy, not an overlay: {problem}")
+        return problem is None
+
+    def _overlay_ids(self) -> tuple[int, int] | None:
+        """The uid / gid of a new overlay's sandbox (None: a copy, or dgym runs as a user)."""
+        if not self._overlay_wanted:
+            return None
+        from dgym_tui.core.terminals.identity import sandbox_ids
+
+        return sandbox_ids()
+
+    def _new_workspace(self) -> Workspace:
+        """A fresh working copy of the original (an overlay when :attr:`_overlay_wanted`)."""
+        return Workspace(self.path, ignore=self.ignore, readonly=self.readonly,
+                         overlay=self._overlay_wanted, run_as=self._overlay_ids())
+
     def _make_terminal(self, workspace: Workspace | None) -> Terminal:
         spec = self.terminal_spec
         if isinstance(spec, Terminal):
             return spec
-        terminal = self._new_terminal(spec, workspace)
-        if self.preload is not None and hasattr(terminal, "preload"):
-            terminal.preload = bool(self.preload)
-        return terminal
-
-    def _new_terminal(self, spec: str, workspace: Workspace | None) -> Terminal:
         if spec in ("docker", "bwrap"):
-            readonly = [p for p in workspace.files() if workspace.is_readonly(p)]
+            readonly = ([p for p in workspace.files() if workspace.is_readonly(p)]
+                        if workspace.has_readonly_rules else [])  # no listing of every file
             # Ignored files are not in the working copy; masking their paths
             # keeps ones the agent writes there from other commands' sight.
             ignored = list(workspace.ignored_at_start)
@@ -724,7 +722,8 @@ class RepoEnv:
             network = bool(self.terminal_options.get("network", False))
             return BwrapTerminal(readonly=readonly, ignored=ignored, hidden=hidden,
                                  network=network, source=str(workspace.source),
-                                 limits=self.terminal_options.get("limits"))
+                                 limits=self.terminal_options.get("limits"),
+                                 overlay=workspace.overlay, run_as=workspace.run_as)
         from dgym_tui.core.terminals.local import LocalTerminal
 
         return LocalTerminal()
@@ -815,6 +814,11 @@ class RepoEnv:
             self.close()
         except Exception:
             log.debug("closing a dropped RepoEnv failed", exc_info=True)
+
+
+@functools.cache
+def _warn_once(message: str) -> None:
+    log.warning("%s", message)
 
 
 def _mib(size: int) -> str:

@@ -120,6 +120,7 @@ class Prober:
     who: str
     base: Path
     image: str | None
+    overlay: bool = False  # bwrap with an overlay working copy (terminal option ``overlay``)
 
     def _identity(self) -> tuple[list[str], int | None, int | None, dict[str, str]]:
         """(command prefix, uid, gid, host environment) of the probe program."""
@@ -164,6 +165,8 @@ class Prober:
             steps: tool calls (``{"name", "arguments"}``) run after ``commands``.
         """
         prefix, uid, gid, env = self._identity()
+        if self.overlay:
+            options = {**(options or {}), "overlay": True}
         folder = self.base / f"probe-{next(_counter)}"
         repo = folder / "repo"
         repo.mkdir(parents=True)
@@ -219,6 +222,8 @@ class Prober:
 
 
 def _prober(request, terminal: str, who: str) -> Prober:
+    overlay = terminal == "bwrap-overlay"
+    terminal = "bwrap" if overlay else terminal
     if who == "root" and os.geteuid() != 0:
         pytest.skip("the tests do not run as root")
     image = None
@@ -226,10 +231,11 @@ def _prober(request, terminal: str, who: str) -> Prober:
         image = request.getfixturevalue("docker_ready")
     else:
         request.getfixturevalue("bwrap_ready")
-    return Prober(terminal, who, request.getfixturevalue("adversarial_base"), image)
+    return Prober(terminal, who, request.getfixturevalue("adversarial_base"), image, overlay)
 
 
-_BOTH = [pytest.param(("bwrap", w), id=f"bwrap-{w}") for w in ("root", "user")] + [
+_BOTH = [pytest.param((t, w), id=f"{t}-{w}") for t in ("bwrap", "bwrap-overlay")
+         for w in ("root", "user")] + [
     pytest.param(("docker", w), id=f"docker-{w}", marks=pytest.mark.docker)
     for w in ("root", "user")]
 
@@ -240,10 +246,11 @@ def prober(request) -> Prober:
     return _prober(request, *request.param)
 
 
-@pytest.fixture(params=["root", "user"])
+@pytest.fixture(params=[(t, w) for t in ("bwrap", "bwrap-overlay") for w in ("root", "user")],
+                ids=lambda p: f"{p[0]}-{p[1]}")
 def bwrap_prober(request) -> Prober:
-    """Probes on ``bwrap``, started as root and as a user."""
-    return _prober(request, "bwrap", request.param)
+    """Probes on ``bwrap`` (a copy, and an overlay working copy), started as root and as a user."""
+    return _prober(request, *request.param)
 
 
 @pytest.fixture(params=["bwrap", pytest.param("docker", marks=pytest.mark.docker)])

@@ -23,7 +23,10 @@ def test_planted_link_in_place_of_a_read_only_entrys_parent_is_not_followed(prob
                              "cat pkg/ro/test_x.py; cat pkg.moved/ro/test_x.py"], files=FILES)
     finally:
         shutil.rmtree(host, ignore_errors=True)
-    assert "planted" in probe[0].output, probe[0].output
+    if prober.overlay:  # a folder of the original cannot be moved (EXDEV), nor emptied of a mount
+        assert "Device or resource busy" in probe[0].output, probe[0].output
+    else:
+        assert "planted" in probe[0].output, probe[0].output
     assert "HOST FILE" not in probe[1].output, probe[1].output
     assert "def test_x" in probe[1].output  # the real file is still there, moved
 

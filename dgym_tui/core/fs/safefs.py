@@ -142,6 +142,17 @@ class SafeTree:
         self.path = os.path.realpath(path)
         self.fd = os.open(self.path, DIR_FLAGS)
 
+    @classmethod
+    def from_fd(cls, fd: int, path: str) -> SafeTree:
+        """A tree whose root is the folder open as ``fd`` (owned by the tree from now on).
+
+        For a folder no host path reaches safely (an overlay's merged view in a
+        mount namespace of its own); ``path`` only names it.
+        """
+        tree = cls.__new__(cls)
+        tree.path, tree.fd = path, fd
+        return tree
+
     def close(self) -> None:
         """Close the root descriptor. Idempotent."""
         if self.fd >= 0:

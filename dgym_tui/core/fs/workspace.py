@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dgym_tui.core.fs.gitpatch import MODE_EXEC, MODE_LINK, Blob, blob_id, file_patch, git_mode, merge3
+from dgym_tui.core.fs.overlay import UPPER, Overlay
 from dgym_tui.core.fs.safefs import (
     DIR_FLAGS,
     EscapeError,
@@ -133,6 +134,7 @@ def remove_stale_workspaces(folder: str | None = None) -> list[str]:
         except OSError:
             continue
         if stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid():
+            _open_overlay_work(path)
             _rmtree(path)
             removed.append(path)
     return removed
@@ -184,6 +186,21 @@ def _copy_range(fd_in: int, fd_out: int, offset: int, count: int) -> None:
             done += len(chunk)
 
 
+def _open_overlay_work(base: str) -> None:
+    """Make ``base/work/work`` (overlayfs leaves it mode 000) deletable; only a real folder.
+
+    The base folder of an overlay working copy is never shown to a sandbox.
+    """
+    with contextlib.suppress(OSError):
+        fd = os.open(os.path.join(base, "work"), DIR_FLAGS)
+        try:
+            st = os.stat("work", dir_fd=fd, follow_symlinks=False)
+            if stat.S_ISDIR(st.st_mode):
+                os.chmod(f"/proc/self/fd/{fd}/work", stat.S_IRWXU)
+        finally:
+            os.close(fd)
+
+
 def _rmtree(path: str) -> None:
     def _retry(func, failed, _exc):
         # A read-only folder (made by a test, say) blocks deletion: open it up.
@@ -210,21 +227,34 @@ class Workspace:
             except by :meth:`apply_to_source`.
         ignore: extra gitignore-style patterns hiding files from the agent.
         readonly: extra gitignore-style patterns making files read-only.
+        overlay: make the working copy an overlay of the original
+            (:mod:`.overlay`) instead of a copy: nothing is copied or read at
+            the start; the original's files are read when first compared.
+            Only a sandbox that joins :attr:`overlay`'s namespace sees it
+            (the bwrap terminal); on the host, ``root`` is an empty folder.
+        run_as: with ``overlay`` when dgym runs as root: ``(uid, gid)`` of the
+            sandbox's commands, shown as the owner of the original's files.
 
     Attributes:
         source: absolute ``Path`` of the original repository.
-        root: absolute ``Path`` of the working copy (a fresh temporary folder).
+        root: absolute ``Path`` of the working copy (a fresh temporary folder);
+            for an overlay, ``/proc/<pid>/fd/<n>``: this process's descriptor of
+            the merged view (its ``realpath`` is where the sandbox sees it).
         skipped: ``(relative path, kind)`` of source entries not copied.
         ignored_at_start: the topmost paths of the original hidden by
             ``.debugignore`` (sorted): never copied, so nothing in the working
-            copy (no tool, no command) can read them.
+            copy (no tool, no command) can read them. With ``overlay`` they
+            are in the merged view (and ``.git`` with them), and the sandbox
+            must mask them (the bwrap terminal does).
+        overlay: the :class:`.overlay.Overlay` (None for a copy).
 
     Raises:
         WorkspaceError: ``source`` is not an existing folder.
     """
 
     def __init__(self, source: str | os.PathLike, ignore: Iterable[str] = (),
-                 readonly: Iterable[str] = ()) -> None:
+                 readonly: Iterable[str] = (), overlay: bool = False,
+                 run_as: tuple[int, int] | None = None) -> None:
         global _swept
         self.source = Path(source).resolve()
         if not self.source.is_dir():
@@ -249,8 +279,15 @@ class Workspace:
         self._index: TreeIndex | None = None
         self._tree: SafeTree | None = None  # None once closed
         self._src: SafeTree | None = None
+        self.overlay: Overlay | None = None
+        self._use_overlay, self.run_as = overlay, run_as
+        self._upper: TreeIndex | None = None  # an overlay's upper layer: what changed
+        self._candidates_cache: set[str] | None = None
+        self._user_ignore = bool(_read_patterns(self.source / IGNORE_FILE) or list(ignore))
         self._fill(None)
-        self._initial: dict[str, Stamp] = dict(self._index.entries)  # type: ignore[attr-defined]  # _fill set it
+        self._initial: dict[str, Stamp] | _LowerStart = (
+            _LowerStart(self._src, self._visible) if self.overlay is not None  # type: ignore[arg-type]
+            else dict(self._index.entries))  # type: ignore[union-attr,attr-defined]  # _fill set it
         self._touched: set[str] = set()
         self._base: dict[str, Blob | None] = {}
         self._clear_caches()
@@ -259,14 +296,159 @@ class Workspace:
         """Make ``root`` (a fresh temporary folder), copy the source or ``parent``'s working
         copy into it and index it; on failure delete it and raise."""
         self.root = Path(tempfile.mkdtemp(prefix=f"{WS_PREFIX}{os.getpid()}-")).resolve()
+        self._base_dir = self.root
         try:
-            self._tree = SafeTree(self.root)
             self._src = SafeTree(self.source)
+            if self._use_overlay:
+                self._mount(parent)
+                return
+            self._tree = SafeTree(self.root)
             self._copy(self._src if parent is None else parent._tree, record=parent is None)
             self._index = TreeIndex(self._tree, self._visible)
         except BaseException:
             self.cleanup()
             raise
+
+    def _mount(self, parent: Workspace | None) -> None:
+        """Mount the overlay (a fork's upper layer is a copy of ``parent``'s).
+
+        Nothing of the original is copied or read: the change index watches
+        the upper layer (empty at the start), the index of every file is made
+        when first needed (grep, a listing of every file), ignored entries are
+        found by one walk of names, and only read-only files are read, to
+        remember their starting content.
+        """
+        if parent is not None:
+            os.mkdir(self.root / UPPER, 0o700)
+            _copy_upper(parent.overlay.upper, str(self.root / UPPER), self.run_as)  # type: ignore[union-attr]
+        self.overlay = Overlay(str(self.source), str(self.root), self.run_as)
+        self._tree = SafeTree.from_fd(os.dup(self.overlay.root_fd), self.overlay.merged)
+        # the merged view through our own descriptor: on the host, base/merged is empty
+        self.root = Path(f"/proc/{os.getpid()}/fd/{self._tree.fd}")
+        self._upper = TreeIndex(SafeTree(self.overlay.upper), self._visible)
+        if parent is None:
+            self.ignored_at_start = self._find_ignored()
+            self._record_readonly()
+
+    def _merged(self) -> TreeIndex:
+        """The index of every visible entry (an overlay's is made at its first use)."""
+        if self._index is None:
+            self._index = TreeIndex(self._tree, self._visible)  # type: ignore[arg-type]
+        return self._index
+
+    def _find_ignored(self) -> list[str]:
+        """The topmost ignored entries of the original a sandbox must mask (overlay).
+
+        ``.git`` folders and the rule files always; with ``.debugignore`` or
+        ``ignore=`` patterns, every entry they hide. Caches (``__pycache__``,
+        ``.pytest_cache``, ``*.pyc``) are the tests' to write: not masked.
+        Names only (no ``stat``), folders opened without following links.
+        """
+        found: list[str] = []
+        always = {".git", IGNORE_FILE, READONLY_FILE}
+        stack = [(os.dup(self._src.fd), "")]  # type: ignore[union-attr]
+        while stack:
+            fd, prefix = stack.pop()
+            try:
+                with os.scandir(fd) as entries:
+                    for entry in entries:
+                        name = entry.name
+                        is_dir = entry.is_dir(follow_symlinks=False)
+                        if name in ("__pycache__", ".pytest_cache") or name.endswith(".pyc"):
+                            continue
+                        rel = prefix + name
+                        if name in always or (self._user_ignore and not self._visible(rel, is_dir)):
+                            found.append(rel)
+                        elif is_dir:
+                            sub = open_subdir(fd, name)
+                            if sub is not None:
+                                stack.append((sub, rel + "/"))
+            except OSError:
+                pass
+            finally:
+                os.close(fd)
+        return sorted(found)
+
+    def _candidates(self) -> set[str]:
+        """Paths an overlay's upper layer says may differ from the original.
+
+        Every non-folder entry of the upper layer (files, links, whiteouts), and
+        every file of the original below a folder the upper layer deleted (a
+        whiteout or another kind of entry over it) or made opaque (deleted and
+        made again). Costs what changed, not the repository's size.
+        """
+        if self._candidates_cache is not None:
+            return self._candidates_cache
+        upper = self._upper
+        out = set(upper.entries)  # type: ignore[union-attr]
+        opaque = "trusted.overlay.opaque" if os.geteuid() == 0 else "user.overlay.opaque"
+        for rel in list(upper.entries) + sorted(upper.dirs):  # type: ignore[union-attr]
+            if self._kind_src(rel) != "folder":
+                continue
+            if rel in upper.dirs:  # type: ignore[union-attr]
+                try:
+                    fd, _ = upper.tree.open_dir(rel)  # type: ignore[union-attr]
+                except OSError:
+                    continue
+                try:
+                    os.getxattr(fd, opaque)
+                except OSError:
+                    continue  # merged with the original's folder
+                finally:
+                    os.close(fd)
+            out |= self._initial.below(rel)  # type: ignore[union-attr]
+        self._candidates_cache = out
+        return out
+
+    @property
+    def has_readonly_rules(self) -> bool:
+        """True when ``.debugreadonly`` or ``readonly=`` name anything (a pattern, not only
+        comments): only then do read-only paths need listing."""
+        return any(p.include is not None for p in self._readonly.patterns)
+
+    def _record_readonly(self) -> None:
+        """Remember the read-only entries of the (overlay) working copy as they start."""
+        if not self.has_readonly_rules:
+            return
+        index = self._merged()
+        for rel in sorted(index.dirs):
+            if self._match(self._readonly, rel):
+                found = self._tree_stat(rel)
+                if found is not None:
+                    self._readonly_start[rel] = ("folder", stat.S_IMODE(found.st_mode), "")
+        for rel, st in index.entries.items():
+            if not self._match(self._readonly, rel):
+                continue
+            if stat.S_ISLNK(st.mode):
+                blob = self._blob(self._tree, rel)
+                if blob is not None:
+                    self._readonly_start[rel] = ("link", 0, os.fsdecode(blob.data))
+            elif stat.S_ISREG(st.mode):
+                info = self._start_info(rel, st)
+                if info is not None:
+                    self._readonly_start[rel] = ("file", stat.S_IMODE(st.mode), info[1])
+
+    def _tree_stat(self, rel: str) -> os.stat_result | None:
+        try:
+            with self._tree.resolve(rel, follow=False) as leaf:  # type: ignore[union-attr]
+                return leaf.lstat()
+        except OSError:
+            return None
+
+    def _start_info(self, rel: str, init: Stamp | None = None) -> tuple[Stamp, str] | None:
+        """``(stamp, git blob id)`` of ``rel`` at the start; an overlay reads the original now."""
+        info = self._src_info.get(rel)
+        if info is not None or self.overlay is None:
+            return info
+        init = init or self._initial.get(rel)
+        if init is None:
+            return None
+        blob = self._blob(self._src, rel)
+        if blob is None:
+            return None
+        info = (init, blob_id(blob.data))
+        self._src_info[rel] = info
+        return info
 
     def _clear_caches(self) -> None:
         """Start the caches kept about the working copy's files empty."""
@@ -280,7 +462,7 @@ class Workspace:
         # cannot be set back, so an equal one means an unchanged file
         self._readonly_seen: dict[str, tuple[int, int, int, int]] = {}
 
-    def fork(self) -> Workspace:
+    def fork(self, run_as: tuple[int, int] | None = None) -> Workspace:
         """A new, independent working copy holding this one's current files.
 
         The files are copied from this working copy (which the agent's code
@@ -288,7 +470,12 @@ class Workspace:
         links are copied as links, FIFOs, sockets and device nodes are left
         out. The fork has the same original, rules and starting state, so its
         :meth:`patch` equals this one's as long as neither changes; from then
-        on each tracks its own changes.
+        on each tracks its own changes. An overlay working copy forks by
+        copying its upper layer only (what changed), into a new overlay.
+
+        Args:
+            run_as: for an overlay, as the constructor's (the fork's sandbox
+                has its own uid).
 
         Returns:
             The new :class:`Workspace` (its own temporary ``root``; the caller
@@ -309,7 +496,17 @@ class Workspace:
         child._src_info = dict(self._src_info)
         child._index = None
         child._tree = child._src = None
+        child.overlay, child._upper, child._candidates_cache = None, None, None
+        child._user_ignore = self._user_ignore
+        child._use_overlay = self.overlay is not None
+        child.run_as = run_as
         child._fill(self)
+        if child.overlay is not None:  # the same original below; the upper layer copied
+            child._initial = self._initial.copy()
+            child._touched = set(self._touched) | self._candidates()
+            child._base = dict(self._base)
+            child._clear_caches()
+            return child
         # A file this copy never saw change keeps the fork's own stamp as its start (when
         # the copy has the same type, size and time); any other is compared by content.
         entries = child._index.entries  # type: ignore[attr-defined]  # _fill set it
@@ -697,9 +894,15 @@ class Workspace:
 
         With inotify this costs what changed since the last call; without, a scan.
         """
-        if self._index is None:
+        if self._index is None and self._upper is None:
             return False
-        changed = self._index.refresh()
+        changed: set[str] = set()
+        if self._upper is not None:
+            changed = self._upper.refresh()
+            if changed:
+                self._candidates_cache = None
+        if self._index is not None:
+            changed |= self._index.refresh()
         if changed:
             self._touched |= changed
             self._version += 1
@@ -713,11 +916,12 @@ class Workspace:
     @property
     def watching(self) -> bool:
         """True while inotify keeps the change index current (else every refresh scans)."""
-        return bool(self._index is not None and self._index.watching)
+        index = self._upper if self._upper is not None else self._index
+        return bool(index is not None and index.watching)
 
     def entry(self, rel: str) -> tuple[str, int] | None:
         """``(kind, size in bytes)`` of indexed entry ``rel`` (as of the last refresh); None if absent."""
-        st = self._index.entries.get(rel) if self._index else None
+        st = self._merged().entries.get(rel) if self._tree is not None else None
         return None if st is None else (file_kind(st.mode), st.size)
 
     def files(self, rel: str = ".", special: bool = False) -> list[str]:
@@ -733,11 +937,12 @@ class Workspace:
             WorkspaceError: ``rel`` is refused by :meth:`resolve` or is a file.
         """
         self.refresh()
+        index = self._merged()
         target = self.canonical(rel, must_exist=True)
-        if target != "." and target not in self._index.dirs:
+        if target != "." and target not in index.dirs:
             raise WorkspaceError(f"{self._normalize(rel)!r} is a file, not a folder")
         if self._files_cache is None or self._files_cache[0] != self._version:
-            self._files_cache = (self._version, sorted(self._index.entries), {})
+            self._files_cache = (self._version, sorted(index.entries), {})
         every, memo = self._files_cache[1], self._files_cache[2]
         if (target, special) in memo:
             return list(memo[target, special])
@@ -745,7 +950,7 @@ class Workspace:
             prefix = target + "/"
             every = every[bisect.bisect_left(every, prefix):]
             every = every[:bisect.bisect_left(every, prefix[:-1] + chr(ord("/") + 1))]
-        entries = self._index.entries
+        entries = index.entries
         out = []
         for p in every:
             mode = entries[p].mode
@@ -761,6 +966,9 @@ class Workspace:
         The ids were computed while copying (no file is read again); after
         :meth:`apply_to_source` the applied versions count as the start.
         """
+        if self.overlay is not None:  # read the original's files now (once)
+            for rel in self._initial:
+                self._start_info(rel)
         return {rel: info[1] for rel, info in self._src_info.items() if rel in self._initial}
 
     def _link_to_file(self, rel: str) -> bool:
@@ -780,9 +988,10 @@ class Workspace:
         Raises:
             WorkspaceError: as :meth:`read_bytes`.
         """
-        st = self._index.entries.get(rel) if self._index else None
+        index = self._merged() if self._tree is not None else None
+        st = index.entries.get(rel) if index else None
         hit = self._content.get(rel)
-        if st is not None and hit is not None and hit[0] == st and self._index.watching:
+        if st is not None and hit is not None and hit[0] == st and index.watching:
             return hit[1]
         try:
             fd, fst, target = self._tree.open_file(rel)
@@ -792,7 +1001,7 @@ class Workspace:
             data = read_fd(fd, min(fst.st_size, limit), limit)
         finally:
             os.close(fd)
-        if (target == rel and self._index.watching and len(data) < limit
+        if (target == rel and index is not None and index.watching and len(data) < limit
                 and self._content_bytes + len(data) <= CONTENT_CACHE_BYTES):
             old = self._content.pop(rel, None)
             self._content_bytes += len(data) - (len(old[1]) if old else 0)
@@ -809,10 +1018,15 @@ class Workspace:
         since the episode started, each read at most once per change.
         """
         self.refresh()
-        return sorted(p for p in self._touched if self._differs(p))
+        touched = self._touched | self._candidates() if self._upper is not None else self._touched
+        return sorted(p for p in touched if self._differs(p))
 
     def _current(self, rel: str) -> Stamp | None:
-        st = self._index.entries.get(rel)
+        if self._upper is not None:  # an overlay: look now (no index of every file)
+            found = self._tree_stat(rel)
+            st = None if found is None else stamp(found)
+        else:
+            st = self._index.entries.get(rel)
         if st is None or not (stat.S_ISREG(st.mode) or stat.S_ISLNK(st.mode)):
             return None
         return st
@@ -827,7 +1041,7 @@ class Workspace:
         if cached is not None and cached[0] == cur:
             return cached[1]
         blob = self._blob(self._tree, rel)
-        info = self._src_info.get(rel)
+        info = self._start_info(rel)
         differs = (blob is None or info is None or blob_id(blob.data) != info[1]
                    or blob.mode != git_mode(init.mode, stat.S_ISLNK(init.mode)))
         self._same[rel] = (cur, differs)
@@ -866,7 +1080,7 @@ class Workspace:
             return self._base[rel]
         if rel not in self._initial:
             return None
-        info = self._src_info.get(rel)
+        info = self._start_info(rel)
         blob = self._blob(self._src, rel)
         if info is None or blob is None or blob_id(blob.data) != info[1]:
             raise KeyError(rel)
@@ -1138,8 +1352,9 @@ class Workspace:
         Raises:
             OSError: folders nest deeper than ``safefs.MAX_DEPTH``.
         """
-        total = os.fstat(self._tree.fd).st_blocks * 512
-        for _fd, _name, _rel, st in walk(self._tree.fd):
+        fd = self._upper.tree.fd if self._upper is not None else self._tree.fd  # overlay: upper
+        total = os.fstat(fd).st_blocks * 512
+        for _fd, _name, _rel, st in walk(fd):
             total += st.st_blocks * 512
         return total
 
@@ -1173,13 +1388,20 @@ class Workspace:
 
     def cleanup(self) -> None:
         """Delete the working copy. Idempotent."""
-        if self._index is not None:
-            self._index.close()
+        for index in (self._index, self._upper):
+            if index is not None:
+                index.close()
+                if index is self._upper:
+                    index.tree.close()
         for tree in (self._tree, self._src):
             if tree is not None:
                 tree.close()
-        if self.root.exists():
-            _rmtree(str(self.root))
+        if self.overlay is not None:
+            self.overlay.close()
+        base = getattr(self, "_base_dir", self.root)
+        _open_overlay_work(str(base))
+        if base.exists():
+            _rmtree(str(base))
 
 
 def _names(spec: pathspec.PathSpec, cache: dict[tuple[str, bool], bool], rel: str,
@@ -1193,6 +1415,165 @@ def _names(spec: pathspec.PathSpec, cache: dict[tuple[str, bool], bool], rel: st
         if len(cache) < 200_000:
             cache[key] = hit
     return hit
+
+
+class _LowerStart:
+    """An overlay's starting files: the original's, stamped when first asked (a dict's face).
+
+    ``get`` / ``in`` / ``[]`` look at one path of the original (``lstat``, no
+    link followed); iterating walks the whole original once (``start_ids``).
+    Paths set or removed (after apply-back) are kept aside.
+    """
+
+    def __init__(self, src: SafeTree, visible) -> None:
+        self._src, self._visible = src, visible
+        self._seen: dict[str, Stamp | None] = {}
+        self._all: list[str] | None = None
+
+    def copy(self) -> _LowerStart:
+        twin = _LowerStart(self._src, self._visible)
+        twin._seen, twin._all = dict(self._seen), self._all
+        return twin
+
+    def get(self, rel: str, default: Stamp | None = None) -> Stamp | None:
+        if rel not in self._seen:
+            st = None
+            try:
+                with self._src.resolve(rel, follow=False) as leaf:
+                    found = leaf.lstat() if leaf.rel == rel else None
+                if found is not None and (stat.S_ISREG(found.st_mode)
+                                          or stat.S_ISLNK(found.st_mode)):
+                    st = stamp(found)
+            except (OSError, ValueError):
+                st = None
+            self._seen[rel] = st
+        hit = self._seen[rel]
+        return default if hit is None else hit
+
+    def __contains__(self, rel: object) -> bool:
+        return isinstance(rel, str) and self.get(rel) is not None
+
+    def __getitem__(self, rel: str) -> Stamp:
+        hit = self.get(rel)
+        if hit is None:
+            raise KeyError(rel)
+        return hit
+
+    def __setitem__(self, rel: str, value: Stamp) -> None:
+        self._seen[rel] = value
+        if self._all is not None and rel not in self._all:
+            self._all.append(rel)
+
+    def pop(self, rel: str, default: Any = None) -> Any:
+        hit = self.get(rel)
+        self._seen[rel] = None
+        return default if hit is None else hit
+
+    def below(self, folder: str) -> set[str]:
+        """Visible files and links of the original below ``folder`` (a relative path)."""
+        out: set[str] = set()
+        try:
+            fd, target = self._src.open_dir(folder)
+        except OSError:
+            return out
+        if target != folder:
+            os.close(fd)
+            return out
+        prefix = folder + "/"
+        try:
+            for _dfd, _name, rel, st in walk(fd, enter=lambda r, _st: self._visible(prefix + r,
+                                                                                   True)):
+                if (stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)) and \
+                        self._visible(prefix + rel, False) and self._visible_parents(prefix + rel):
+                    out.add(prefix + rel)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+        return out
+
+    def _visible_parents(self, rel: str) -> bool:
+        parts = rel.split("/")
+        return all(self._visible("/".join(parts[:i]), True) for i in range(1, len(parts)))
+
+    def __iter__(self):
+        if self._all is None:
+            self._all = sorted(self.below_root())
+        return iter([rel for rel in self._all if rel in self])
+
+    def below_root(self) -> set[str]:
+        out: set[str] = set()
+        for _dfd, _name, rel, st in walk(self._src.fd, enter=lambda r, _st: self._visible(r, True)):
+            if (stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)) and \
+                    self._visible(rel, False) and self._visible_parents(rel):
+                out.add(rel)
+        return out
+
+    def keys(self) -> set[str]:
+        return set(self)
+
+    def items(self):
+        return [(rel, self[rel]) for rel in self]
+
+
+def _copy_upper(src: str, dst: str, owner: tuple[int, int] | None) -> None:
+    """Copy an overlay's upper layer ``src`` into the empty folder ``dst`` (a fork's).
+
+    Walks through folder descriptors without following links: files (holes
+    kept), folders (with their "opaque" mark), links, and whiteouts (character
+    devices 0/0) are copied; FIFOs, sockets and other device nodes are left
+    out. Every entry is given to ``owner`` (the fork's sandbox uid) when set.
+    """
+    opaque = ("trusted.overlay.opaque" if os.geteuid() == 0 else "user.overlay.opaque")
+    stack = [(os.open(src, DIR_FLAGS), os.open(dst, DIR_FLAGS))]
+    if owner is not None:
+        os.fchown(stack[0][1], *owner)
+    while stack:
+        sfd, dfd = stack.pop()
+        try:
+            for name, st in scan_fd(sfd):
+                mode = stat.S_IMODE(st.st_mode)
+                if stat.S_ISDIR(st.st_mode):
+                    sub = open_subdir(sfd, name)
+                    if sub is None:
+                        continue
+                    os.mkdir(name, 0o700, dir_fd=dfd)
+                    sub_dst = os.open(name, DIR_FLAGS, dir_fd=dfd)
+                    with contextlib.suppress(OSError):
+                        os.setxattr(sub_dst, opaque, os.getxattr(sub, opaque))
+                    os.fchmod(sub_dst, mode)
+                    stack.append((sub, sub_dst))
+                elif stat.S_ISREG(st.st_mode):
+                    try:
+                        fd_in = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
+                                        | os.O_CLOEXEC, dir_fd=sfd)
+                    except OSError:
+                        continue
+                    try:
+                        fst = os.fstat(fd_in)
+                        if not stat.S_ISREG(fst.st_mode):
+                            continue
+                        fd_out = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL
+                                         | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=dfd)
+                        try:
+                            _copy_fd(fd_in, fd_out, fst.st_size)
+                            os.fchmod(fd_out, stat.S_IMODE(fst.st_mode))
+                            os.utime(fd_out, ns=(fst.st_atime_ns, fst.st_mtime_ns))
+                        finally:
+                            os.close(fd_out)
+                    finally:
+                        os.close(fd_in)
+                elif stat.S_ISLNK(st.st_mode):
+                    os.symlink(os.readlink(name, dir_fd=sfd), name, dir_fd=dfd)
+                elif stat.S_ISCHR(st.st_mode) and st.st_rdev == 0:  # a whiteout: a deletion
+                    os.mknod(name, stat.S_IFCHR, 0, dir_fd=dfd)
+                else:
+                    continue
+                if owner is not None:
+                    os.chown(name, *owner, dir_fd=dfd, follow_symlinks=False)
+        finally:
+            os.close(sfd)
+            os.close(dfd)
 
 
 def _identity(st: os.stat_result) -> tuple[int, int, int, int]:

@@ -241,6 +241,13 @@ class BwrapTerminal(LocalTerminal):
             Python prefix (virtualenv) inside it.
         limits: caps (:class:`.limits.Limits`, or a dict of its fields);
             defaults when None.
+        overlay: the working copy's overlay (``dgym_tui.core.fs.overlay.Overlay``)
+            when it is one: every command joins its mount namespace, where the
+            merged view is mounted at the working copy's path, and its merged
+            folder descriptor is the one bound and masked. None for a copy.
+        run_as: with ``overlay`` when dgym runs as root: the uid / gid the
+            overlay shows the original's files as (the commands run as them;
+            nothing is handed over with ``chown``).
 
     Attributes:
         workdir: the working copy's host path (commands see the same path).
@@ -258,8 +265,11 @@ class BwrapTerminal(LocalTerminal):
 
     def __init__(self, readonly: Iterable[str] = (), ignored: Iterable[str] = (),
                  hidden: Iterable[str] = (), network: bool = False, source: str | None = None,
-                 limits: Limits | dict | None = None) -> None:
+                 limits: Limits | dict | None = None, overlay=None,
+                 run_as: tuple[int, int] | None = None) -> None:
         super().__init__()
+        self.overlay = overlay
+        self._given_ids = run_as
         self.readonly = [str(p) for p in readonly]
         self.ignored = [str(p) for p in ignored]
         self.hidden = [str(p) for p in hidden]
@@ -288,9 +298,10 @@ class BwrapTerminal(LocalTerminal):
         self._readonly, self._ignored = normalized(self.readonly), normalized(self.ignored)
         super().start(host_root)
         try:
-            self.run_as = identity.sandbox_ids()
+            self.run_as = identity.sandbox_ids() if self.overlay is None else self._given_ids
             if self.run_as is not None:
-                identity.chown_tree(self.workdir, *self.run_as)
+                if self.overlay is None:  # an overlay shows the files as run_as's already
+                    identity.chown_tree(self.workdir, *self.run_as)
                 identity.chown_tree(self.scratch, *self.run_as)
             self._support = tempfile.mkdtemp(prefix="dgym-sandbox-")
             os.chmod(self._support, 0o755)
@@ -371,7 +382,11 @@ class BwrapTerminal(LocalTerminal):
                 args += ["--tmpfs", real, "--remount-ro", real]
             elif os.path.lexists(real):
                 args += ["--ro-bind-fd", self._fd(self._empty), real]  # one descriptor per use
-        self._root_fd = int(self._fd(self.workdir, os.O_DIRECTORY | os.O_NOFOLLOW))
+        if self.overlay is not None:  # the merged view (the host's workdir is an empty folder)
+            self._root_fd = os.dup(self.overlay.root_fd)
+            self._fds.append(self._root_fd)
+        else:
+            self._root_fd = int(self._fd(self.workdir, os.O_DIRECTORY | os.O_NOFOLLOW))
         args += [*parents(self.workdir), "--bind-fd", str(self._root_fd), self.workdir]
         for path, option in ((self.scratch, "--bind-fd"), (self.plugin_dir, "--ro-bind-fd")):
             args += [*parents(path), option, self._fd(path, os.O_DIRECTORY | os.O_NOFOLLOW), path]
@@ -424,30 +439,19 @@ class BwrapTerminal(LocalTerminal):
                     *self.limits.prlimit_argv(), "sh", "-c", command]
             # bwrap creates mount points following links: it sees the host read-only
             preexec = None
+            as_user = None if self.run_as is not None else (os.getuid(), os.getgid())
+            join = self.overlay.enter if self.overlay is not None else None
             if host_view_works():
                 writable = [os.fsencode(self.workdir), os.fsencode(self.scratch)]
-                preexec = functools.partial(
-                    hostview.read_only_host, writable, hostview.host_mounts(),
-                    None if self.run_as is not None else (os.getuid(), os.getgid()))
-            yield Launch(argv, self._env(env), (*self._fds, *opened), preexec)
+                preexec = functools.partial(hostview.read_only_host, writable,
+                                            hostview.host_mounts(), as_user, join)
+            elif join is not None:
+                preexec = functools.partial(hostview.join_only, join, as_user is not None)
+            fds = (*self._fds, *opened, *(self.overlay.fds if self.overlay is not None else ()))
+            yield Launch(argv, self._env(env), fds, preexec)
         finally:
             for fd in opened:
                 os.close(fd)
-
-    def _launch_key(self) -> object:
-        """The working copy's read-only entries (by inode) and masked ones, as
-        :meth:`_masks` would bind them now: a preloaded spare started under
-        other mounts is not used."""
-        key: list[tuple] = []
-        for rel in self._readonly + self._ignored:
-            fd = open_entry(self._root_fd, rel) if self._root_fd >= 0 else None
-            if fd is None:
-                key.append((rel,))
-                continue
-            st = os.fstat(fd)
-            os.close(fd)
-            key.append((rel, st.st_dev, st.st_ino, stat.S_ISDIR(st.st_mode)))
-        return tuple(key)
 
     def _env(self, extra: dict[str, str] | None) -> dict[str, str]:
         return sandbox_environ(os.environ, self._defaults(), extra)

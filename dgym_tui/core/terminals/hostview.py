@@ -20,25 +20,31 @@ writable), and bwrap nests its own user namespace in it.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import os
+from collections.abc import Callable
 
-MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 0x1, 0x2, 0x4, 0x8
-MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 0x20, 0x1000, 0x4000, 0x40000
-MS_NOATIME, MS_NODIRATIME, MS_RELATIME = 0x400, 0x800, 0x200000
-CLONE_NEWNS, CLONE_NEWUSER = 0x00020000, 0x10000000
+from dgym_tui.core.namespaces import (
+    CLONE_NEWNS,
+    CLONE_NEWUSER,
+    MS_BIND,
+    MS_NOATIME,
+    MS_NODEV,
+    MS_NODIRATIME,
+    MS_NOEXEC,
+    MS_NOSUID,
+    MS_PRIVATE,
+    MS_RDONLY,
+    MS_REC,
+    MS_RELATIME,
+    MS_REMOUNT,
+)
+from dgym_tui.core.namespaces import libc as _libc
+from dgym_tui.core.namespaces import mount as _mount
+from dgym_tui.core.namespaces import unshare as _unshare
 
 #: Per-mount options of /proc/self/mountinfo kept when a mount is made read-only.
 _OPTION_FLAGS = {"nosuid": MS_NOSUID, "nodev": MS_NODEV, "noexec": MS_NOEXEC,
                  "noatime": MS_NOATIME, "nodiratime": MS_NODIRATIME, "relatime": MS_RELATIME}
-
-# Loaded in the parent: the child (after fork) only calls them.
-_libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
-_mount = _libc.mount
-_mount.argtypes = (ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong,
-                   ctypes.c_void_p)
-_unshare = _libc.unshare
-_unshare.argtypes = (ctypes.c_int,)
 
 
 def _unescape(field: str) -> str:
@@ -73,7 +79,8 @@ def host_mounts() -> list[tuple[bytes, int]]:
 
 
 def read_only_host(writable: list[bytes], mounts: list[tuple[bytes, int]],
-                   as_user: tuple[int, int] | None = None) -> None:
+                   as_user: tuple[int, int] | None = None,
+                   join: Callable[[], None] | None = None) -> None:
     """In the calling process (a child about to exec bwrap): a private mount namespace where
     every mount of ``mounts`` is read-only, and each folder of ``writable`` a writable bind
     of itself.
@@ -83,11 +90,16 @@ def read_only_host(writable: list[bytes], mounts: list[tuple[bytes, int]],
             made inside a user namespace of its own that maps only that uid and gid, and
             every capability is dropped again before returning (bwrap refuses to start with
             capabilities it was not given by setuid).
+        join: joins the namespaces of the working copy's overlay first (its user
+            namespace, as a user, then its mount namespace); the read-only view is then
+            made from that mount namespace, inside that user namespace.
 
     Raises:
         OSError: the namespace cannot be made (the exec does not happen).
     """
-    if as_user is not None:
+    if join is not None:
+        join()
+    elif as_user is not None:
         _enter_user_namespace(*as_user)
     if _unshare(CLONE_NEWNS) != 0:
         raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWNS) failed")
@@ -102,6 +114,14 @@ def read_only_host(writable: list[bytes], mounts: list[tuple[bytes, int]],
         # nothing there
         _mount(None, path, None, MS_BIND | MS_REMOUNT | MS_RDONLY | flags, None)
     if as_user is not None:
+        _drop_capabilities()
+
+
+def join_only(join: Callable[[], None], drop: bool) -> None:
+    """In the calling process (a child about to exec bwrap): ``join()`` the overlay's
+    namespaces, then drop the capabilities that gave (``drop``: joined as a user)."""
+    join()
+    if drop:
         _drop_capabilities()
 
 

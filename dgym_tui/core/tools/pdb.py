@@ -291,8 +291,7 @@ class PdbTool(Tool):
 
         Returns:
             ToolOutput with the observation; ``data`` holds ``frame``
-            (``[path, line]`` or None), ``restarted`` (bool) and, when pdb
-            (re)started, ``start`` (``"preloaded"`` or ``"cold"``).
+            (``[path, line]`` or None) and ``restarted`` (bool).
 
         Raises:
             ToolError: empty or multi-line command, a command that needs several
@@ -377,10 +376,7 @@ class PdbTool(Tool):
         if not text:
             text = "[pdb printed nothing]"
         frame = list(self.env.frame) if self.env.frame else None
-        data: dict[str, Any] = {"frame": frame, "restarted": restarted}
-        if restarted and self.session is not None and self.session.started_as:
-            data["start"] = self.session.started_as
-        return ToolOutput(text, data=data)
+        return ToolOutput(text, data={"frame": frame, "restarted": restarted})
 
     def _auto_list(self) -> str:
         """The ``auto_list`` lines around the frame pdb stopped at in this step; "" when off,

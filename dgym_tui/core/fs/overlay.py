@@ -1,0 +1,270 @@
+"""A working copy that costs O(1): overlayfs over the original, in a mount namespace of its own.
+
+The original repository is the overlay's lower layer, shown through a
+read-only bind mount; a fresh per-episode folder is the upper layer, so every
+write of the episode lands there and the original is never written. The
+overlay is mounted once per working copy, in a mount namespace made for it
+(inside a user namespace mapping only this user when dgym runs as a user:
+unprivileged overlayfs works on Linux >= 5.11), and the process that made it
+exits at once: what keeps the namespace alive are two descriptors of ours,
+
+- the mount namespace (``/proc/PID/ns/mnt``, and ``ns/user`` as a user), which
+  every sandboxed command joins before bubblewrap starts (:meth:`Overlay.enter`),
+  so one overlay serves every command of the episode, and
+- the merged folder, opened through ``/proc/PID/root``: the host reads and
+  writes the working copy from that descriptor with ``safefs``, exactly as
+  the sandbox sees it, never by a path the sandbox controls.
+
+Closing both (:meth:`Overlay.close`, or the process ending, even killed) frees
+the namespace and unmounts the overlay: nothing outlives the episode but the
+upper folder on disk, which the caller deletes (stale ones are swept like the
+copies they replace).
+
+When dgym runs as root, the sandbox's commands run as an unprivileged uid of
+their own that must be able to change every file; the lower layer is then an
+*idmapped* mount of the original (``mount_setattr(MOUNT_ATTR_IDMAP)``) showing
+its owner's files as that uid's, instead of handing a copy over with
+``chown``. Files of other owners show as the overflow uid (read-only inside).
+
+Mount options: ``redirect_dir=nofollow`` (renaming a folder of the original fails
+with ``EXDEV`` and tools fall back to copy + delete, through the merged view,
+so a renamed folder never carries an ignored original file to a name that is
+not masked), ``metacopy=off``, ``index=off``, ``xino=off``; ``userxattr`` in a
+user namespace.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import functools
+import os
+import subprocess
+
+from dgym_tui.core.namespaces import (
+    CLONE_NEWNS,
+    CLONE_NEWUSER,
+    MS_BIND,
+    MS_NODEV,
+    MS_NOSUID,
+    MS_PRIVATE,
+    MS_RDONLY,
+    MS_REC,
+    MS_REMOUNT,
+    libc,
+)
+from dgym_tui.core.namespaces import mount as _mount
+from dgym_tui.core.namespaces import setns as _setns
+from dgym_tui.core.namespaces import unshare as _unshare
+
+_SYS_OPEN_TREE, _SYS_MOVE_MOUNT, _SYS_MOUNT_SETATTR = 428, 429, 442  # same on x86-64 and arm64
+OPEN_TREE_CLONE, AT_RECURSIVE, AT_EMPTY_PATH = 0x1, 0x8000, 0x1000
+MOVE_MOUNT_F_EMPTY_PATH = 0x4
+MOUNT_ATTR_RDONLY, MOUNT_ATTR_IDMAP = 0x1, 0x00100000
+AT_FDCWD = -100
+
+_syscall = libc.syscall
+_syscall.restype = ctypes.c_long
+
+
+class _MountAttr(ctypes.Structure):
+    _fields_ = [("attr_set", ctypes.c_uint64), ("attr_clr", ctypes.c_uint64),
+                ("propagation", ctypes.c_uint64), ("userns_fd", ctypes.c_uint64)]
+
+
+#: Folders of a working copy's base folder: the upper and work layers, the lower
+#: layer's mount point and the merged view's mount point (empty on the host).
+UPPER, WORK, LOWER, MERGED = "upper", "work", "lower", "merged"
+
+
+def _check(result: int, what: str) -> int:
+    if result < 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+    return result
+
+
+def _write(path: str, text: str) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
+    try:
+        os.write(fd, text.encode())
+    finally:
+        os.close(fd)
+
+
+def _options(base: bytes, in_userns: bool) -> bytes:
+    opts = (b"lowerdir=" + base + b"/" + LOWER.encode() + b",upperdir=" + base + b"/"
+            + UPPER.encode() + b",workdir=" + base + b"/" + WORK.encode()
+            + b",redirect_dir=nofollow,metacopy=off,index=off,xino=off")
+    return opts + (b",userxattr" if in_userns else b"")
+
+
+def _mount_in_child(source: bytes, base: bytes, uid: int, gid: int, idmap_fd: int) -> None:
+    """In the holder (after fork, before exec): new namespaces, the lower and the overlay.
+
+    ``uid`` / ``gid`` >= 0: this process is a user: a user namespace mapping only them.
+    ``idmap_fd`` >= 0: the lower layer is an idmapped mount through that user namespace.
+    """
+    in_userns = uid >= 0
+    if in_userns:
+        _check(_unshare(CLONE_NEWUSER | CLONE_NEWNS), "unshare")
+        _write("/proc/self/setgroups", "deny")
+        _write("/proc/self/uid_map", f"{uid} {uid} 1")
+        _write("/proc/self/gid_map", f"{gid} {gid} 1")
+    else:
+        _check(_unshare(CLONE_NEWNS), "unshare")
+    _check(_mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None), "make mounts private")
+    lower = base + b"/" + LOWER.encode()
+    if idmap_fd >= 0:
+        tree = _check(_syscall(_SYS_OPEN_TREE, AT_FDCWD, source,
+                               OPEN_TREE_CLONE | os.O_CLOEXEC), "open_tree")
+        attr = _MountAttr(MOUNT_ATTR_IDMAP | MOUNT_ATTR_RDONLY, 0, 0, idmap_fd)
+        _check(_syscall(_SYS_MOUNT_SETATTR, tree, b"", AT_EMPTY_PATH, ctypes.byref(attr),
+                        ctypes.sizeof(attr)), "mount_setattr (idmap)")
+        _check(_syscall(_SYS_MOVE_MOUNT, tree, b"", AT_FDCWD, lower, MOVE_MOUNT_F_EMPTY_PATH),
+               "move_mount")
+    else:
+        _check(_mount(source, lower, None, MS_BIND, None), "bind the original")
+        _check(_mount(None, lower, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV,
+                      None), "make the original read-only")
+    merged = base + b"/" + MERGED.encode()
+    _check(_mount(b"overlay", merged, b"overlay", MS_NOSUID | MS_NODEV,
+                  _options(base, in_userns)), "mount overlay")
+
+
+def _new_userns() -> None:
+    _check(_unshare(CLONE_NEWUSER), "unshare")
+
+
+def _idmap_userns(owner: tuple[int, int], to: tuple[int, int]) -> int:
+    """A user namespace (descriptor) mapping ``owner`` uid / gid to ``to`` (root only)."""
+    child = subprocess.Popen(["sleep", "60"], preexec_fn=_new_userns)
+    try:
+        _write(f"/proc/{child.pid}/uid_map", f"{owner[0]} {to[0]} 1")
+        _write(f"/proc/{child.pid}/gid_map", f"{owner[1]} {to[1]} 1")
+        return os.open(f"/proc/{child.pid}/ns/user", os.O_RDONLY | os.O_CLOEXEC)
+    finally:
+        child.kill()
+        child.wait()
+
+
+class Overlay:
+    """The overlay of one working copy: lower = ``source`` (read-only), upper = ``base/upper``.
+
+    Args:
+        source: the original repository (host path of a folder; trusted).
+        base: an empty folder of ours (the working copy's); ``upper``, ``work``,
+            ``lower`` and ``merged`` are made in it (``upper`` may be given
+            already filled, e.g. for a fork).
+        run_as: ``(uid, gid)`` of the sandbox's commands when dgym runs as root:
+            the original's owner is shown as them (idmapped lower layer), and
+            the upper layer belongs to them. None when dgym runs as a user.
+
+    Attributes:
+        merged: host path of the merged view inside the namespace (empty on the host).
+        upper: host path of the upper layer.
+        root_fd: a descriptor of the merged view (``O_DIRECTORY``).
+
+    Raises:
+        OSError: the overlay cannot be mounted (message from the failing step).
+    """
+
+    def __init__(self, source: str, base: str, run_as: tuple[int, int] | None = None) -> None:
+        self.source = source
+        self.base = base
+        self.upper = os.path.join(base, UPPER)
+        self.merged = os.path.join(base, MERGED)
+        self.run_as = run_as
+        self._ns: list[int] = []  # user namespace (as a user), then mount namespace
+        self.root_fd = -1
+        for name in (UPPER, WORK, LOWER, MERGED):
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(os.path.join(base, name), 0o700)
+        idmap = -1
+        try:
+            if os.geteuid() == 0:
+                if run_as is not None:
+                    st = os.stat(source)
+                    idmap = _idmap_userns((st.st_uid, st.st_gid), run_as)
+                    os.chown(self.upper, *run_as)
+                    os.chmod(self.upper, 0o755)
+                ids = (-1, -1)
+            else:
+                ids = (os.getuid(), os.getgid())
+            setup = functools.partial(_mount_in_child, os.fsencode(source), os.fsencode(base),
+                                      ids[0], ids[1], idmap)
+            holder = subprocess.Popen(["sleep", "60"], preexec_fn=setup,
+                                      pass_fds=() if idmap < 0 else (idmap,),
+                                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                      stderr=subprocess.DEVNULL)
+            try:
+                names = ["user", "mnt"] if ids[0] >= 0 else ["mnt"]
+                self._ns = [os.open(f"/proc/{holder.pid}/ns/{n}", os.O_RDONLY | os.O_CLOEXEC)
+                            for n in names]
+                self.root_fd = os.open(f"/proc/{holder.pid}/root{self.merged}",
+                                       os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+                                       | os.O_CLOEXEC)
+            finally:
+                holder.kill()
+                holder.wait()
+        except subprocess.SubprocessError as exc:
+            self.close()
+            raise OSError(f"the overlay working copy cannot be mounted here ({exc})") from None
+        except BaseException:
+            self.close()
+            raise
+        finally:
+            if idmap >= 0:
+                os.close(idmap)
+
+    def enter(self) -> None:
+        """Join the overlay's namespaces (in a child between fork and exec, before bwrap).
+
+        As a user, the child then holds every capability of that user namespace;
+        the caller drops them (or makes its own mounts first).
+
+        Raises:
+            OSError: a namespace cannot be joined.
+        """
+        for fd in self._ns:
+            _check(_setns(fd, 0), "setns")
+
+    @property
+    def in_userns(self) -> bool:
+        """True when the overlay lives in a user namespace of its own (dgym runs as a user)."""
+        return len(self._ns) == 2
+
+    @property
+    def fds(self) -> tuple[int, ...]:
+        """Descriptors a child needs to keep open to :meth:`enter`."""
+        return tuple(self._ns)
+
+    def close(self) -> None:
+        """Close the descriptors (the overlay is unmounted once no process uses it). Idempotent."""
+        for fd in [*self._ns, self.root_fd]:
+            if fd >= 0:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        self._ns, self.root_fd = [], -1
+
+
+@functools.lru_cache(maxsize=1)
+def overlay_problem() -> str | None:
+    """Why an overlay working copy cannot be made here (one line), or None (cached)."""
+    import tempfile
+
+    base = tempfile.mkdtemp(prefix="dgym-overlay-probe-")
+    try:
+        src = os.path.join(base, "src")
+        os.mkdir(src)
+        os.mkdir(os.path.join(base, "ws"))
+        ov = Overlay(src, os.path.join(base, "ws"),
+                     (65534, 65534) if os.geteuid() == 0 else None)
+        ov.close()
+        return None
+    except OSError as exc:
+        return str(exc)
+    finally:
+        import shutil
+
+        shutil.rmtree(base, ignore_errors=True)

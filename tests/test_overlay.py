@@ -1,0 +1,223 @@
+"""The overlay working copy (bwrap, ``terminal_options={"overlay": True}``) against hostile code.
+
+Nothing is copied at reset: the original is the overlay's read-only lower layer and what
+the sandbox changes lands in an upper layer of the episode's own. These tests let the
+sandbox do what a hostile program would to that design (delete and re-make folders so the
+upper layer marks them opaque, make whiteout-looking nodes, links, FIFOs, rename folders of
+the original holding ignored files) and check the guarantees of a copy: the original never
+changes, ``patch()`` turns the original into exactly what the sandbox sees, ignored files
+never reach the sandbox or the patch, a fork sees what its parent sees, grading uses the
+pristine read-only files, and nothing of the working copy outlives the episode.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+SECRET = "TOP-SECRET-6d1f"
+FILES = {
+    "a.py": "A = 1\n",
+    "b.py": "B = 1\n",
+    "pkg/m.py": "M = 1\n",
+    "pkg/n.py": "N = 1\n",
+    "pkg/sub/deep.py": "D = 1\n",
+    "solid/f.py": "F = 1\n",
+    "data/secret.txt": SECRET + "\n",
+    "data/public.txt": "public\n",
+    "tests/test_a.py": "from a import A\n\n\ndef test_a():\n    assert A == 1\n",
+    ".debugignore": "data/secret.txt\n",
+    ".debugreadonly": "tests/\n",
+}
+
+#: Prints, as one JSON line, every file and link the sandbox sees (caches left out):
+#: ``{rel: "f:<base64>" | "x:<base64>" (executable) | "l:<target>"}``.
+SEEN = r"""python3 - <<'EOF'
+import base64, json, os, stat
+out = {}
+for folder, dirs, files in os.walk("."):
+    dirs[:] = [d for d in dirs if d not in ("__pycache__", ".pytest_cache")]
+    for name in files + [d for d in dirs if os.path.islink(os.path.join(folder, d))]:
+        path = os.path.join(folder, name)
+        rel = os.path.relpath(path, ".")
+        st = os.lstat(path)
+        if stat.S_ISLNK(st.st_mode):
+            out[rel] = "l:" + os.readlink(path)
+        elif stat.S_ISREG(st.st_mode):
+            with open(path, "rb") as f:
+                kind = "x:" if st.st_mode & 0o100 else "f:"
+                out[rel] = kind + base64.b64encode(f.read()).decode()
+print(json.dumps(out, sort_keys=True))
+EOF"""
+
+
+@pytest.fixture
+def overlay_env(make_repo, make_env, bwrap_ready, fast_pytest):
+    """``make() -> (env, repo)``: a reset bwrap episode whose working copy is an overlay."""
+
+    def make(entrypoint: str = "true", readonly: bool = True):
+        files = FILES if readonly else {k: v for k, v in FILES.items() if k != ".debugreadonly"}
+        repo = make_repo(files)
+        env = make_env(repo, terminal="bwrap", terminal_options={"overlay": True},
+                       entrypoint=entrypoint)
+        env.reset()
+        assert env.workspace.overlay is not None
+        return env, repo
+
+    return make
+
+
+def _run(env, command: str) -> str:
+    res = env.terminal.run(command, timeout=60)
+    return res.output
+
+
+def _seen(env) -> dict[str, str]:
+    """Every visible file / link as the sandbox sees it (the rule files and ignored ones out)."""
+    out = json.loads(_run(env, SEEN).strip().splitlines()[-1])
+    for rel in list(out):
+        if env.workspace.is_ignored(rel):
+            del out[rel]
+    return out
+
+
+def _tree(root: Path) -> dict[str, tuple]:
+    """Every entry of ``root`` with its content / target, mode and mtime (nothing followed)."""
+    out = {}
+    for folder, dirs, files in os.walk(root):
+        for name in dirs + files:
+            path = Path(folder, name)
+            st = path.lstat()
+            data = (os.readlink(path) if path.is_symlink()
+                    else path.read_bytes() if path.is_file() else None)
+            out[str(path.relative_to(root))] = (data, st.st_mode, st.st_mtime_ns)
+    return out
+
+
+def _applied(repo: Path, patch: str, tmp_path: Path) -> dict[str, str]:
+    """The original with ``patch`` applied by git, seen as :data:`SEEN` sees a tree."""
+    copy = tmp_path / "applied"
+    shutil.copytree(repo, copy, symlinks=True)
+    if patch:
+        subprocess.run(["git", "apply", "--binary", "-"], cwd=copy, input=patch.encode(),
+                       check=True, capture_output=True)
+    out = {}
+    for folder, _dirs, files in os.walk(copy):
+        for name in files:
+            path = Path(folder, name)
+            rel = str(path.relative_to(copy))
+            if path.is_symlink():
+                out[rel] = "l:" + os.readlink(path)
+            else:
+                kind = "x:" if path.stat().st_mode & 0o100 else "f:"
+                out[rel] = kind + base64.b64encode(path.read_bytes()).decode()
+    return out
+
+
+def _visible(env, seen: dict[str, str]) -> dict[str, str]:
+    return {rel: v for rel, v in seen.items() if not env.workspace.is_ignored(rel)}
+
+
+HOSTILE = r"""
+set +e
+echo 'A = 2' > a.py                                  # a change
+rm b.py                                              # a deletion: a whiteout upstairs
+rm -rf pkg && mkdir pkg && echo 'X = 1' > pkg/x.py   # an opaque folder: m, n, sub gone
+rm -rf solid && echo 'now a file' > solid            # a folder replaced by a file
+mkdir c && mv a.py c/a.py && cp c/a.py a.py          # a rename of a changed file
+chmod +x a.py                                        # a mode change
+ln -s /etc/passwd link.py                            # a link out (kept as a link)
+mkfifo fifo                                          # a FIFO (never in a patch)
+python3 -c "import os, stat; os.mknod('wh', stat.S_IFCHR, 0)"   # a whiteout-looking node
+mv data data2                                        # a folder of the original (EXDEV: copied)
+true
+"""
+
+
+@pytest.mark.parametrize("readonly", [True, False], ids=["read-only-rules", "no-rules"])
+def test_the_patch_turns_the_original_into_what_the_sandbox_sees(overlay_env, tmp_path,
+                                                                 readonly):
+    """With read-only rules the index of every file is made at reset; without, only the upper
+    layer says what changed (the original's files below a remade folder included)."""
+    env, repo = overlay_env(readonly=readonly)
+    assert (env.workspace._index is None) != readonly
+    before = _tree(repo)
+    _run(env, HOSTILE)
+    seen = _seen(env)
+    assert "pkg/m.py" not in seen and "pkg/x.py" in seen and "b.py" not in seen
+    assert seen["solid"].startswith("f:") and "solid/f.py" not in seen
+    patch = env.patch()
+    assert _visible(env, _applied(repo, patch, tmp_path)) == _visible(env, seen)
+    assert set(env.workspace.changed_files()) >= {"a.py", "b.py", "pkg/m.py", "pkg/n.py",
+                                                   "pkg/sub/deep.py", "pkg/x.py", "solid",
+                                                   "solid/f.py", "c/a.py", "link.py"}
+    assert "fifo" not in patch and "diff --git a/wh" not in patch
+    assert _tree(repo) == before  # the original never changed (content, modes, times)
+
+
+def test_ignored_files_never_reach_the_sandbox_or_the_patch(overlay_env):
+    env, repo = overlay_env()
+    out = _run(env, "cat data/secret.txt; mv data moved; cp -r data copied; "
+                    "ln data/secret.txt hard; cat .debugignore; true")
+    out += _run(env, "cat moved/secret.txt copied/secret.txt hard data/secret.txt 2>&1; "
+                     "grep -r TOP . 2>&1; ls -la . .git 2>&1; true")
+    assert SECRET not in out
+    patch = env.patch()
+    assert SECRET not in patch
+    for rel in ("moved/secret.txt", "copied/secret.txt", "hard"):
+        with pytest.raises(Exception):  # noqa: B017,PT011  absent, hidden or empty: never the secret
+            if SECRET not in env.workspace.read_text(rel):
+                raise FileNotFoundError(rel)
+    assert SECRET in (repo / "data/secret.txt").read_text()
+
+
+def test_a_fork_sees_deletions_and_remade_folders_as_its_parent(overlay_env):
+    env, _repo = overlay_env(readonly=False)
+    _run(env, HOSTILE)
+    twin = env.fork()
+    try:
+        assert twin.workspace.overlay is not None
+        assert _seen(twin) == _seen(env)
+        assert twin.patch() == env.patch()
+        _run(twin, "echo 'B = 3' > b.py; rm pkg/x.py")
+        assert "b.py" not in _seen(env) and "pkg/x.py" in _seen(env)
+        assert twin.patch() != env.patch()
+    finally:
+        twin.close()
+
+
+def test_host_tools_never_follow_a_link_the_sandbox_made(overlay_env):
+    env, _repo = overlay_env()
+    _run(env, "rm -rf pkg && ln -s / pkg; ln -s /etc/shadow shadow.py; ln -s .. up")
+    for path in ("pkg/etc/passwd", "shadow.py", "up/etc/passwd"):
+        result = env.step({"name": "view", "arguments": {"path": path}})
+        assert "root:" not in result.observation
+    grep = env.step({"name": "grep", "arguments": {"pattern": "root:"}})
+    assert "root:x" not in grep.observation
+    assert "+/etc/shadow" in env.patch()  # the link itself, as a link
+
+
+def test_grading_runs_the_pristine_read_only_tests(overlay_env, fast_pytest):
+    env, _repo = overlay_env(f"{fast_pytest} tests/test_a.py")
+    _run(env, "echo 'A = 2' > a.py; rm -rf tests; mkdir tests; "
+              "printf 'def test_a():\\n    pass\\n' > tests/test_a.py; true")
+    summary, _output = env.grade_submission()
+    assert summary.failed == 1 and summary.passed == 0
+    summary, _output = env.run_eval()  # the episode's own copy is put back too
+    assert summary.failed == 1 and summary.passed == 0
+
+
+def test_nothing_of_the_working_copy_outlives_the_episode(overlay_env):
+    env, _repo = overlay_env()
+    _run(env, "echo 'A = 2' > a.py")
+    upper = Path(env.workspace.overlay.upper)
+    base = upper.parent
+    assert (upper / "a.py").read_text() == "A = 2\n"  # the change is in the upper layer
+    env.close()
+    assert not base.exists()
