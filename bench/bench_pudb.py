@@ -1,16 +1,20 @@
 """dgym-tui next to pudb, both driven in a real terminal (tmux) on the same small task.
 
-Run: ``python bench/bench_pudb.py [--rounds 3] [--size 120x36]``. Prints one table of
-medians and their ratios (dgym-tui / pudb; the eval row: dgym-tui's ``x`` / a bare
-``python -m pytest`` of the same tests). pudb is optional: without it (``pip install
-pudb``) its rows are skipped and only dgym-tui's times and the eval row are printed.
+Run: ``python bench/bench_pudb.py [--rounds 3] [--size 120x36] [--terminals bwrap,local]
+[--baseline OTHER_CHECKOUT]``. Prints one table of medians and their ratios (dgym-tui /
+pudb; the eval row: dgym-tui's ``x`` / a bare ``python -m pytest`` of the same tests), one
+dgym-tui column per terminal (default: the one a user gets, ``bwrap`` where it works, else
+``local``; the bench prints which) and, with ``--baseline``, per terminal for another
+checkout of dgym-tui too (before / after a change, measured in the same run, in turn).
+pudb is optional: without it (``pip install pudb``) its rows are skipped and only
+dgym-tui's times and the eval row are printed.
 
 The task: a copy of ``data/mini/pagination`` (5 tests, 2 fail) plus ``run_tests.py``,
 a plain script that calls each test function (pudb debugs a script; dgym-tui gets it as
-``--entrypoint``, so both debuggers run the same program). dgym-tui runs with
-``--terminal local`` (no sandbox: pudb has none). Each row is timed from the key (or the
-command) to the screen that shows its effect, read with ``tmux capture-pane`` polled in a
-loop (a few ms per look, the same for both programs):
+``--entrypoint``, so both debuggers run the same program). pudb has no sandbox; dgym-tui
+runs on each terminal asked for. Each row is timed from the key (or the command) to the
+screen that shows its effect, read with ``tmux capture-pane`` polled in a loop (a few ms
+per look, the same for both programs):
 
 - first screen: from the command to the program's source on screen (dgym-tui: its first
   frame, then the working copy, terminal and initial eval, then the source; pudb: its
@@ -23,7 +27,8 @@ loop (a few ms per look, the same for both programs):
   step is counted on the status bar; the floor is ``python -m pytest -q`` of the same
   file in a shell in tmux, until its summary line.
 
-The programs run in turn (dgym-tui, pudb, pudb, dgym-tui, ...), ``--rounds`` times each.
+The programs run in turn (each dgym-tui variant and pudb, the order reversed every other
+round), ``--rounds`` times each.
 """
 
 from __future__ import annotations
@@ -95,9 +100,11 @@ class Tmux:
         self.run("kill-server")
 
 
-def _env() -> dict[str, str]:
+def _env(root: Path = ROOT) -> dict[str, str]:
+    """The environment of a program in tmux, importing dgym-tui from ``root``."""
     env = {k: v for k, v in os.environ.items() if k not in ("TMUX", "COLUMNS", "LINES")}
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH", "")]))
+    rest = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p != str(ROOT)]
+    env["PYTHONPATH"] = os.pathsep.join([str(root), *rest])
     return env
 
 
@@ -110,12 +117,14 @@ def _task(work: Path) -> Path:
     return repo
 
 
-def dgym_round(work: Path, size: tuple[int, int]) -> dict[str, list[float]]:
-    """One dgym-tui session on run_tests.py: first screen, c, n, n."""
+def dgym_round(work: Path, size: tuple[int, int], terminal: str = "local",
+               root: Path = ROOT) -> dict[str, list[float]]:
+    """One dgym-tui session (the checkout at ``root``) on run_tests.py: first screen, c,
+    n, n."""
     _task(work)
-    command = (f"{shlex.quote(sys.executable)} -m dgym_tui.cli.tui repo --terminal local "
+    command = (f"{shlex.quote(sys.executable)} -m dgym_tui.cli.tui repo --terminal {terminal} "
                f"--entrypoint 'python run_tests.py' --trajectory traj.jsonl --no-apply-prompt")
-    t = Tmux(command, size, work, _env())
+    t = Tmux(command, size, work, _env(root))
     try:
         first = t.wait(r"│ *\d+ │\S", t.started)
         t.wait(r"│ step 0/", t.started)
@@ -164,26 +173,34 @@ def pudb_round(work: Path, size: tuple[int, int]) -> dict[str, list[float]]:
         t.close()
 
 
-def eval_round(work: Path, size: tuple[int, int]) -> dict[str, list[float]]:
-    """dgym-tui's x (pytest, its default entrypoint), then a bare pytest in a shell."""
+def eval_round(work: Path, size: tuple[int, int], terminal: str = "local",
+               root: Path = ROOT) -> dict[str, list[float]]:
+    """dgym-tui's x (pytest, its default entrypoint)."""
     repo = _task(work)
     (repo / "run_tests.py").unlink()
-    command = (f"{shlex.quote(sys.executable)} -m dgym_tui.cli.tui repo --terminal local "
+    command = (f"{shlex.quote(sys.executable)} -m dgym_tui.cli.tui repo --terminal {terminal} "
                f"--trajectory traj.jsonl --no-apply-prompt")
-    t = Tmux(command, size, work, _env())
+    t = Tmux(command, size, work, _env(root))
     try:
         t.wait(r"│ step 0/\d+ .*tests 3/5", t.started)
         time.sleep(0.5)
         ours = t.wait(r"│ step 1/\d+ .*tests 3/5", t.keys("x"))
     finally:
         t.close()
+    return {"x": [ours]}
+
+
+def bare_pytest_round(work: Path, size: tuple[int, int]) -> dict[str, list[float]]:
+    """A bare ``python -m pytest`` of the same tests in a shell in tmux (the eval's floor)."""
+    repo = _task(work)
+    (repo / "run_tests.py").unlink()
     bare = Tmux(f"{shlex.quote(sys.executable)} -m pytest -q -p no:cacheprovider "
                 "test_pagination.py", size, repo, _env())
     try:
         floor = bare.wait(r"\d+ failed, \d+ passed", bare.started)
     finally:
         bare.close()
-    return {"x (dgym-tui)": [ours], "bare pytest": [floor]}
+    return {"bare pytest": [floor]}
 
 
 def _add(into: dict[str, list[float]], part: dict[str, list[float]]) -> None:
@@ -191,10 +208,32 @@ def _add(into: dict[str, list[float]], part: dict[str, list[float]]) -> None:
         into.setdefault(key, []).extend(values)
 
 
+def _default_terminal() -> str:
+    """The terminal ``dgym-tui PATH`` picks: bwrap where it works, else local."""
+    sys.path.insert(0, str(ROOT))
+    from dgym_tui.core.terminals.bwrap import default_terminal
+
+    return default_terminal()[0]
+
+
+def _ms(values: list[float] | None) -> str:
+    return "-" if not values else f"{statistics.median(values) * 1000:,.0f} ms"
+
+
+def _ratio(mine: list[float] | None, other: list[float] | None) -> str:
+    if not mine or not other:
+        return "-"
+    return f"{statistics.median(mine) / statistics.median(other):.2f}x"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--size", default="120x36", help="terminal size, COLSxROWS")
+    parser.add_argument("--terminals", default="", help="dgym-tui's terminals, comma-separated "
+                        "(default: the one dgym-tui PATH picks here)")
+    parser.add_argument("--baseline", type=Path, help="another checkout of dgym-tui (e.g. a "
+                        "git worktree of an older commit) to measure in the same run")
     args = parser.parse_args()
     size = tuple(int(part) for part in args.size.split("x"))
     if shutil.which("tmux") is None:
@@ -207,33 +246,49 @@ def main() -> int:
     except ImportError:
         has_pudb, pudb_version = False, None
         print("bench_pudb: pudb is not installed (pip install pudb): its rows are skipped")
-    ours: dict[str, list[float]] = {}
+    default = _default_terminal()
+    terminals = [t for t in args.terminals.split(",") if t] or [default]
+    roots = [("", ROOT)] + ([("before ", args.baseline.resolve())] if args.baseline else [])
+    variants = [(f"{label}{terminal}", terminal, root) for label, root in roots
+                for terminal in terminals]
+    ours: dict[str, dict[str, list[float]]] = {name: {} for name, _, _ in variants}
     theirs: dict[str, list[float]] = {}
-    evals: dict[str, list[float]] = {}
+    floor: dict[str, list[float]] = {}
     load = os.getloadavg()[0]
+    print(f"bench_pudb: dgym-tui PATH picks the {default} terminal here; measuring "
+          f"{', '.join(name for name, _, _ in variants)}", flush=True)
     with tempfile.TemporaryDirectory(prefix="bench-pudb-") as tmp:
         work = Path(tmp)
         for number in range(args.rounds):
-            order = [dgym_round, pudb_round] if number % 2 == 0 else [pudb_round, dgym_round]
-            for run in order:
-                if run is pudb_round and not has_pudb:
+            runs = [*variants, None]
+            for variant in (runs if number % 2 == 0 else runs[::-1]):
+                if variant is None:
+                    if has_pudb:
+                        _add(theirs, pudb_round(work, size))
                     continue
-                _add(ours if run is dgym_round else theirs, run(work, size))
-            _add(evals, eval_round(work, size))
+                name, terminal, root = variant
+                _add(ours[name], dgym_round(work, size, terminal, root))
+            for variant in (variants if number % 2 == 0 else variants[::-1]):
+                name, terminal, root = variant
+                _add(ours[name], eval_round(work, size, terminal, root))
+            _add(floor, bare_pytest_round(work, size))
     print(f"bench_pudb: {args.rounds} rounds at {size[0]}x{size[1]}, load {load:.2f} at the "
           f"start, {os.getloadavg()[0]:.2f} at the end; pudb {pudb_version or 'absent'}")
     print()
-    print("| | dgym-tui | pudb | dgym-tui / pudb |")
-    print("|---|---:|---:|---:|")
+    names = [name for name, _, _ in variants]
+    print("| | " + " | ".join(f"dgym-tui {name}" for name in names) + " | pudb | "
+          + " | ".join(f"{name} / pudb" for name in names) + " |")
+    print("|---|" + "---:|" * (2 * len(names) + 1))
     for row in ("first screen", "c to a breakpoint", "n, key to screen"):
-        mine = statistics.median(ours[row])
-        other = statistics.median(theirs[row]) if row in theirs else None
-        ratio = f"{mine / other:.2f}x" if other else "-"
-        print(f"| {row} | {mine * 1000:,.0f} ms | "
-              f"{'-' if other is None else f'{other * 1000:,.0f} ms'} | {ratio} |")
-    x, floor = statistics.median(evals["x (dgym-tui)"]), statistics.median(evals["bare pytest"])
-    print(f"| x, one eval (vs bare pytest) | {x * 1000:,.0f} ms | {floor * 1000:,.0f} ms "
-          f"(bare pytest) | {x / floor:.2f}x |")
+        print(f"| {row} | " + " | ".join(_ms(ours[name].get(row)) for name in names)
+              + f" | {_ms(theirs.get(row))} | "
+              + " | ".join(_ratio(ours[name].get(row), theirs.get(row)) for name in names)
+              + " |")
+    print("| x, one eval (pudb column: bare pytest) | "
+          + " | ".join(_ms(ours[name].get("x")) for name in names)
+          + f" | {_ms(floor.get('bare pytest'))} | "
+          + " | ".join(_ratio(ours[name].get("x"), floor.get("bare pytest")) for name in names)
+          + " |")
     return 0
 
 

@@ -269,6 +269,54 @@ async def test_w_is_recorded_in_the_trajectory(calc_repo, calc_session, tmp_path
     assert [(a["after_step"], a["files"]) for a in footer["applied_to_source"]] == [(1, ["calc.py"])]
 
 
+async def test_w_after_the_end_is_recorded_and_replay_shows_it(calc_repo, calc_session,
+                                                                tmp_path):
+    """Issue 26, bug 14: the apply the app offers once the episode ended (after submit)
+    came after the footer and was not recorded; it is an 'applied' line after the footer
+    now, read back into applied_to_source, and the replay and the run browser's step list
+    say so."""
+    from textual.widgets import Static
+
+    from dgym_tui.core.types import ToolCall
+    from dgym_tui.episode.trajectory import read_trajectory
+    from dgym_tui.tui.replay_model import ReplayModel
+    from dgym_tui.tui.screens.episode import EpisodePane, EpisodeScreen
+
+    out = tmp_path / "submitted.jsonl"
+    session = calc_session(out=out)
+    app = DgymApp(session=session)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        app.act(ToolCall("rewrite", {"path": "calc.py", "start": 5, "end": 5, "new_code": FIX}))
+        await settle(app, pilot)
+        app.act(ToolCall("submit", {}))
+        await settle(app, pilot)
+        assert type(app.screen).__name__ == "ConfirmScreen"  # the end-of-episode offer
+        await pilot.press("y")
+        await settle(app, pilot)
+        assert FIX in (calc_repo / "calc.py").read_text()
+    app.close_session()
+    traj = read_trajectory(out)
+    assert traj.footer["reason"] == "submitted"
+    assert [(a["after_step"], a["files"]) for a in traj.footer["applied_to_source"]] == [
+        (2, ["calc.py"])]
+    replay = DgymApp(replay=ReplayModel(traj))
+    async with replay.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("dollar_sign")
+        await pilot.pause()
+        assert "applied (w)" in replay.status.text
+        assert "applied to the original repository after step 2 (w): calc.py" in \
+            console_text(replay)
+        replay.push_screen(EpisodeScreen(out, "calc"))
+        await pilot.pause()
+        pane = replay.screen.query_one(EpisodePane)
+        assert "applied to the original (w)" in str(pane.query_one(".pane-title", Static).render())
+        pane.table.move_cursor(row=1)
+        await pilot.pause()
+        assert "after step 2 (w): calc.py" in str(pane.query_one(".pane-step Static").render())
+
+
 async def test_p_then_z_shows_the_diff_on_the_whole_screen(calc_session):
     """A long diff line is read without the w dialog: p shows the Diff tab and focuses it,
     z zooms the side column to the whole screen (issue 26, bug 7)."""

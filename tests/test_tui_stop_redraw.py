@@ -122,6 +122,32 @@ class TestStopRedraw:
             await settle(app, pilot)
             assert "b calc.py:4" in str(body.render()) and "command=\"c\"" in str(body.render())
 
+    async def test_the_console_grows_without_laying_the_screen_out(self, make_repo, tmp_path):
+        """A line written to the console redraws the console and its scroll bar, not the
+        whole screen (Textual lays the screen out when a scrolling widget's content grows):
+        ``n`` in a long loop (the variables and the stack keep their rows) lays nothing out
+        once the console's scroll bar is there, and the console shows the answer at its
+        end."""
+        from tui_helpers import CALC, ENTRYPOINT
+
+        from dgym_tui.core.env import RepoEnv
+        from dgym_tui.episode.session import Session
+
+        repo = make_repo({"calc.py": CALC, "test_calc.py": "from calc import average\n\n\n"
+                          "def test_many():\n    assert average([4] * 40) == 4\n"})
+        app = DgymApp(session=Session(RepoEnv(repo, entrypoint=ENTRYPOINT), None,
+                                      trajectory_path=tmp_path / "t.jsonl"))
+        async with app.run_test(size=SIZE) as pilot:
+            await stop_at(app, pilot, "calc.py:4")
+            log = app.pdb_console.log_widget
+            while not log.show_vertical_scrollbar:  # its appearance lays the screen out
+                await _run(app, pilot, "n")
+            for _ in range(3):
+                assert await _run(app, pilot, "n") == 0
+                assert log.scroll_y == log.max_scroll_y > 0  # the newest line in view
+                assert log.vertical_scrollbar.window_virtual_size == len(log.lines)
+            assert "calc.py(4)average()" in screen_text(app)  # the answer, drawn
+
     async def test_a_quick_step_is_drawn_once_with_its_answer(self, calc_session, monkeypatch):
         """From the key to the step's end no frame is drawn (the echoed command, the busy
         label, the cleared input wait, up to ``screen_hold.GRACE``: set long here, so a slow

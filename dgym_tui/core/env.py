@@ -117,6 +117,12 @@ class RepoEnv:
             read besides the ignored files: the bwrap terminal masks them (the
             Docker terminal never mounts them; the local terminal cannot hide
             anything). E.g. the folder a task was staged from.
+        preload: start evals and pdb sessions from a spare Python that imported
+            pytest ahead of time, in the same sandbox, environment and working
+            folder as a cold start (``local`` and ``bwrap``; see
+            :mod:`dgym_tui.core.terminals.preload`); ``False`` always starts cold.
+            None: on unless the environment variable ``DGYM_PRELOAD`` is ``0``.
+            Each eval's and pdb start's step says which it was (``StepResult.start``).
 
     Attributes:
         workspace: the episode's :class:`Workspace` (None before reset).
@@ -148,7 +154,8 @@ class RepoEnv:
                  hidden: Iterable[str | os.PathLike] = (),
                  tool_options: dict[str, dict[str, Any]] | None = None,
                  mcp_servers: Sequence[dict[str, Any]] = (),
-                 max_workspace_bytes: int | None = DEFAULT_MAX_WORKSPACE_BYTES) -> None:
+                 max_workspace_bytes: int | None = DEFAULT_MAX_WORKSPACE_BYTES,
+                 preload: bool | None = None) -> None:
         tools, ignore, readonly, hidden = list(tools), list(ignore), list(readonly), list(hidden)
         setup_commands, mcp_servers = list(setup_commands), list(mcp_servers)
         # what fork() builds its twin from
@@ -177,6 +184,11 @@ class RepoEnv:
         self.pdb_timeout = pdb_timeout
         self.max_output = max_output
         self.max_workspace_bytes = max_workspace_bytes
+        self.preload = preload
+        #: ``(terminal, command, report path)`` of the next eval, whose spare is warming
+        self._next_eval: tuple[Terminal, str, str | None] | None = None
+        #: how the last eval's process started: "preloaded" or "cold" ("" before any)
+        self.last_eval_start = ""
         self.setup_commands = list(setup_commands)
         self.terminal_options = dict(terminal_options or {})
         self.grader = grader
@@ -261,6 +273,7 @@ class RepoEnv:
                  describe_score(summary)]
         self.workspace.refresh()
         self.last = self._result("\n\n".join(parts), None, started)
+        self.last.start = self.last_eval_start
         return self.last
 
     def _start_terminal(self) -> list[str]:
@@ -464,7 +477,8 @@ class RepoEnv:
             conditions=dict(self.breakpoints.conditions()),
             frame=self.frame, eval=summary, eval_output=self.last_eval_output,
             changed_files=self.workspace.changed_files() if self.workspace else [],
-            error=error, elapsed=time.monotonic() - started, data=dict(data or {}))
+            error=error, elapsed=time.monotonic() - started,
+            start=str((data or {}).get("start", "")), data=dict(data or {}))
 
     # ------------------------------------------------------------------ eval
     def run_eval(self) -> tuple[EvalSummary, str]:
@@ -573,8 +587,19 @@ class RepoEnv:
                          f"{_some(restored)}]")
         if removed:
             notes.append(f"[file(s) added under read-only paths removed: {_some(removed)}]")
-        command, report_path = pytest_plugin.prepare(terminal, self.entrypoint)
+        reserved = self._next_eval
+        if reserved is not None and reserved[0] is terminal:
+            self._next_eval = None
+            command, report_path = reserved[1], reserved[2]
+            pytest_plugin.forget(terminal, report_path)
+        else:
+            command, report_path = pytest_plugin.prepare(terminal, self.entrypoint)
         res = terminal.run(command, timeout=self.eval_timeout, max_output=self.max_output)
+        self.last_eval_start = res.start
+        if terminal is self.terminal:  # the next eval's spare imports pytest meanwhile
+            following = pytest_plugin.prepare(terminal, self.entrypoint)
+            if terminal.prewarm(following[0]):
+                self._next_eval = (terminal, *following)
         output = res.output
         if res.timed_out:
             output += (f"\n[the entrypoint was stopped after {self.eval_timeout:g} s; "
@@ -703,6 +728,12 @@ class RepoEnv:
         spec = self.terminal_spec
         if isinstance(spec, Terminal):
             return spec
+        terminal = self._new_terminal(spec, workspace)
+        if self.preload is not None and hasattr(terminal, "preload"):
+            terminal.preload = bool(self.preload)
+        return terminal
+
+    def _new_terminal(self, spec: str, workspace: Workspace | None) -> Terminal:
         if spec in ("docker", "bwrap"):
             readonly = ([p for p in workspace.files() if workspace.is_readonly(p)]
                         if workspace.has_readonly_rules else [])  # no listing of every file

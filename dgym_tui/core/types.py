@@ -200,6 +200,9 @@ class StepResult:
         error: True when the action was refused (bad tool, bad arguments,
             a path outside the workspace, ...); the observation says why.
         elapsed: wall time of the step in seconds.
+        start: how the step's Python process started: ``"preloaded"`` (a spare
+            that imported pytest ahead of time became it), ``"cold"``, or ""
+            when the step started none (an eval, a pdb start or restart do).
         data: the tool's machine-readable fields (``ToolOutput.data``; JSON-ready,
             per tool in docs/internals.md); ``{}`` for reset and refused actions.
     """
@@ -218,6 +221,7 @@ class StepResult:
     changed_files: list[str] = field(default_factory=list)
     error: bool = False
     elapsed: float = 0.0
+    start: str = ""
     data: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:

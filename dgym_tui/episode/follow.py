@@ -82,6 +82,8 @@ class TrajectoryFollower:
                 new.append(record)
             elif kind == "footer":
                 self.footer = record
+            elif kind == "applied" and self.footer is not None:  # w after the end
+                self.footer.setdefault("applied_to_source", []).append(record)
         self.steps.extend(new)
         return new
 

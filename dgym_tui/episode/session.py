@@ -52,7 +52,7 @@ from dgym_tui.episode.examples import task_examples
 from dgym_tui.episode.policy import Policy
 from dgym_tui.episode.records import EpisodeInfo, Proposal, Turn, Usage, WorkingCopy
 from dgym_tui.episode.stuck import STUCK_REPEATS, repetition, repetition_warning
-from dgym_tui.episode.trajectory import TrajectoryWriter
+from dgym_tui.episode.trajectory import TrajectoryWriter, append_applied
 
 if TYPE_CHECKING:
     from dgym_tui.core.env import RepoEnv
@@ -643,8 +643,9 @@ class Session:
         with edits made there meanwhile).
 
         Returns:
-            The relative paths written or deleted in the original. An apply before the
-            episode's end is recorded in the footer (``applied_to_source``).
+            The relative paths written or deleted in the original. An apply is recorded:
+            before the episode's end in the footer (``applied_to_source``), after it as an
+            ``applied`` line after the footer (read back into ``applied_to_source``).
 
         Raises:
             SessionError: the environment is closed.
@@ -655,9 +656,16 @@ class Session:
             if self.env.workspace is None:
                 raise SessionError("the environment is closed")
             changed = self.env.workspace.apply_to_source()
-        if changed and self.footer is None:  # the footer's applied_to_source records it
-            self.applied.append({"after_step": len(self.turns), "files": sorted(changed),
-                                 "at": _now()})
+        if changed:
+            applied = {"after_step": len(self.turns), "files": sorted(changed), "at": _now()}
+            self.applied.append(applied)
+            if self.footer is not None:  # written already: a line after it records this one
+                self.footer.setdefault("applied_to_source", []).append(applied)
+                if self._writer is not None:
+                    try:
+                        append_applied(self._writer.path, applied)
+                    except OSError as exc:
+                        log.warning("could not record the apply in the trajectory: %s", exc)
         return changed
 
     def tool_specs(self) -> dict[str, dict[str, Any]]:

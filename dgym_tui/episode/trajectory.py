@@ -8,8 +8,12 @@ A trajectory file holds one JSON object per line:
 - one ``step`` line per turn of the episode (see :class:`dgym_tui.episode.records.Turn`;
   a step that changed files adds the whole ``patch`` and the ``originals`` of
   the files changed for the first time);
-- a ``footer`` (resolved, score, max score, steps, patch, reason, end time),
-  absent when the episode was interrupted.
+- a ``footer`` (resolved, score, max score, steps, patch, reason, end time;
+  ``applied_to_source``: each apply of the changes to the original repository
+  before the episode's end), absent when the episode was interrupted;
+- after the footer, one ``applied`` line per apply made once the episode had
+  ended (the app's ``w`` after a submit): ``after_step``, ``files``, ``at``.
+  :func:`read_trajectory` adds them to the footer's ``applied_to_source``.
 
 :class:`TrajectoryWriter` flushes (and by default fsyncs) every line, so a
 process killed mid-episode leaves a file readable up to its last finished
@@ -82,6 +86,15 @@ _SCHEMAS: dict[str, dict[str, Any]] = {
             "resolved": {"type": "boolean"},
             "steps": {"type": "integer"},
             "patch": {"type": ["string", "null"]},
+        },
+    },
+    "applied": {
+        "type": "object",
+        "required": ["type", "after_step", "files", "at"],
+        "properties": {
+            "after_step": {"type": "integer", "minimum": 0},
+            "files": {"type": "array", "items": {"type": "string"}},
+            "at": {"type": "string"},
         },
     },
 }
@@ -163,6 +176,19 @@ class TrajectoryWriter:
         with self._lock:
             if not self._file.closed:
                 self._file.close()
+
+
+def append_applied(path: str | os.PathLike[str], applied: dict[str, Any]) -> None:
+    """Append one ``applied`` line (``after_step``, ``files``, ``at``) to a finished
+    trajectory: the changes were applied to the original after the footer was written.
+
+    Raises:
+        OSError: the file cannot be written.
+    """
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(dumps({"type": "applied", **applied}) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
 
 
 @dataclass
@@ -253,7 +279,7 @@ def _check(record: dict[str, Any], lineno: int, path: Path) -> str:
     validator = _validators().get(kind)
     if validator is None:
         raise TrajectoryError(f"{path}:{lineno}: unknown entry type {kind!r} "
-                              "(expected header, step or footer)")
+                              "(expected header, step, footer or applied)")
     error = next(iter(sorted(validator.iter_errors(record), key=str)), None)
     if error is not None:
         where = "/".join(str(p) for p in error.absolute_path) or "entry"
@@ -301,7 +327,13 @@ def read_trajectory(path: str | os.PathLike[str]) -> Trajectory:
             raise TrajectoryError(f"{path}:{lineno}: entry is not a JSON object")
         kind = _check(record, lineno, path)
         if footer is not None:
-            raise TrajectoryError(f"{path}:{lineno}: entry after the footer")
+            if kind != "applied":
+                raise TrajectoryError(f"{path}:{lineno}: entry after the footer")
+            footer.setdefault("applied_to_source", []).append(
+                {key: record[key] for key in ("after_step", "files", "at")})
+            continue
+        if kind == "applied":
+            raise TrajectoryError(f"{path}:{lineno}: an applied entry before the footer")
         if kind == "header":
             if header is not None:
                 raise TrajectoryError(f"{path}:{lineno}: second header")

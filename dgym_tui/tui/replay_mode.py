@@ -14,6 +14,7 @@ from textual.message_pump import MessagePump
 from dgym_tui.core.errors import first_line
 from dgym_tui.tui.bridge import SessionBridge, start_location
 from dgym_tui.tui.messages import SourceText, WorkspaceState
+from dgym_tui.tui.replay_model import applied_notes
 from dgym_tui.tui.widgets.diff_view import DiffView
 
 
@@ -73,6 +74,8 @@ class ReplayMode(MessagePump):
         extra = f"replay step {step}/{len(model)}"
         if step == len(model) and model.trajectory.footer:
             extra += f" · {model.trajectory.footer.get('reason') or 'finished'}"
+            if applied_notes(model.trajectory.footer):
+                extra += " · applied (w)"
         self.status.update_status(step=step, extra=extra)
         self.pdb_console.log_widget.clear()
         if turn is None:
@@ -80,6 +83,8 @@ class ReplayMode(MessagePump):
         else:
             self._write_turn(turn)
             self.pdb_console.write(turn.observation)
+        for note in applied_notes(model.trajectory.footer, step):
+            self.pdb_console.write(note, style="bold green")
 
     def action_replay_step(self, delta: int) -> None:
         if self.replay is not None:

@@ -30,6 +30,24 @@ from dgym_tui.core.types import StepResult
 from dgym_tui.episode.records import Turn
 
 
+def applied_notes(footer: Any, step: int | None = None) -> list[str]:
+    """What a trajectory's footer says about applying the changes to the original
+    repository (the app's ``w``): one line per apply (``"applied to the original after step
+    4: calc.py"``), only those made after ``step`` when it is given. Malformed entries (the
+    file is data) are left out; never raises."""
+    entries = footer.get("applied_to_source") if isinstance(footer, dict) else None
+    notes = []
+    for entry in entries if isinstance(entries, list) else []:
+        after = entry.get("after_step") if isinstance(entry, dict) else None
+        files = entry.get("files") if isinstance(entry, dict) else None
+        if not isinstance(after, int) or not isinstance(files, list) \
+                or (step is not None and after != step):
+            continue
+        names = ", ".join(str(f) for f in files)
+        notes.append(f"applied to the original repository after step {after} (w): {names}")
+    return notes
+
+
 class LazyTurns(Sequence):
     """The step records of a trajectory as session ``Turn`` objects, converted on access.
 

@@ -232,12 +232,7 @@ def prepare(terminal, entrypoint: str) -> tuple[str, str | None]:
     if not scratch or not plugin_dir:
         return entrypoint, None
     name = f"report-{next(_counter)}.jsonl"
-    tree = SafeTree(scratch)
-    try:
-        with contextlib.suppress(OSError):  # planted by the sandbox: gone or read safely later
-            tree.unlink(name)
-    finally:
-        tree.close()
+    _remove(scratch, name)
     inside = terminal.scratch_path()
     plugin_inside = terminal.plugin_path()
     # COLUMNS: pytest draws its separator lines as wide as the terminal; 80 columns
@@ -248,6 +243,27 @@ def prepare(terminal, entrypoint: str) -> tuple[str, str | None]:
                f"PYTHONPATH={shlex.quote(plugin_inside)}\"${{PYTHONPATH:+:$PYTHONPATH}}\"\n"
                f"{entrypoint}")
     return command, os.path.join(scratch, name)
+
+
+def forget(terminal, path: str | None) -> None:
+    """Delete the report file ``path`` (from :func:`prepare`) again before its eval runs:
+    a command run since it was prepared may have planted one.
+
+    Raises:
+        OSError: the scratch folder cannot be opened (it is the host's own folder).
+    """
+    scratch = getattr(terminal, "scratch", "")
+    if path and scratch and os.path.dirname(path) == scratch:
+        _remove(scratch, os.path.basename(path))
+
+
+def _remove(scratch: str, name: str) -> None:
+    tree = SafeTree(scratch)
+    try:
+        with contextlib.suppress(OSError):  # planted by the sandbox: gone or read safely later
+            tree.unlink(name)
+    finally:
+        tree.close()
 
 
 def read(path: str | None, max_bytes: int = MAX_REPORT_BYTES) -> PytestReport | None:

@@ -185,6 +185,8 @@ class PdbSession:
     _token: str = ""
     #: commands written by :meth:`post` whose replies are not read yet (oldest first)
     _owed: list[str] = field(default_factory=list)
+    #: how the process started: "preloaded" (a spare of the terminal became it) or "cold"
+    started_as: str = ""
 
     @property
     def alive(self) -> bool:
@@ -208,6 +210,7 @@ class PdbSession:
         self.close()
         env = {"PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1", **self.env}
         self.child = self.terminal.spawn(self.command, env=env)
+        self.started_as = getattr(self.child, "dgym_start", "cold")
         self.child.delaybeforesend = None  # pexpect's default sleeps 50 ms per send
         self._pending = ""
         self._token = ""
@@ -232,6 +235,9 @@ class PdbSession:
                     if reply.status == "timeout" else "exited before its first prompt")
             raise PdbStartError(f"pdb {what}", reply.output, reply.status == "timeout")
         reply.elapsed = time.monotonic() - started
+        prewarm = getattr(self.terminal, "prewarm", None)
+        if prewarm is not None:  # the next start's spare imports pytest while pdb waits
+            prewarm(self.command, env=env, interactive=True)
         return reply
 
     def send(self, command: str, timeout: float) -> PdbReply:

@@ -33,12 +33,15 @@ class RunResult:
             truncated to the terminal's cap with a note saying how much was cut.
         timed_out: the command ran longer than its timeout and was killed.
         truncated_bytes: how many bytes of output were dropped (0 if none).
+        start: ``"preloaded"`` when a spare that imported pytest ahead of time
+            became the command (:meth:`Terminal.prewarm`), else ``"cold"``.
     """
 
     exit_code: int | None
     output: str
     timed_out: bool = False
     truncated_bytes: int = 0
+    start: str = "cold"
 
 
 class Terminal(abc.ABC):
@@ -103,6 +106,16 @@ class Terminal(abc.ABC):
         ``isalive()`` and ``close(force=True)`` (``pexpect.spawn`` or
         ``pexpect.fdpexpect.fdspawn``); it is opened with ``encoding="utf-8"``.
         """
+
+    def prewarm(self, command: str, env: dict[str, str] | None = None,
+                interactive: bool = False) -> bool:
+        """Start a spare of ``command`` ahead of a later ``run`` (``spawn`` when
+        ``interactive``) of the same command; see :mod:`.preload`.
+
+        Returns:
+            True when a spare was started; this terminal starts none (False).
+        """
+        return False
 
     @abc.abstractmethod
     def close(self) -> None:

@@ -453,6 +453,21 @@ class BwrapTerminal(LocalTerminal):
             for fd in opened:
                 os.close(fd)
 
+    def _launch_key(self) -> object:
+        """The working copy's read-only entries (by inode) and masked ones, as
+        :meth:`_masks` would bind them now: a preloaded spare started under
+        other mounts is not used."""
+        key: list[tuple] = []
+        for rel in self._readonly + self._ignored:
+            fd = open_entry(self._root_fd, rel) if self._root_fd >= 0 else None
+            if fd is None:
+                key.append((rel,))
+                continue
+            st = os.fstat(fd)
+            os.close(fd)
+            key.append((rel, st.st_dev, st.st_ino, stat.S_ISDIR(st.st_mode)))
+        return tuple(key)
+
     def _env(self, extra: dict[str, str] | None) -> dict[str, str]:
         return sandbox_environ(os.environ, self._defaults(), extra)
 

@@ -7,10 +7,12 @@ Commands run with the user's rights and see the whole machine: use the
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import selectors
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import threading
@@ -21,12 +23,13 @@ from typing import TypeVar
 
 import pexpect
 
-from . import cleanup, procs
+from . import cleanup, preload, procs
 from .base import DEFAULT_MAX_OUTPUT, RunResult, Terminal, TerminalError
 from .environ import local_environ
 from .output import BoundedOutput
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -71,6 +74,10 @@ class LocalTerminal(Terminal):
         # handler (cleanup) may close the terminal in the thread that is starting a child
         self._lock = threading.RLock()
         self._open = False
+        #: start evals and pdb sessions from a spare that imported pytest ahead of time
+        #: (:mod:`.preload`); off with ``DGYM_PRELOAD=0``
+        self.preload = preload.enabled()
+        self._spares: dict[bool, preload.Spare] = {}  # interactive? -> the spare
 
     def start(self, host_root: str) -> None:
         if not os.path.isdir(host_root):
@@ -121,19 +128,14 @@ class LocalTerminal(Terminal):
     # -- commands -----------------------------------------------------------
     def run(self, command: str, timeout: float = 60.0, max_output: int = DEFAULT_MAX_OUTPUT,
             env: dict[str, str] | None = None) -> RunResult:
-        def start() -> subprocess.Popen:
-            with self.launch_spec(command, env) as spec:
-                return subprocess.Popen(
-                    spec.argv, cwd=self.workdir, env=spec.env, stdin=subprocess.DEVNULL,
-                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
-                    pass_fds=spec.pass_fds, preexec_fn=spec.preexec)
-
-        proc = self._track(start)
         out = BoundedOutput(max_output)
+        proc, start = self._take_batch_spare(command, env, out, timeout), "preloaded"
+        if proc is None:
+            out, start = BoundedOutput(max_output), "cold"
+            proc = self._track(lambda: self._popen(command, env))
         deadline = time.monotonic() + timeout
         timed_out = False
         fd = proc.stdout.fileno()
-        os.set_blocking(fd, False)
         with selectors.DefaultSelector() as sel:
             sel.register(fd, selectors.EVENT_READ)
             while True:
@@ -155,17 +157,157 @@ class LocalTerminal(Terminal):
             if proc in self._children:  # close() from another thread may have cleared the list
                 self._children.remove(proc)
         return RunResult(exit_code=None if timed_out else code, output=out.text(),
-                         timed_out=timed_out, truncated_bytes=out.dropped)
+                         timed_out=timed_out, truncated_bytes=out.dropped, start=start)
+
+    def _popen(self, command: str, env: dict[str, str] | None,
+               extra_fds: tuple[int, ...] = ()) -> subprocess.Popen:
+        """Start ``command`` as ``run`` does (no input, output and errors on one pipe)."""
+        with self.launch_spec(command, env) as spec:
+            proc = subprocess.Popen(
+                spec.argv, cwd=self.workdir, env=spec.env, stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+                pass_fds=(*spec.pass_fds, *extra_fds), preexec_fn=spec.preexec)
+        os.set_blocking(proc.stdout.fileno(), False)
+        return proc
+
+    def _pty(self, command: str, env: dict[str, str] | None,
+             extra_fds: tuple[int, ...] = ()) -> LocalProcess:
+        """Start ``command`` on a pseudo-terminal as ``spawn`` does."""
+        with self.launch_spec(command, env, interactive=True) as spec:
+            return LocalProcess(spec.argv[0], spec.argv[1:], cwd=self.workdir, env=spec.env,
+                                encoding="utf-8", codec_errors="replace", echo=False,
+                                dimensions=(50, 200), pass_fds=(*spec.pass_fds, *extra_fds),
+                                preexec=spec.preexec)
 
     def spawn(self, command: str, env: dict[str, str] | None = None):
-        def start() -> LocalProcess:
-            with self.launch_spec(command, env, interactive=True) as spec:
-                return LocalProcess(spec.argv[0], spec.argv[1:], cwd=self.workdir, env=spec.env,
-                                    encoding="utf-8", codec_errors="replace", echo=False,
-                                    dimensions=(50, 200), pass_fds=spec.pass_fds,
-                                    preexec=spec.preexec)
+        """As :meth:`Terminal.spawn`; the returned process has ``dgym_start`` set to
+        ``"preloaded"`` (a spare of :meth:`prewarm` became it) or ``"cold"``."""
+        spare = self._take_spare(command, env, interactive=True)
+        if spare is not None:
+            if spare.hand_over(time.monotonic() + preload.READY_WAIT):
+                spare.close()
+                spare.process.dgym_start = "preloaded"
+                return spare.process
+            self._drop(spare)
+        child = self._track(lambda: self._pty(command, env))
+        child.dgym_start = "cold"
+        return child
 
-        return self._track(start)
+    # -- preloaded starts (see .preload) -------------------------------------
+    def _launch_key(self) -> object:
+        """What the sandbox of a command started now depends on besides its command and
+        environment (a sandboxed subclass: its mounts); a spare made under another
+        key is not used."""
+        return None
+
+    def _spare_key(self, command: str, env: dict[str, str] | None) -> tuple:
+        return command, tuple(sorted(self._env(env).items())), self._launch_key()
+
+    def prewarm(self, command: str, env: dict[str, str] | None = None,
+                interactive: bool = False) -> bool:
+        """Start a spare of ``command`` now, for a later ``run`` (or ``spawn`` when
+        ``interactive``) of the same command with the same environment.
+
+        The spare replaces a previous one of the same kind. Never raises: a
+        command that cannot be served (see :func:`.preload.spare_command`), a
+        terminal without a plugin folder or with preloading off get no spare.
+
+        Returns:
+            True when a spare was started.
+        """
+        if not self.preload or not self.plugin_dir or not self.workdir:
+            return False
+        self._drop(self._spares.pop(interactive, None))
+        host, child = socket.socketpair()
+        try:
+            preload.install(self.plugin_dir)
+            line = preload.spare_command(command, os.path.join(self.plugin_path(), preload.SCRIPT),
+                                         child.fileno(), self.workdir)
+            if line is None:
+                host.close()
+                return False
+            key = self._spare_key(command, env)
+            make = self._pty if interactive else self._popen
+            process = self._track(lambda: make(line, env, (child.fileno(),)))
+        except Exception:  # noqa: BLE001  no spare: the command will start cold
+            log.warning("could not start a preloaded spare", exc_info=True)
+            host.close()
+            return False
+        finally:
+            child.close()
+        with self._lock:
+            if not self._open:  # closed meanwhile: close() has killed the spare too
+                host.close()
+                return False
+            self._drop(self._spares.pop(interactive, None))
+            self._spares[interactive] = preload.Spare(command, key, process, host)
+        return True
+
+    def wait_spares(self, timeout: float) -> bool:
+        """Wait until every spare has finished its imports (for benches: time a start
+        without the next spare's imports running beside it).
+
+        Returns:
+            True when all are ready within ``timeout`` seconds (none counts as ready).
+        """
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            spares = list(self._spares.values())
+        return all(spare.ready(max(0.0, deadline - time.monotonic())) for spare in spares)
+
+    def _take_spare(self, command: str, env: dict[str, str] | None,
+                    interactive: bool) -> preload.Spare | None:
+        """The spare of ``command`` if one was started under the same key (else None;
+        a spare that does not match is ended)."""
+        with self._lock:
+            spare = self._spares.pop(interactive, None)
+        if spare is None:
+            return None
+        if spare.command != command or spare.key != self._spare_key(command, env):
+            self._drop(spare)
+            return None
+        return spare
+
+    def _take_batch_spare(self, command: str, env: dict[str, str] | None, out: BoundedOutput,
+                          timeout: float) -> subprocess.Popen | None:
+        """Hand ``command`` to its spare for ``run``; the spare's process, or None (cold)."""
+        spare = self._take_spare(command, env, interactive=False)
+        if spare is None:
+            return None
+        fd = spare.process.stdout.fileno()
+
+        def drain() -> bool:
+            try:
+                chunk = os.read(fd, 65536)
+            except BlockingIOError:
+                return True
+            out.feed(chunk)
+            return bool(chunk)
+
+        wait = min(timeout, preload.READY_WAIT)
+        if spare.hand_over(time.monotonic() + wait, (fd, drain)):
+            spare.close()
+            return spare.process
+        self._drop(spare)
+        return None
+
+    def _drop(self, spare: preload.Spare | None) -> None:
+        """End an unused spare and forget it."""
+        if spare is None:
+            return
+        spare.close()
+        process = spare.process
+        with self._lock:
+            if process in self._children:
+                self._children.remove(process)
+        if isinstance(process, pexpect.spawn):
+            with contextlib.suppress(Exception):
+                process.close(force=True)
+        else:
+            _kill_group(process.pid)
+            with contextlib.suppress(Exception):
+                process.stdout.close()
+                process.wait(timeout=5)
 
     def _track(self, start: Callable[[], T]) -> T:
         """Launch a child with ``start()`` and remember it, unless the terminal is closed.
@@ -186,6 +328,9 @@ class LocalTerminal(Terminal):
         with self._lock:
             self._open = False
             children, self._children = self._children, []
+            spares, self._spares = list(self._spares.values()), {}
+        for spare in spares:
+            spare.close()
         for child in children:
             if isinstance(child, pexpect.spawn):
                 with contextlib.suppress(Exception):  # closing must go on

@@ -22,4 +22,4 @@ class EvalTool(Tool):
         status = ("timed out" if summary.timed_out else f"exit code {summary.exit_code}")
         text = (f"Ran `{self.env.entrypoint}` ({status}):\n{output.rstrip()}\n\n"
                 f"{describe_score(summary)}")
-        return ToolOutput(text, data={"eval": summary.to_dict()})
+        return ToolOutput(text, data={"eval": summary.to_dict(), "start": self.env.last_eval_start})

@@ -291,7 +291,8 @@ class PdbTool(Tool):
 
         Returns:
             ToolOutput with the observation; ``data`` holds ``frame``
-            (``[path, line]`` or None) and ``restarted`` (bool).
+            (``[path, line]`` or None), ``restarted`` (bool) and, when pdb
+            (re)started, ``start`` (``"preloaded"`` or ``"cold"``).
 
         Raises:
             ToolError: empty or multi-line command, a command that needs several
@@ -376,7 +377,10 @@ class PdbTool(Tool):
         if not text:
             text = "[pdb printed nothing]"
         frame = list(self.env.frame) if self.env.frame else None
-        return ToolOutput(text, data={"frame": frame, "restarted": restarted})
+        data: dict[str, Any] = {"frame": frame, "restarted": restarted}
+        if restarted and self.session is not None and self.session.started_as:
+            data["start"] = self.session.started_as
+        return ToolOutput(text, data=data)
 
     def _auto_list(self) -> str:
         """The ``auto_list`` lines around the frame pdb stopped at in this step; "" when off,

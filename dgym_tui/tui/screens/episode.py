@@ -28,6 +28,7 @@ from textual.worker import get_current_worker
 
 from dgym_tui.core.safetext import one_line, strip_controls
 from dgym_tui.episode.follow import FileWatch, TrajectoryFollower
+from dgym_tui.tui.replay_model import applied_notes
 
 #: Seconds between looks at a followed trajectory where there is no inotify (with it, a
 #: flushed step is read at once).
@@ -139,6 +140,8 @@ class EpisodePane(Vertical):
         if f.footer is not None:
             state = "resolved" if f.footer.get("resolved") else "not resolved"
             state += f", {f.footer.get('reason') or 'ended'}"
+            if applied_notes(f.footer):
+                state += ", applied to the original (w)"
         elif f.header is None:
             state = "no trajectory yet"
         else:
@@ -161,6 +164,8 @@ class EpisodePane(Vertical):
         parts.append(f"action: {action_text(record.get('action'))}")
         observation = record.get("observation")
         parts.append(observation if isinstance(observation, str) else "")
+        step = record.get("step")
+        parts.extend(applied_notes(self.follower.footer, step if isinstance(step, int) else -1))
         body.update(Text(strip_controls("\n".join(parts))))
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:

@@ -13,6 +13,8 @@ from typing import Any
 
 from rich.text import Text
 from textual.events import Resize
+from textual.geometry import Size
+from textual.reactive import Reactive
 from textual.widgets import RichLog
 
 #: A separator line of pytest's: one of ``=_-`` repeated, maybe with a title in the middle.
@@ -61,10 +63,21 @@ class ConsoleLog(RichLog):
     #: Lines (about) wrapped again after a resize: ~0.2 s on a loaded 2-core machine.
     LINES_KEPT = 1500
 
+    #: Textual's own ``virtual_size`` lays the whole screen out again when it changes: each
+    #: line written (a step's echo and answer) cost a reflow of ~60 widgets and a redraw of
+    #: every visible scroll bar. The log's size on screen never depends on its content, so
+    #: here only its own scroll bars follow (a scroll bar that appears or goes still lays
+    #: the screen out: ``show_vertical_scrollbar``).
+    virtual_size: Reactive[Size] = Reactive(Size(0, 0), layout=False)
+
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
         self._entries: deque[Text] = deque()
         self._wrap_width = 0
+
+    def watch_virtual_size(self, size: Size) -> None:
+        self._scroll_update(size)  # the scroll bars' visibility, length and position
+        self.refresh()
 
     def add(self, text: Text) -> None:
         """Write ``text`` at the end (without scrolling), keeping it to wrap again after a
