@@ -400,3 +400,48 @@ async def test_pytest_separator_lines_fit_the_console(calc_session):
                 assert len(lines[n]) <= width and not lines[n + 1].startswith("=")
             assert any(line.startswith("___") and "test_single" in line for line in lines)
     app.close_session()
+
+
+async def test_escape_then_a_key_typed_at_once_leaves_the_console(calc_session):
+    """Issue 26: 'Escape sometimes does not leave the console'. Escape and a key typed
+    quickly after it reach the app as one alt+KEY (in tmux within its escape-time, 500 ms):
+    the key was typed into the console, which kept the focus. It is Escape, then the key:
+    the source view gets the focus and the key (j moves its cursor)."""
+    from textual import events
+
+    session = calc_session()
+    app = DgymApp(session=session)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app, pilot)
+        view = app.source_view
+        view.go_to(1)
+        await pilot.press("i", "p", "space", "1")
+        await pilot.pause()
+        console_input = app.pdb_console.input
+        assert app.focused is console_input and console_input.value == "p 1"
+        app.post_message(events.Key("alt+j", "j"))  # what the terminal sent for Esc, j
+        await pilot.pause()
+        await pilot.pause()
+        assert console_input.value == "p 1"
+        assert app.focused is view and view.cursor_line == 2
+        app.post_message(events.Key("alt+shift+g", "G"))  # a key while the source has it
+        await pilot.pause()
+        assert app.focused is view
+    app.close_session()
+
+
+async def test_after_take_over_the_next_i_opens_the_console(calc_session, llm_server):
+    """Issue 26: after t the console had the focus, so the next i was typed into it."""
+    from tui_helpers import stub_agent
+
+    llm_server.script([{"content": "stop there", "tool_calls": [
+        {"name": "pdb", "arguments": {"command": "b calc.py:5"}}]}])
+    session = calc_session(stub_agent(llm_server), "approve")
+    app = DgymApp(session=session)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app, pilot)
+        await pilot.press("t", "i")
+        await pilot.pause()
+        assert session.mode == "human"
+        assert app.focused is app.pdb_console.input and app.pdb_console.input.value == ""
+    app.close_session()

@@ -5,9 +5,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
+from textual.keys import _character_to_key
 from textual.message import Message
 from textual.suggester import SuggestFromList
 from textual.widgets import Input
@@ -59,6 +61,23 @@ class HistoryInput(Input):
         self.history: list[str] = []
         self._pos = 0
         self._draft = ""
+
+    async def _on_key(self, event: events.Key) -> None:
+        """Escape then a key typed quickly after it reach the app as one ``alt+KEY`` (a
+        terminal sends Escape as the byte that starts such a key; tmux holds it up to
+        half a second to see what follows): it typed the key into the console, and the
+        console kept the focus. Here it is what was meant: Escape, then the key (both
+        go back through the app, in this order). Textual reads Escape then a digit or
+        a sign as another key (``:`` alone): those cannot be told apart."""
+        if event.key.startswith("alt+") and event.character and len(event.character) == 1 \
+                and event.character.isprintable():
+            event.stop()
+            event.prevent_default()
+            character = event.character
+            self.app.post_message(events.Key("escape", "\x1b"))
+            self.app.post_message(events.Key(_character_to_key(character), character))
+            return
+        await super()._on_key(event)
 
     def complete_names(self, names: list[str]) -> None:
         """Also complete ``p NAME`` / ``pp NAME`` / ``NAME`` for the current frame's names."""
