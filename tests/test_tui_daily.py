@@ -445,3 +445,26 @@ async def test_after_take_over_the_next_i_opens_the_console(calc_session, llm_se
         assert session.mode == "human"
         assert app.focused is app.pdb_console.input and app.pdb_console.input.value == ""
     app.close_session()
+
+
+async def test_a_command_after_a_rewrite_says_pdb_restarted_at_the_top(calc_session):
+    """Issue 26: after a rewrite under a stopped pdb, `p total` answered NameError with no
+    word why: pdb restarts on the changed code at the program's top. The console says so
+    before the command's answer."""
+    from tui_helpers import stop_at, type_console
+
+    session = calc_session()
+    app = DgymApp(session=session)
+    async with app.run_test(size=SIZE) as pilot:
+        await stop_at(app, pilot, "calc.py:5")
+        await type_console(app, pilot, 'rewrite path=calc.py start=5 end=5 '
+                                       '"new_code=    return total / len(xs)"')
+        await type_console(app, pilot, "p total")
+        text = console_text(app)
+        note = text.index("pdb restarts on the changed code, at the top of the program: "
+                          "`p total` runs there")
+        assert "NameError" in text[note:]
+        await type_console(app, pilot, "c")  # back at the breakpoint: no note
+        await type_console(app, pilot, "p total")
+        assert console_text(app).count("at the top of the program") == 1
+    app.close_session()

@@ -428,13 +428,22 @@ class DgymApp(OrderedKeys, AppKeys, SessionCalls, AgentTurns, CodeEdits, ReplayM
 
     def _after_restart(self, action: ToolCall) -> ToolCall:
         """pdb restarts at this command (the code changed under it): a step key would step
-        through the test runner's start, so n / s / r / u / d run to the breakpoints (c)."""
+        through the test runner's start, so n / s / r / u / d run to the breakpoints (c).
+        Any other command but ``c`` runs at the program's top: the console says so (``p x``
+        answers NameError there)."""
         command = str(action.arguments.get("command", "")).strip()
         breakpoints = self._last_result.breakpoints if self._last_result else []
         if command in ("n", "s", "r", "u", "d", "next", "step", "return") and breakpoints:
             self.pdb_console.write(f"[pdb restarts on the changed code: `c` to your breakpoint "
                                    f"instead of `{command}`]", style="italic")
             return pdb_call("c")
+        verb = command.split(" ", 1)[0]
+        if verb not in ("c", "cont", "continue", "b", "break", "tbreak", "cl", "clear",
+                        "condition", "disable", "enable", "restart", "run"):
+            self.pdb_console.write(
+                f"[pdb restarts on the changed code, at the top of the program: `{command}` "
+                "runs there, not where pdb stood (names of that frame are not defined yet: "
+                "NameError); `c` runs to your breakpoints]", style="bold yellow")
         return action
 
     # -- views -----------------------------------------------------------------
