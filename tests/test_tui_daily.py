@@ -468,3 +468,30 @@ async def test_a_command_after_a_rewrite_says_pdb_restarted_at_the_top(calc_sess
         await type_console(app, pilot, "p total")
         assert console_text(app).count("at the top of the program") == 1
     app.close_session()
+
+
+async def test_replay_debug_tab_opens_and_says_why_it_is_empty(tmp_path, calc_repo):
+    """Issue 26, bug 14: replay's Debug tab 'cannot be opened and nothing says why'. A click
+    opens it; it says that variables and stack are not recorded (f forks to see them), and
+    the keys dialog says so too."""
+    from test_tui_app import _record_episode
+    from textual.widgets import TabbedContent
+
+    from dgym_tui.episode.trajectory import read_trajectory
+    from dgym_tui.tui.replay_model import ReplayModel
+
+    out = tmp_path / "rec.jsonl"
+    await _record_episode(calc_repo, out)
+    app = DgymApp(replay=ReplayModel(read_trajectory(out)))
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause()
+        await pilot.press("l", "l")
+        await pilot.click("#side Tab#--content-tab-tab-debug")
+        await pilot.pause()
+        assert app.query_one("#side", TabbedContent).active == "tab-debug"
+        assert "variables and stack are not recorded; f forks here" in \
+            str(app.query_one("#debug-where").render())
+        await pilot.press("question_mark")
+        await pilot.pause()
+        rows = {key: text for _, section in app.screen.sections for key, text in section}
+        assert "variables and stack are not recorded" in rows["Debug tab (click it)"]

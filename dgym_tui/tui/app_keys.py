@@ -132,7 +132,9 @@ class AppKeys(QuietKeys, MessagePump):
         ("Z (transcript)", "expand or fold every long observation")]
     REPLAY_KEYS: ClassVar[list[tuple[str, str]]] = [
         ("h / l", "step back / forward"), ("0 / $", "first / last step"),
-        ("f", "fork here: re-execute the steps so far, then go on live")]
+        ("f", "fork here: re-execute the steps so far, then go on live"),
+        ("Debug tab (click it)", "breakpoints only: variables and stack are not recorded "
+                                 "(f forks here to see them live)")]
     APPROVE_KEYS: ClassVar[list[tuple[str, str]]] = [
         ("a / e / R", "approve / edit the arguments / reject with a note"),
         ("t / g / space", "take over / go (auto) / pause an auto run after this step"),
