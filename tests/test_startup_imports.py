@@ -137,3 +137,26 @@ def test_a_tool_that_is_not_built_in_is_found_among_the_plugins(tmp_path, monkey
     (tmp_path / "repo").mkdir()
     env = RepoEnv(tmp_path / "repo", tools=[*DEFAULT_TOOLS, "echo_plugin"], terminal="local")
     assert type(env.tools["echo_plugin"]).__name__ == "Echo"
+
+
+STALE_LEXERS = """
+import sys, types
+import pygments.lexers
+# what a thread gets while another thread's first import of pygments.lexers is finishing:
+# the module before pygments puts its lazy-loading module in its place
+first = types.ModuleType("pygments.lexers")
+first.__dict__.update({k: v for k, v in vars(pygments.lexers).items() if k != "__class__"})
+sys.modules["pygments.lexers"] = first
+from dgym_tui.tui.widgets.source_view import lexer_for
+print(type(lexer_for("notes.unknownext")).__name__, type(lexer_for("a.py")).__name__)
+"""
+
+
+def test_the_lexer_is_found_while_another_thread_imports_pygments():
+    # warm_up imports pygments in a thread; the app's thread opening a file meanwhile got
+    # "cannot import name 'TextLexer' from 'pygments.lexers'" (the first screen crashed)
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.run([sys.executable, "-c", STALE_LEXERS], capture_output=True, text=True,
+                          env=env, timeout=60)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split() == ["TextLexer", "PythonLexer"]

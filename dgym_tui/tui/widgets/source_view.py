@@ -47,7 +47,11 @@ RECENT_FILES = 4
 
 def lexer_for(path: str, size: int = 0) -> Lexer:
     """Return the pygments lexer for ``path`` (plain text when unknown or ``size`` too big)."""
-    from pygments.lexers import TextLexer, get_lexer_for_filename
+    # TextLexer from its own module: ``pygments.lexers`` finds its lexers through a module
+    # it puts in its own place at the end of its first import, and a thread that imports it
+    # meanwhile (warm_up's) hands another thread the first module, which has none of them
+    from pygments.lexers import get_lexer_for_filename
+    from pygments.lexers.special import TextLexer
     from pygments.util import ClassNotFound
 
     if size <= MAX_HIGHLIGHT_CHARS:
