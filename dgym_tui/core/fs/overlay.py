@@ -40,6 +40,7 @@ import ctypes
 import functools
 import os
 import subprocess
+import time
 
 from dgym_tui.core.namespaces import (
     CLONE_NEWNS,
@@ -132,17 +133,32 @@ def _mount_in_child(source: bytes, base: bytes, uid: int, gid: int, idmap_fd: in
                   _options(base, in_userns)), "mount overlay")
 
 
-def _new_userns() -> None:
-    _check(_unshare(CLONE_NEWUSER), "unshare")
-
-
 def _idmap_userns(owner: tuple[int, int], to: tuple[int, int]) -> int:
-    """A user namespace (descriptor) mapping ``owner`` uid / gid to ``to`` (root only)."""
-    child = subprocess.Popen(["sleep", "60"], preexec_fn=_new_userns)
+    """A user namespace (descriptor) mapping ``owner`` uid / gid to ``to`` (root only).
+
+    Its process is util-linux's ``unshare --user`` started without a Python ``preexec``
+    (so without copying this process's memory): we wait until it is in its namespace,
+    write the maps from outside, keep a descriptor and end it.
+    """
+    own = os.stat("/proc/self/ns/user").st_ino
+    child = subprocess.Popen(["unshare", "--user", "--", "sleep", "60"],
+                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
     try:
-        _write(f"/proc/{child.pid}/uid_map", f"{owner[0]} {to[0]} 1")
-        _write(f"/proc/{child.pid}/gid_map", f"{owner[1]} {to[1]} 1")
-        return os.open(f"/proc/{child.pid}/ns/user", os.O_RDONLY | os.O_CLOEXEC)
+        path = f"/proc/{child.pid}/ns/user"
+        deadline = time.monotonic() + 10
+        while os.stat(path).st_ino == own:
+            if child.poll() is not None or time.monotonic() > deadline:
+                raise OSError(f"unshare --user did not start (exit code {child.returncode})")
+            time.sleep(0.0005)
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            _write(f"/proc/{child.pid}/uid_map", f"{owner[0]} {to[0]} 1")
+            _write(f"/proc/{child.pid}/gid_map", f"{owner[1]} {to[1]} 1")
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
     finally:
         child.kill()
         child.wait()
