@@ -495,3 +495,34 @@ async def test_replay_debug_tab_opens_and_says_why_it_is_empty(tmp_path, calc_re
         await pilot.pause()
         rows = {key: text for _, section in app.screen.sections for key, text in section}
         assert "variables and stack are not recorded" in rows["Debug tab (click it)"]
+
+
+async def test_no_toast_over_the_apply_dialog_at_the_episode_end(calc_session):
+    """Issue 26, bug 14: at the end of an episode (submit) the 'episode over' toast covered
+    the apply dialog's title (at 80x24 the dialog fills the screen). The dialog's title
+    says that the episode is over instead; without changes to apply, the toast stays."""
+    from dgym_tui.core.types import ToolCall
+
+    session = calc_session()
+    app = DgymApp(session=session)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app, pilot)
+        app.act(ToolCall("rewrite", {"path": "calc.py", "start": 5, "end": 5, "new_code": FIX}))
+        await settle(app, pilot)
+        app.act(ToolCall("submit", {}))
+        await settle(app, pilot)
+        assert type(app.screen).__name__ == "ConfirmScreen"
+        title = str(app.screen.query_one(".modal-title").render())
+        assert title.startswith("The episode is over (submitted). Apply the patch")
+        assert not [n for n in app._notifications if "episode over" in n.message]
+        await pilot.press("n")
+    app.close_session()
+    session = calc_session()  # nothing changed: no dialog, the toast says it
+    app = DgymApp(session=session)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app, pilot)
+        app.act(ToolCall("submit", {}))
+        await settle(app, pilot)
+        assert type(app.screen).__name__ == "Screen"
+        assert [n for n in app._notifications if "episode over (submitted)" in n.message]
+    app.close_session()

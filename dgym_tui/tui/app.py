@@ -386,7 +386,7 @@ class DgymApp(OrderedKeys, AppKeys, SessionCalls, AgentTurns, CodeEdits, ReplayM
         if isinstance(self.focused, Input) and self.focused.id == "console-input":
             self.source_view.focus()  # the console is of no use now; q / ? work again
         self.refresh_bindings()
-        if reason and not self._session_closed:
+        if reason and not self._session_closed and not self._will_offer_apply():
             self.notify(f"episode over ({reason}); q quits", title="done")
 
     @on(SessionFailed)

@@ -82,13 +82,19 @@ class CodeEdits(MessagePump):
         self.query_one(TabbedContent).active = "tab-diff"
         self.query_one(DiffView).focus()
 
+    def _will_offer_apply(self) -> bool:
+        """True when the episode's end brings the apply dialog (changes to apply, not
+        asked yet): its title then says that the episode is over, not a toast over it."""
+        return bool(self.ask_apply and self.can_apply and not self._asked_apply
+                    and self.session is not None and (self._workspace.patch or "").strip())
+
     def _offer_apply(self) -> None:
         if (self.ask_apply and self.can_apply and not self._asked_apply
                 and self.session is not None):
             self._asked_apply = True
-            self.action_apply_patch()
+            self.action_apply_patch(ended=self.session.reason or "done")
 
-    def action_apply_patch(self) -> None:
+    def action_apply_patch(self, ended: str = "") -> None:
         session = self.session
         if session is None or not self.can_apply or not self.started:
             return
@@ -103,8 +109,9 @@ class CodeEdits(MessagePump):
                 self._apply_patch(source)
 
         self.query_one(DiffView).set_patch(patch)
-        self.push_screen(ConfirmScreen(f"Apply the patch to the original repository {source}?",
-                                       patch), done)
+        over = f"The episode is over ({ended}). " if ended else ""
+        self.push_screen(ConfirmScreen(f"{over}Apply the patch to the original repository "
+                                       f"{source}?", patch), done)
 
     @work(thread=True, group="session", exit_on_error=False)
     def _apply_patch(self, source: str) -> None:
