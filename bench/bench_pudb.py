@@ -101,8 +101,10 @@ class Tmux:
 
 
 def _env(root: Path = ROOT) -> dict[str, str]:
-    """The environment of a program in tmux, importing dgym-tui from ``root``."""
-    env = {k: v for k, v in os.environ.items() if k not in ("TMUX", "COLUMNS", "LINES")}
+    """The environment of a program in tmux, importing dgym-tui from ``root``; bytecode is
+    read and written, as an installed package has it (pudb's is, in site-packages)."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("TMUX", "COLUMNS", "LINES", "PYTHONDONTWRITEBYTECODE")}
     rest = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p != str(ROOT)]
     env["PYTHONPATH"] = os.pathsep.join([str(root), *rest])
     return env
@@ -257,6 +259,9 @@ def main() -> int:
     load = os.getloadavg()[0]
     print(f"bench_pudb: dgym-tui PATH picks the {default} terminal here; measuring "
           f"{', '.join(name for name, _, _ in variants)}", flush=True)
+    for _, root in roots:  # as pip does when it installs the package
+        subprocess.run([sys.executable, "-m", "compileall", "-q", str(root / "dgym_tui")],
+                       check=False, capture_output=True, env=_env(root), timeout=600)
     with tempfile.TemporaryDirectory(prefix="bench-pudb-") as tmp:
         work = Path(tmp)
         for number in range(args.rounds):
