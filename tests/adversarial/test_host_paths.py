@@ -70,12 +70,14 @@ def test_the_plugin_folder_is_read_only_to_the_sandbox(tmp_path, sandbox):
         assert stat.S_IMODE(os.lstat(folder).st_mode) == 0o755
         plugin = os.path.join(folder, "dgym_pytest_report.py")
         before = open(plugin, "rb").read()
+        listed = sorted(os.listdir(folder))  # the report plugin and the host's other helpers
+        assert "dgym_pytest_report.py" in listed and "new.py" not in listed
         inside = env.terminal.plugin_path()
         res = env.terminal.run(f"echo forged > {inside}/dgym_pytest_report.py; "
                                f"touch {inside}/new.py; chmod 777 {inside}; "
                                f"ls {inside}", timeout=30)
         assert "dgym_pytest_report.py" in res.output  # the sandbox reads it
-        assert sorted(os.listdir(folder)) == ["dgym_pytest_report.py"]
+        assert sorted(os.listdir(folder)) == listed
         assert open(plugin, "rb").read() == before
         assert stat.S_IMODE(os.lstat(folder).st_mode) == 0o755
 
