@@ -24,6 +24,16 @@ DEFERRED = ("jsonschema", "re2", "pathspec", "pygments.lexers.python", "rich.pre
             "textual.widgets._rich_log", "textual.widgets._text_area", "importlib.metadata",
             "rich.syntax", "dgym_tui.core.terminals.docker", "yaml", "psutil")
 
+def _run(script: str, *args: str) -> str:
+    """Run ``script`` in a fresh interpreter importing this checkout; its output (it must
+    succeed)."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.run([sys.executable, "-c", script, *args], capture_output=True,
+                          text=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc.stdout.strip()
+
+
 SCRIPT = """
 import asyncio, json, sys
 from dgym_tui.cli.tui import build_app, build_parser
@@ -61,11 +71,7 @@ def test_first_paint_leaves_step_libraries_unloaded(tmp_path):
     (repo / "calc.py").write_text("def add(a, b):\n    return a + b\n")
     (repo / "test_calc.py").write_text("from calc import add\n\n\ndef test_add():\n"
                                        "    assert add(1, 2) == 3\n")
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    proc = subprocess.run([sys.executable, "-c", SCRIPT, str(repo), str(tmp_path / "t.jsonl")],
-                          capture_output=True, text=True, env=env, timeout=120)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    seen = json.loads(proc.stdout.strip().splitlines()[-1])
+    seen = json.loads(_run(SCRIPT, str(repo), str(tmp_path / "t.jsonl")).splitlines()[-1])
     modules = set(seen["modules"])
     assert "dgym_tui.core.env" in modules and "textual.app" in modules  # the app was built
     loaded = [name for name in DEFERRED if name in modules]
@@ -107,11 +113,8 @@ def test_the_lexer_loads_while_the_episode_starts(tmp_path):
     repo = tmp_path / "repo"
     repo.mkdir()
     (repo / "slow.py").write_text("import time\ntime.sleep(4)\n")
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    proc = subprocess.run([sys.executable, "-c", WARM_UP, str(repo), str(tmp_path / "t.jsonl")],
-                          capture_output=True, text=True, env=env, timeout=120)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert json.loads(proc.stdout.strip().splitlines()[-1]) == {"lexer_before_start": True}
+    shown = _run(WARM_UP, str(repo), str(tmp_path / "t.jsonl"))
+    assert json.loads(shown.splitlines()[-1]) == {"lexer_before_start": True}
 
 
 def test_a_tool_that_is_not_built_in_is_found_among_the_plugins(tmp_path, monkeypatch):
@@ -155,8 +158,4 @@ print(type(lexer_for("notes.unknownext")).__name__, type(lexer_for("a.py")).__na
 def test_the_lexer_is_found_while_another_thread_imports_pygments():
     # warm_up imports pygments in a thread; the app's thread opening a file meanwhile got
     # "cannot import name 'TextLexer' from 'pygments.lexers'" (the first screen crashed)
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    proc = subprocess.run([sys.executable, "-c", STALE_LEXERS], capture_output=True, text=True,
-                          env=env, timeout=60)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    assert proc.stdout.split() == ["TextLexer", "PythonLexer"]
+    assert _run(STALE_LEXERS).split() == ["TextLexer", "PythonLexer"]
