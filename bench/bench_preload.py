@@ -28,6 +28,7 @@ timeout: what a developer's environment looks like).
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import statistics
 import subprocess
@@ -77,11 +78,18 @@ def bare_pytest(env: RepoEnv, entrypoint: str) -> float:
     return time.perf_counter() - started
 
 
+#: starts that were not what the row asks for (a spare gone stale: e.g. a package
+#: installed into the shared virtualenv meanwhile); the log says why
+UNEXPECTED: list[str] = []
+
+
 def eval_step(env: RepoEnv, expect: str) -> float:
     started = time.perf_counter()
     step = env.step({"name": "eval", "arguments": {}})
     elapsed = time.perf_counter() - started
-    assert step.start == expect and step.eval.passed == 1, (step.start, step.observation)
+    assert step.eval.passed == 1, step.observation
+    if step.start != expect:
+        UNEXPECTED.append(f"eval {step.start}, not {expect}")
     return elapsed
 
 
@@ -105,7 +113,9 @@ def restart_after_rewrite(env: RepoEnv, round_: int, expect: str) -> float:
     started = time.perf_counter()
     step = env.step({"name": "pdb", "arguments": {"command": "restart"}})
     elapsed = time.perf_counter() - started
-    assert step.start == expect and step.data.get("restarted"), (step.start, step.observation)
+    assert step.data.get("restarted"), step.observation
+    if step.start != expect:
+        UNEXPECTED.append(f"pdb restart {step.start}, not {expect}")
     return elapsed
 
 
@@ -149,6 +159,8 @@ def main() -> None:
     parser.add_argument("--terminals", default="local,bwrap")
     parser.add_argument("--entrypoints", default="fast,plugins")
     args = parser.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(name)s: %(message)s")
+    logging.getLogger("dgym_tui.core.env").setLevel(logging.WARNING)
     os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"]
     print(f"load average before: {', '.join(f'{x:.2f}' for x in os.getloadavg())} "
           f"({os.cpu_count()} CPUs); {args.rounds} rounds, interleaved")
@@ -166,6 +178,7 @@ def main() -> None:
               + " ".join(f"{x:8.0f}" for x in c)
               + f" {o[1] / f[1]:8.2f}x {o[0] / f[0]:8.2f}x")
     print(f"load average after: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print(f"starts not as asked: {len(UNEXPECTED)} {UNEXPECTED}")
 
 
 if __name__ == "__main__":

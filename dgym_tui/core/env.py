@@ -274,6 +274,11 @@ class RepoEnv:
         self.workspace.refresh()
         self.last = self._result("\n\n".join(parts), None, started)
         self.last.start = self.last_eval_start
+        for tool in self.tools.values():
+            try:
+                tool.on_ready()
+            except Exception:  # noqa: BLE001  a head start only: the step does it anyway
+                log.exception("tool %s could not get ready", tool.name)
         return self.last
 
     def _start_terminal(self) -> list[str]:

@@ -208,8 +208,7 @@ class PdbSession:
                 process is killed before raising.
         """
         self.close()
-        env = {"PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1", **self.env}
-        self.child = self.terminal.spawn(self.command, env=env)
+        self.child = self.terminal.spawn(self.command, env=self._process_env())
         self.started_as = getattr(self.child, "dgym_start", "cold")
         self.child.delaybeforesend = None  # pexpect's default sleeps 50 ms per send
         self._pending = ""
@@ -235,10 +234,23 @@ class PdbSession:
                     if reply.status == "timeout" else "exited before its first prompt")
             raise PdbStartError(f"pdb {what}", reply.output, reply.status == "timeout")
         reply.elapsed = time.monotonic() - started
-        prewarm = getattr(self.terminal, "prewarm", None)
-        if prewarm is not None:  # the next start's spare imports pytest while pdb waits
-            prewarm(self.command, env=env, interactive=True)
+        self.prewarm()  # the next start's spare imports pytest while pdb waits
         return reply
+
+    def _process_env(self) -> dict[str, str]:
+        return {"PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1", **self.env}
+
+    def prewarm(self) -> bool:
+        """Have the terminal start a spare of this session's command, so that the next
+        :meth:`start` (of any session with the same command) is preloaded.
+
+        Returns:
+            True when a spare was started (see ``Terminal.prewarm``).
+        """
+        prewarm = getattr(self.terminal, "prewarm", None)
+        if prewarm is None:
+            return False
+        return bool(prewarm(self.command, env=self._process_env(), interactive=True))
 
     def send(self, command: str, timeout: float) -> PdbReply:
         """Send one command line and read pdb's reply up to the next prompt.

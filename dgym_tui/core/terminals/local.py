@@ -188,6 +188,7 @@ class LocalTerminal(Terminal):
                 spare.close()
                 spare.process.dgym_start = "preloaded"
                 return spare.process
+            log.info("preloaded spare not used: %s", spare.why)
             self._drop(spare)
         child = self._track(lambda: self._pty(command, env))
         child.dgym_start = "cold"
@@ -264,6 +265,8 @@ class LocalTerminal(Terminal):
         if spare is None:
             return None
         if spare.command != command or spare.key != self._spare_key(command, env):
+            log.info("preloaded spare not used: %s", "another command" if spare.command != command
+                     else "another environment or other mounts")
             self._drop(spare)
             return None
         return spare
@@ -288,6 +291,7 @@ class LocalTerminal(Terminal):
         if spare.hand_over(time.monotonic() + wait, (fd, drain)):
             spare.close()
             return spare.process
+        log.info("preloaded spare not used: %s", spare.why)
         self._drop(spare)
         return None
 

@@ -126,6 +126,12 @@ def install(plugin_dir: str) -> None:
         os.close(folder)
 
 
+#: what a spare's answers other than the expected one mean
+_WHY = {b"U": "unfit: a module of the working copy or an unknown command",
+        b"C": "stale: a file it imported, a sys.path folder or the configuration changed, "
+              "or the folder holds a module named like one it imported"}
+
+
 @dataclass
 class Spare:
     """One spare process and the host's end of its control socket.
@@ -141,6 +147,8 @@ class Spare:
     key: Any
     process: Any
     control: socket.socket
+    #: why :meth:`hand_over` said no ("" after a yes)
+    why: str = ""
 
     def hand_over(self, deadline: float, drain: tuple[int, Callable[[], bool]] | None = None
                   ) -> bool:
@@ -157,6 +165,7 @@ class Spare:
         """
         control = self.control.fileno()
         expected = b"R"
+        self.why = "no answer in time"
         with selectors.DefaultSelector() as sel:
             sel.register(control, selectors.EVENT_READ)
             if drain is not None:
@@ -168,22 +177,27 @@ class Spare:
                 for key, _ in sel.select(min(left, 1.0)):
                     if drain is not None and key.fd == drain[0]:
                         if not drain[1]():
+                            self.why = "its output ended"
                             return False
                         continue
                     try:
                         data = os.read(control, 16)
                     except OSError:
-                        return False
+                        data = b""
                     if not data:
+                        self.why = "it ended"
                         return False
                     for byte in data:
                         if bytes([byte]) != expected:
+                            self.why = _WHY.get(bytes([byte]), "it said something else")
                             return False
                         if expected == b"P":
+                            self.why = ""
                             return True
                         try:
                             self.control.sendall(b"G")
                         except OSError:
+                            self.why = "it ended"
                             return False
                         expected = b"P"
 

@@ -89,6 +89,10 @@ class Tool:
     def on_reset(self) -> None:
         """Called after the environment (re)started an episode."""
 
+    def on_ready(self) -> None:
+        """Called when ``reset`` has run the first eval: start what the tool's first step
+        will need (the pdb tool: a preloaded spare of its command). Must not block."""
+
     def close(self) -> None:
         """Release processes and files. Called by ``RepoEnv.close``."""
 

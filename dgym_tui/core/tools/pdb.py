@@ -178,6 +178,13 @@ class PdbTool(Tool):
     def on_reset(self) -> None:
         self._stop()
 
+    def on_ready(self) -> None:
+        try:
+            command = self.command
+        except ToolError:
+            return  # an entrypoint pdb cannot start: the first step says so
+        PdbSession(self.env.terminal, command, max_output=self.env.max_output).prewarm()
+
     def close(self) -> None:
         self._stop()
 
