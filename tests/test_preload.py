@@ -71,9 +71,15 @@ def test_dump():
 '''
 
 
-def _normal(output: str, root: str) -> str:
-    """The output with durations, addresses and the working copy's path blanked."""
-    output = output.replace(root, "<ROOT>")
+def _roots(env: RepoEnv) -> list[str]:
+    """The working copy's paths: the host's and the commands' (an overlay's merged view)."""
+    return sorted({str(env.workspace.root), env.terminal.workdir}, key=len, reverse=True)
+
+
+def _normal(output: str, roots: list[str]) -> str:
+    """The output with durations, addresses and the working copy's paths blanked."""
+    for root in roots:
+        output = output.replace(root, "<ROOT>")
     output = re.sub(r"in \d+\.\d+s", "in <T>s", output)
     return re.sub(r"0x[0-9a-f]+", "0x<A>", output)
 
@@ -84,11 +90,10 @@ def _outcomes(output: str) -> dict[str, str]:
 
 
 def _record(env: RepoEnv, summary, output: str) -> dict:
-    root = str(env.workspace.root)
     state = env.workspace.root / "state.json"
     dump = None
     if state.exists():
-        dump = json.loads(state.read_text().replace(root, "<ROOT>"))
+        dump = json.loads(_normal(state.read_text(), _roots(env)))
         state.unlink()
         for volatile in ("DGYM_EPISODE", "PYTEST_CURRENT_TEST"):
             dump["env"].pop(volatile, None)
@@ -98,15 +103,15 @@ def _record(env: RepoEnv, summary, output: str) -> dict:
             "errors": data["errors"], "skipped": data["skipped"],
             "exit_code": data["exit_code"], "problem": data["problem"],
             "failures": [f["test_id"] for f in data["failures"]],
-            "output": _normal(output, root), "state": dump}
+            "output": _normal(output, _roots(env)), "state": dump}
 
 
 def _episode(repo: Path, kind: str, entrypoint: str, preload_on: bool, evals: int = 2,
              between=None) -> tuple[list[dict], list[str]]:
     """Records of the reset's eval and ``evals`` more (``between(env, i)`` before each)."""
     records, starts = [], []
-    with RepoEnv(repo, entrypoint=entrypoint, terminal=kind, preload=preload_on,
-                 tools=["eval", "rewrite", "view"]) as env:
+    with _env(repo, kind, entrypoint=entrypoint, preload=preload_on,
+              tools=["eval", "rewrite", "view"]) as env:
         first = env.reset()
         records.append(_record(env, env.last_eval, env.last_eval_output))
         starts.append(first.start)
@@ -148,11 +153,19 @@ def _diff(a, b, where="") -> str:
     return f"{where}: {a!r} != {b!r}"
 
 
-@pytest.fixture(params=["local", "bwrap"])
+@pytest.fixture(params=["local", "bwrap", "bwrap-overlay"])
 def kind(request) -> str:
-    if request.param == "bwrap":
+    """The terminal; ``bwrap-overlay``: bwrap with an overlay working copy (see :func:`_env`)."""
+    if request.param != "local":
         request.getfixturevalue("bwrap_ready")
     return request.param
+
+
+def _env(repo: Path, kind: str, **kwargs) -> RepoEnv:
+    if kind == "bwrap-overlay":
+        kwargs["terminal_options"] = {"overlay": True}
+        kind = "bwrap"
+    return RepoEnv(repo, terminal=kind, **kwargs)
 
 
 def _mini(tmp_path: Path, name: str) -> Path:
@@ -294,7 +307,7 @@ def test_a_module_of_the_working_copy_is_never_preloaded(tmp_path, kind):
         (repo / "pluggy" / "__init__.py").read_text() + "\nFROM_THE_REPOSITORY = True\n")
     (repo / "test_a.py").write_text("import pluggy\n\ndef test_a():\n"
                                     "    assert pluggy.FROM_THE_REPOSITORY\n")
-    with RepoEnv(repo, entrypoint=f"{FAST} test_a.py", terminal=kind, tools=["eval"]) as env:
+    with _env(repo, kind, entrypoint=f"{FAST} test_a.py", tools=["eval"]) as env:
         env.reset()
         for _ in range(2):
             step = env.step({"name": "eval", "arguments": {}})
@@ -326,14 +339,14 @@ def test_pdb_starts(tmp_path, kind):
 
     def session(preload_on: bool) -> tuple[list[str], list[str]]:
         observations, starts = [], []
-        with RepoEnv(repo, entrypoint=f"{FAST} test_pagination.py test_dump.py", terminal=kind,
-                     preload=preload_on, tools=["pdb", "rewrite", "eval"]) as env:
+        with _env(repo, kind, entrypoint=f"{FAST} test_pagination.py test_dump.py",
+                  preload=preload_on, tools=["pdb", "rewrite", "eval"]) as env:
             env.reset()
-            root = str(env.workspace.root)
+            roots = _roots(env)
             for round_ in range(3):
                 for command in commands:
                     step = env.step({"name": "pdb", "arguments": {"command": command}})
-                    observations.append(_normal(step.observation, root))
+                    observations.append(_normal(step.observation, roots))
                     if step.start:
                         starts.append(step.start)
                 env.step({"name": "rewrite", "arguments": {
