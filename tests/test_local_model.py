@@ -101,8 +101,10 @@ def model_server(tmp_path_factory):
 
 def test_small_model_runs_five_steps_of_debug_agent(model_server, tmp_path):
     """Text mode, which ``dgym llm-check`` advises for this server: ``transformers serve``
-    never returns native ``tool_calls`` for the model (native mode's first reply on
-    this task is a call of a tool named after the failing test, in broken JSON)."""
+    never returns native ``tool_calls`` for the model (native mode runs only through
+    the calls read from the reply's text). Passed on 2026-11-26 (load ~6): 4 steps, 4
+    executed actions (a ``listdir`` of the source file, refused as a file, then three
+    identical ``view`` of it, which ended the episode as ``stuck``)."""
     url, model = model_server
     mode = "text"
     llm_yaml = tmp_path / "llm.yaml"
