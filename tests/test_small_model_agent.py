@@ -124,6 +124,23 @@ def test_stuck_repeats_is_configurable_and_a_changed_observation_is_no_repeat(ll
     assert session.reason == "submitted" and len(session.turns) == 5
 
 
+def test_setting_the_same_breakpoint_again_is_a_repeat_though_pdb_renumbers_it(llm_server,
+                                                                              shop_env):
+    again = text_call("pdb", {"command": "b lib/shop.py:8"})
+    llm_server.script([text_call("view", {"path": "lib/shop.py"})] + [again] * 4
+                      + [text_call("submit", {})])
+    session = run_episode(llm_server, shop_env)
+    # real pdb: the first call starts it; then "Breakpoint 2 at ... [breakpoint 1 at ...
+    # replaced by breakpoint 2]", 3, 4: only the numbers differ, nothing changed
+    observations = [t.result.observation for t in session.turns[2:]]
+    assert [o.split()[:2] for o in observations] == [["Breakpoint", str(n)] for n in (2, 3, 4)]
+    assert session.reason == "stuck" and len(session.turns) == 5
+    assert llm_server.remaining == 1
+    assert session.turns[3].note.startswith(
+        'This is the same action `pdb {"command": "b lib/shop.py:8"}` with the same '
+        "observation 2 times in a row.")
+
+
 @pytest.mark.parametrize("mode", ["drop", "refuse"])
 def test_a_copied_schema_key_is_dropped_with_a_note_unless_strict(llm_server, shop_env,
                                                                   tmp_path, mode):

@@ -2,7 +2,8 @@
 
 Two kinds of repetition count, both over the agent's last turns in a row:
 the same invalid reply (same text and calls), and the same executed action
-(same tool and arguments) with the same observation. :func:`repetition`
+(same tool and arguments) with the same observation, pdb's breakpoint numbers
+aside (the same breakpoint set again is renumbered). :func:`repetition`
 measures them; the session warns the agent once, one repetition before the
 limit, and ends the episode as ``stuck`` at the limit.
 """
@@ -10,6 +11,7 @@ limit, and ends the episode as ``stuck`` at the limit.
 from __future__ import annotations
 
 import json
+import re
 
 from dgym_tui.episode.records import Turn
 
@@ -24,11 +26,17 @@ def _reply_key(turn: Turn) -> str:
                        [(c.get("name"), c.get("arguments")) for c in calls]], sort_keys=True)
 
 
+# pdb numbers every breakpoint it sets: setting the same one again changes only the numbers
+BREAKPOINT_NUMBER = re.compile(r"\b([Bb]reakpoint) \d+\b")
+
+
 def _action_key(turn: Turn) -> str | None:
-    """The executed agent action and its observation, or None for any other turn."""
+    """The executed agent action and its observation (breakpoint numbers left out), or
+    None for any other turn."""
     if turn.actor != "agent" or turn.action is None or turn.result is None:
         return None
-    return json.dumps([turn.action.name, turn.action.arguments, turn.result.observation],
+    observation = BREAKPOINT_NUMBER.sub(r"\1 #", str(turn.result.observation))
+    return json.dumps([turn.action.name, turn.action.arguments, observation],
                       sort_keys=True, default=str)
 
 
