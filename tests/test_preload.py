@@ -361,3 +361,41 @@ def test_pdb_starts(tmp_path, kind):
     # the first start too: reset starts the pdb tool's spare after its eval
     assert warm_starts == ["preloaded"] * len(cold_starts)
     assert warm == cold
+
+
+def test_pdb_of_a_script(tmp_path, kind):
+    """An entrypoint that is a script (``python -m pdb run.py``): the spare preloads pdb
+    alone; the session answers as a cold one, ``sys.path[0]`` the script's folder."""
+    repo = _mini(tmp_path, "pagination")
+    (repo / "run.py").write_text("import test_pagination\n\nfor name in sorted(dir(test_pagination)):\n"
+                                 "    if name.startswith('test_'):\n"
+                                 "        try:\n            getattr(test_pagination, name)()\n"
+                                 "        except Exception as exc:\n            print(name, exc)\n")
+    commands = ["b paging.py:41", "c",
+                "p __import__('sys').argv, __import__('sys').path[0], "
+                "sorted(__import__('sys').modules)",
+                "!import os; print(os.getppid() > 0, sorted(os.listdir('/proc/self/fd')))", "w"]
+
+    def session(preload_on: bool) -> tuple[list[str], list[str]]:
+        observations, starts = [], []
+        with _env(repo, kind, entrypoint="python run.py", preload=preload_on,
+                  tools=["pdb", "rewrite"]) as env:
+            env.reset()
+            roots = _roots(env)
+            for round_ in range(2):
+                for command in commands:
+                    step = env.step({"name": "pdb", "arguments": {"command": command}})
+                    observations.append(_normal(step.observation, roots))
+                    if step.start:
+                        starts.append(step.start)
+                env.step({"name": "rewrite", "arguments": {
+                    "path": "run.py", "start": 1, "end": 1,
+                    "new_code": f"import test_pagination  # {round_}"}})
+        return observations, starts
+
+    cold, cold_starts = session(False)
+    warm, warm_starts = session(True)
+    assert len(cold_starts) >= 2 and set(cold_starts) == {"cold"}
+    assert warm_starts == ["preloaded"] * len(cold_starts)
+    assert warm == cold
+    assert any("(['run.py'], '" in o for o in warm)

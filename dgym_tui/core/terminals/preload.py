@@ -4,7 +4,7 @@ What a user waits for in an eval or a pdb start is mostly Python, pytest and
 its plugins starting. A terminal can start a *spare* of a command ahead of
 time (:meth:`LocalTerminal.prewarm`): the same shell lines, environment,
 sandbox, limits and user, but its last line, ``python -m pytest ARGS`` or
-``python -m pdb -m pytest ARGS``, replaced by ``python dgym_preload.py FD ROOT
+``python -m pdb ARGS``, replaced by ``python dgym_preload.py FD ROOT
 -- -m pytest ARGS``. That script (:mod:`.preload_spare`, copied into the
 terminal's read-only plugin folder) imports pytest, the plugins pytest would
 import and pdb, never a module of the working copy, and waits. When the same
@@ -68,7 +68,8 @@ def spare_command(command: str, script: str, fd: int, root: str) -> str | None:
     """The spare's shell command for ``command``, or None when it cannot be served.
 
     Served: the last line of ``command`` is ``PYTHON -m pytest ARGS`` or
-    ``PYTHON -m pdb -m pytest ARGS``, maybe after ``NAME=value`` words, with no
+    ``PYTHON -m pdb ARGS`` (``-m pytest ...``, a script, another module), maybe
+    after ``NAME=value`` words, with no
     shell syntax but quotes in ARGS (no variables, globs, redirections, ``;``);
     the lines before it are kept as they are (dgym's own exports).
 
@@ -94,7 +95,7 @@ def spare_command(command: str, script: str, fd: int, root: str) -> str | None:
         i += 1
     if len(words) < i + 3 or not _PYTHON.fullmatch(words[i]) or words[i + 1] != "-m":
         return None
-    if words[i + 2] != "pytest" and words[i + 2:i + 5] != ["pdb", "-m", "pytest"]:
+    if words[i + 2] not in ("pytest", "pdb") or len(words) < i + 4 and words[i + 2] == "pdb":
         return None
     raw = last.split(None, i + 1)
     if raw[:i + 1] != words[:i + 1]:  # quotes before the module: not served

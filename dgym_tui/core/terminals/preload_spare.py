@@ -6,6 +6,7 @@ of the entrypoint's last command::
 
     PYTHON dgym_preload.py FD ROOT -- -m pytest ARGS          (an eval)
     PYTHON dgym_preload.py FD ROOT -- -m pdb -m pytest ARGS   (a pdb start)
+    PYTHON dgym_preload.py FD ROOT -- -m pdb ARGS             (pdb of a script)
 
 with the same shell lines before it, environment, working folder, sandbox,
 limits and user as the cold command. It imports pytest, its default plugins,
@@ -85,7 +86,9 @@ def _plugin_words(args):
 
 
 def _preload(module, args):
-    """Import what pytest imports before it reads a test: its default plugins, as its
+    """Import pdb for a pdb start, and with ``args`` (pytest's arguments; None for pdb of
+    a script or another module, which gets pdb alone) what pytest imports before it
+    reads a test: its default plugins, as its
     own ``get_config(ARGS)`` does (a ``-p no:NAME`` of the command line honoured), pdb,
     and the ``pytest11`` entry points.
 
@@ -101,11 +104,13 @@ def _preload(module, args):
     Returns:
         The words :func:`_plugin_words` found (None when no entry point was preloaded).
     """
+    if module == "pdb":
+        import pdb  # noqa: F401
+    if args is None:  # pdb of a script or of another module
+        return None
     from _pytest import config
 
     throwaway = config.get_config(list(args))
-    if module == "pdb":
-        import pdb  # noqa: F401
     words = _plugin_words(args)
     if words is None or os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD"):
         return None
@@ -209,16 +214,17 @@ def main():
     fd = int(sys.argv[1])
     root = sys.argv[2]
     argv = sys.argv[4:] if sys.argv[3:4] == ["--"] else []
-    modules = {("-m", "pytest"): "pytest", ("-m", "pdb", "-m", "pytest"): "pdb"}
-    module = None
-    for form, name in modules.items():
-        if tuple(argv[:len(form)]) == form:
-            module = name
+    module = pytest_args = None
+    if argv[:2] == ["-m", "pytest"]:
+        module, pytest_args = "pytest", argv[2:]
+    elif argv[:4] == ["-m", "pdb", "-m", "pytest"]:
+        module, pytest_args = "pdb", argv[4:]
+    elif argv[:2] == ["-m", "pdb"] and len(argv) > 2:
+        module = "pdb"  # a script or another module under pdb: pdb alone is preloaded
     if module is None:
         _send(fd, b"U")
         os._exit(0)
     rest = argv[2:]  # sys.argv after "-m MODULE" (pdb's own "-m pytest ..." included)
-    pytest_args = rest if module == "pytest" else rest[2:]
     words = _preload(module, pytest_args)
     if not _fit(script, root):
         _send(fd, b"U")
