@@ -155,6 +155,8 @@ class Session:
         # git blob id of the start of each file whose starting text is recorded
         # (None: created in the session); applying the changes to the original moves it
         self._base_ids: dict[str, str | None] = {}
+        # the new working copy while start() runs the first eval (holding the lock)
+        self._starting_copy: Any = None
 
     # -- mode ---------------------------------------------------------------
     def _check_mode(self, mode: str) -> None:
@@ -212,13 +214,18 @@ class Session:
             Whatever ``env.reset()`` raises (e.g. the terminal cannot start);
             an ``"error"`` event is emitted first.
         """
+        def copied() -> None:
+            self._starting_copy = self.env.workspace
+            self._emit(EpisodeStarting(getattr(self.env, "eval_timeout", None)))
+
         try:
             with self.lock:
-                result = self.env.reset(on_copy=lambda: self._emit(
-                    EpisodeStarting(getattr(self.env, "eval_timeout", None))))
+                result = self.env.reset(on_copy=copied)
         except Exception as exc:
             self._emit(LoopFailed(f"reset failed: {exc}"))
             raise
+        finally:
+            self._starting_copy = None
         self.initial = self.last = result
         self._started = time.monotonic()
         self._begin(result)
@@ -630,7 +637,15 @@ class Session:
 
     def read_file(self, path: str) -> str | None:
         """The text of working-copy file ``path`` (relative); None when it cannot be
-        shown (deleted, hidden, binary, or the environment is closed)."""
+        shown (deleted, hidden, binary, or the environment is closed). While :meth:`start`
+        runs the first eval (up to its timeout, holding the lock), the new working copy is
+        read at once: it stays in place until the start returns."""
+        starting = self._starting_copy
+        if starting is not None:
+            try:
+                return starting.read_text(path)
+            except Exception:  # noqa: BLE001  display data only: never fail a caller
+                return None
         with self.lock:
             ws = self.env.workspace
             try:
