@@ -6,10 +6,11 @@ On bench/repo_size_plan.py's synthetic repositories (50 modules of ~40 lines
 per folder, plus target.py and its test), each round measures, the cases in
 turn (A B C ..., then backwards), so all share the machine's load:
 
-- ``reset bwrap overlay``: ``RepoEnv.reset()`` on the bwrap terminal with
-  ``terminal_options={"overlay": True}`` (the working copy is an overlay of the
-  original: nothing copied; issue 28 part 2), one eval of ``test_target.py``;
-- ``reset bwrap copy``: the same with today's copy (the default);
+- ``reset bwrap overlay``: ``RepoEnv.reset()`` on the bwrap terminal (the
+  working copy is an overlay of the original, the default: nothing copied;
+  issue 28 part 2), one eval of ``test_target.py``;
+- ``reset bwrap copy``: the same with ``terminal_options={"overlay": False}``
+  (the copy every terminal made before);
 - ``reset local``: the same on the local terminal (always a copy);
 - ``workspace overlay`` / ``workspace copy``: ``Workspace()`` alone, the
   part of reset that depends on the repository's size.
@@ -43,7 +44,7 @@ from dgym_tui.core.terminals.identity import sandbox_ids  # noqa: E402
 def _reset(repo: Path, terminal: str, overlay: bool = False) -> Callable[[], float]:
     def run() -> float:
         env = RepoEnv(repo, entrypoint=ENTRYPOINT, terminal=terminal,
-                      terminal_options={"overlay": True} if overlay else None)
+                      terminal_options={"overlay": overlay} if terminal == "bwrap" else None)
         try:
             started = time.perf_counter()
             result = env.reset()

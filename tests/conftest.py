@@ -141,7 +141,7 @@ def bwrap_ready() -> None:
 
 
 #: ``every_terminal``'s name for bwrap with an overlay working copy (``make_env`` turns it
-#: into ``terminal="bwrap", terminal_options={"overlay": True}``).
+#: into ``terminal="bwrap", terminal_options={"overlay": True}``; its "bwrap" is the copy).
 BWRAP_OVERLAY = "bwrap-overlay"
 
 
@@ -198,6 +198,8 @@ def make_env(request, sandbox_image):
     made: list[RepoEnv] = []
 
     def make(path, **kwargs) -> RepoEnv:
+        if "terminal" not in kwargs and kind == "bwrap":  # the copy; "bwrap-overlay" the overlay
+            kwargs["terminal_options"] = {"overlay": False, **kwargs.get("terminal_options", {})}
         kwargs.setdefault("terminal", kind)
         if kwargs["terminal"] == BWRAP_OVERLAY:
             kwargs["terminal"] = "bwrap"

@@ -170,12 +170,15 @@ def test_daemons_die_when_the_owner_is_terminated(every_terminal, make_repo, fas
                                                   sandbox_image):
     a, b, c = (n + os.getpid() % 500 for n in (4001, 4601, 5601))
     repo = make_repo({"test_leak.py": LEAKER.format(a=a, b=b)})
+    terminal_options = ({"overlay": every_terminal.endswith("overlay")}
+                        if every_terminal.startswith("bwrap") else None)
     script = textwrap.dedent(f"""
         import time
         from dgym_tui import ToolCall
         from dgym_tui.core.env import RepoEnv
         env = RepoEnv({str(repo)!r}, entrypoint={fast_pytest + ' test_leak.py'!r},
-                      terminal={every_terminal!r}, image={sandbox_image!r})
+                      terminal={every_terminal.split("-")[0]!r}, image={sandbox_image!r},
+                      terminal_options={terminal_options!r})
         env.reset()
         env.step(ToolCall("pdb", {{"command": "!import subprocess; subprocess.Popen("
                                               "['sleep', '{c}'], start_new_session=True)"}}))

@@ -34,6 +34,7 @@ FILES = {
     "tests/test_a.py": "from a import A\n\n\ndef test_a():\n    assert A == 1\n",
     ".debugignore": "data/secret.txt\n",
     ".debugreadonly": "tests/\n",
+    ".git/config": "[core]\n",
 }
 
 #: Prints, as one JSON line, every file and link the sandbox sees (caches left out):
@@ -162,7 +163,12 @@ def test_the_patch_turns_the_original_into_what_the_sandbox_sees(overlay_env, tm
 
 
 def test_ignored_files_never_reach_the_sandbox_or_the_patch(overlay_env):
+    """Absent, as from a copy: whited out in the upper layer before it is mounted."""
     env, repo = overlay_env()
+    absent = _run(env, "cat data/secret.txt .git/config 2>&1")
+    assert absent.count("No such file") == 2, absent
+    listed = _run(env, "ls -a . data").split()
+    assert ".git" not in listed and "secret.txt" not in listed and "public.txt" in listed
     out = _run(env, "cat data/secret.txt; mv data moved; cp -r data copied; "
                     "ln data/secret.txt hard; cat .debugignore; true")
     out += _run(env, "cat moved/secret.txt copied/secret.txt hard data/secret.txt 2>&1; "
@@ -221,3 +227,18 @@ def test_nothing_of_the_working_copy_outlives_the_episode(overlay_env):
     assert (upper / "a.py").read_text() == "A = 2\n"  # the change is in the upper layer
     env.close()
     assert not base.exists()
+
+
+def test_apply_back_writes_the_original_and_the_episode_goes_on(overlay_env):
+    """Apply-back writes the lower layer while it is mounted: the merged view keeps the
+    episode's files (they are in the upper layer), the patch is then empty, later changes
+    count again."""
+    env, repo = overlay_env(readonly=False)
+    _run(env, "echo 'A = 2' > a.py; rm b.py; echo 'NEW = 1' > pkg/new.py")
+    assert sorted(env.apply_to_source()) == ["a.py", "b.py", "pkg/new.py"]
+    assert (repo / "a.py").read_text() == "A = 2\n" and not (repo / "b.py").exists()
+    assert (repo / "pkg/new.py").read_text() == "NEW = 1\n"
+    assert env.patch() == ""
+    _run(env, "echo 'A = 3' > a.py")
+    assert env.workspace.changed_files() == ["a.py"]
+    assert "-A = 2\n+A = 3" in env.patch()

@@ -96,8 +96,9 @@ class RepoEnv:
             (``workdir``, ``network``, ``mem_limit``, ``pids_limit``, ``cpus``);
             e.g. ``{"workdir": "/testbed"}`` for images that installed the
             repository there. For bwrap: ``network``, ``limits``, and
-            ``overlay`` (True: the working copy is an overlay of the original,
-            nothing copied at reset; see docs/performance.md).
+            ``overlay`` (default True: the working copy is an overlay of the
+            original, nothing copied at reset, where the kernel allows it;
+            False: a copy; see docs/performance.md and docs/security.md).
         grader: ``grader(result, terminal) -> EvalSummary | None`` scores each
             run of the entrypoint instead of pytest's summary line (e.g. a
             benchmark harness's log parser and resolution rule); ``result`` is
@@ -705,9 +706,9 @@ class RepoEnv:
 
     @property
     def _overlay_wanted(self) -> bool:
-        """The working copy is an overlay: the bwrap terminal with ``overlay: true``, where
-        an overlay can be mounted (else a copy, and a warning logged once)."""
-        if self.terminal_spec != "bwrap" or not self.terminal_options.get("overlay"):
+        """The working copy is an overlay: the bwrap terminal (unless ``overlay: false``),
+        where an overlay can be mounted (else a copy, and a warning logged once)."""
+        if self.terminal_spec != "bwrap" or not self.terminal_options.get("overlay", True):
             return False
         from dgym_tui.core.fs.overlay import overlay_problem
 

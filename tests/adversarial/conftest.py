@@ -165,8 +165,8 @@ class Prober:
             steps: tool calls (``{"name", "arguments"}``) run after ``commands``.
         """
         prefix, uid, gid, env = self._identity()
-        if self.overlay:
-            options = {**(options or {}), "overlay": True}
+        if self.terminal == "bwrap":  # both kinds of working copy, whatever the default
+            options = {**(options or {}), "overlay": self.overlay}
         folder = self.base / f"probe-{next(_counter)}"
         repo = folder / "repo"
         repo.mkdir(parents=True)

@@ -312,22 +312,26 @@ class Workspace:
     def _mount(self, parent: Workspace | None) -> None:
         """Mount the overlay (a fork's upper layer is a copy of ``parent``'s).
 
-        Nothing of the original is copied or read: the change index watches
-        the upper layer (empty at the start), the index of every file is made
-        when first needed (grep, a listing of every file), ignored entries are
-        found by one walk of names, and only read-only files are read, to
-        remember their starting content.
+        Nothing of the original is copied or read: ignored entries are found
+        by one walk of names and whited out in the upper layer before it is
+        mounted (absent from the merged view, as from a copy), the change index
+        watches the upper layer, the index of every file is made when first
+        needed (grep, a listing of every file), and only read-only files are
+        read, to remember their starting content.
         """
+        os.mkdir(self.root / UPPER, 0o700)
         if parent is not None:
-            os.mkdir(self.root / UPPER, 0o700)
             _copy_upper(parent.overlay.upper, str(self.root / UPPER), self.run_as)  # type: ignore[union-attr]
+        else:
+            self.ignored_at_start = self._find_ignored()
+            _white_out(self._src, str(self.root / UPPER), self.ignored_at_start,  # type: ignore[arg-type]
+                       self.run_as)
         self.overlay = Overlay(str(self.source), str(self.root), self.run_as)
         self._tree = SafeTree.from_fd(os.dup(self.overlay.root_fd), self.overlay.merged)
         # the merged view through our own descriptor: on the host, base/merged is empty
         self.root = Path(f"/proc/{os.getpid()}/fd/{self._tree.fd}")
         self._upper = TreeIndex(SafeTree(self.overlay.upper), self._visible)
         if parent is None:
-            self.ignored_at_start = self._find_ignored()
             self._record_readonly()
 
     def _merged(self) -> TreeIndex:
@@ -1514,6 +1518,52 @@ class _LowerStart:
 
     def items(self):
         return [(rel, self[rel]) for rel in self]
+
+
+def _white_out(src: SafeTree, upper: str, paths: list[str],
+               owner: tuple[int, int] | None) -> None:
+    """Hide ``paths`` of the original in an overlay's (not yet mounted) upper layer.
+
+    Each gets a whiteout (a character device 0/0); the folders above it are made in
+    the upper layer with the original's permissions, owner (``owner`` when set) and
+    times, so the merged view shows them as the original has them.
+    """
+    made: dict[str, os.stat_result] = {}
+    root = os.open(upper, DIR_FLAGS)
+    try:
+        for rel in paths:
+            *folders, name = rel.split("/")
+            fd = os.dup(root)
+            try:
+                for i, folder in enumerate(folders):
+                    here = "/".join(folders[:i + 1])
+                    if here not in made:
+                        with src.resolve(here, follow=False) as leaf:
+                            st = leaf.lstat()
+                        if st is None or not stat.S_ISDIR(st.st_mode):
+                            raise OSError(errno.ENOTDIR, f"{here!r} is not a folder")
+                        os.mkdir(folder, 0o700, dir_fd=fd)
+                        made[here] = st
+                    sub = os.open(folder, DIR_FLAGS, dir_fd=fd)
+                    os.close(fd)
+                    fd = sub
+                os.mknod(name, stat.S_IFCHR, 0, dir_fd=fd)
+                if owner is not None:
+                    os.chown(name, *owner, dir_fd=fd, follow_symlinks=False)
+            finally:
+                os.close(fd)
+        for here in sorted(made, key=lambda r: -r.count("/")):  # deepest first: times stay
+            st = made[here]
+            fd = os.open(here, DIR_FLAGS, dir_fd=root)
+            try:
+                if owner is not None:
+                    os.fchown(fd, *owner)
+                os.fchmod(fd, stat.S_IMODE(st.st_mode))
+                os.utime(fd, ns=(st.st_atime_ns, st.st_mtime_ns))
+            finally:
+                os.close(fd)
+    finally:
+        os.close(root)
 
 
 def _copy_upper(src: str, dst: str, owner: tuple[int, int] | None) -> None:
