@@ -399,3 +399,30 @@ def test_pdb_of_a_script(tmp_path, kind):
     assert warm_starts == ["preloaded"] * len(cold_starts)
     assert warm == cold
     assert any("(['run.py'], '" in o for o in warm)
+
+
+def test_a_dead_or_stale_spare_starts_cold(tmp_path, kind):
+    """The spare killed before its run, or a folder of its sys.path changed after its
+    imports (as a package installed meanwhile changes site-packages): the eval starts
+    cold, with the right result, and the next one is preloaded again."""
+    import os
+    import signal
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "test_a.py").write_text("def test_a():\n    pass\n\ndef test_b():\n    assert 0\n")
+    with _env(repo, kind, entrypoint=f"{FAST} test_a.py", tools=["eval"]) as env:
+        env.reset()
+        assert env.terminal.wait_spares(60)
+        spare = env.terminal._spares[False]
+        os.killpg(spare.process.pid, signal.SIGKILL)  # bwrap's own process, on bwrap
+        spare.process.wait(timeout=30)
+        step = env.step({"name": "eval", "arguments": {}})
+        assert (step.start, env.last_eval.passed, env.last_eval.failed) == ("cold", 1, 1)
+        assert env.step({"name": "eval", "arguments": {}}).start == "preloaded"
+
+        assert env.terminal.wait_spares(60)
+        (Path(env.terminal.plugin_dir) / "new_module.py").write_text("")  # on its sys.path
+        step = env.step({"name": "eval", "arguments": {}})
+        assert (step.start, env.last_eval.passed, env.last_eval.failed) == ("cold", 1, 1)
+        assert env.step({"name": "eval", "arguments": {}}).start == "preloaded"

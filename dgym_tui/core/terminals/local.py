@@ -264,9 +264,12 @@ class LocalTerminal(Terminal):
             spare = self._spares.pop(interactive, None)
         if spare is None:
             return None
-        if spare.command != command or spare.key != self._spare_key(command, env):
-            log.info("preloaded spare not used: %s", "another command" if spare.command != command
-                     else "another environment or other mounts")
+        why = ("another command" if spare.command != command
+               else "another environment or other mounts"
+               if spare.key != self._spare_key(command, env)
+               else "" if _alive(spare.process) else "its process ended")
+        if why:  # (bwrap's own process ended: what it started may still answer; not used)
+            log.info("preloaded spare not used: %s", why)
             self._drop(spare)
             return None
         return spare
@@ -393,6 +396,16 @@ class LocalProcess(pexpect.spawn):
                 self.ptyproc.wait()
         self.ptyproc.delayafterclose = self.ptyproc.delayafterterminate = 0.0
         super().close(force=True)
+
+
+def _alive(process) -> bool:
+    """Whether a process this terminal started (``Popen`` or a pexpect spawn) still runs."""
+    if isinstance(process, subprocess.Popen):
+        return process.poll() is None
+    try:
+        return bool(process.isalive())
+    except Exception:  # noqa: BLE001  a closed spawn is not alive
+        return False
 
 
 def _kill_group(pid: int) -> None:
