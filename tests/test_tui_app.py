@@ -242,7 +242,7 @@ async def test_replay_and_fork(calc_repo, tmp_path, bwrap_ready):
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         view = app.source_view
-        assert app.step_index == 0 and "replay step 0/4" in app.status.text
+        assert app.episode_screen.step_index == 0 and "replay step 0/4" in app.status.text
         assert (view.path, view.breakpoints, view.frame_line) == ("calc.py", {}, None)
         await pilot.press("l")
         assert view.breakpoints == {5: None} and view.frame_line is None
@@ -250,16 +250,16 @@ async def test_replay_and_fork(calc_repo, tmp_path, bwrap_ready):
         assert (view.path, view.frame_line) == ("calc.py", 5)
         assert view.lines[4] == "    return total / len(xs[1:])"
         await pilot.press("dollar_sign")
-        assert app.step_index == 4 and view.lines[4] == FIX  # source re-derived from rewrites
+        assert app.episode_screen.step_index == 4 and view.lines[4] == FIX  # source re-derived from rewrites
         assert "tests 2/2" in app.status.text
         await pilot.press("h", "h")
-        assert app.step_index == 2 and view.lines[4] != FIX
+        assert app.episode_screen.step_index == 2 and view.lines[4] != FIX
         await pilot.press("0")
-        assert app.step_index == 0
+        assert app.episode_screen.step_index == 0
         await pilot.press("l", "l")
         await pilot.press("f")  # fork at step 2: re-executed live, then human mode
         await settle(app, pilot)
-        assert app.replay is None and app.session is not None
+        assert app.replay_screen is None and app.session is not None
         # the recording's local cannot lower the person's sandbox: the fork runs in bwrap
         assert "│ bwrap │" in app.status.text and "unsandboxed" not in app.status.text
         session = app.session
@@ -336,7 +336,7 @@ async def test_crash_keeps_the_trajectory(calc_session, tmp_path):
         async with app.run_test(size=SIZE) as pilot:
             await settle(app, pilot)
             app.transcript.add_turn = broken_handler  # the app's turn handler fails
-            app.act(ToolCall("view", {"path": "calc.py"}))
+            app.episode_screen.act(ToolCall("view", {"path": "calc.py"}))
             await app.workers.wait_for_complete()
             for _ in range(50):
                 await pilot.pause()

@@ -15,7 +15,7 @@ async def test_w_refuses_a_conflicting_outside_edit(calc_repo, calc_session):
                   ask_apply=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)
-        app.act(ToolCall("rewrite", {"path": "calc.py", "start": 5, "end": 5, "new_code": FIX}))
+        app.episode_screen.act(ToolCall("rewrite", {"path": "calc.py", "start": 5, "end": 5, "new_code": FIX}))
         await settle(app, pilot)
         mine = CALC.replace("len(xs[1:])", "max(1, len(xs))")
         (calc_repo / "calc.py").write_text(mine)  # an editor, outside the session

@@ -17,7 +17,7 @@ async def test_f_branches_the_live_episode_at_pdbs_frame(calc_session, tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         await stop_at(app, pilot, "calc.py:5")
         assert parent.env.frame == ("calc.py", 5)
-        app.act(pdb_call("p total"))
+        app.episode_screen.act(pdb_call("p total"))
         await settle(app, pilot)
         total = parent.turns[-1].observation
         await pilot.press("f")
@@ -28,7 +28,7 @@ async def test_f_branches_the_live_episode_at_pdbs_frame(calc_session, tmp_path)
         assert parent.env.workspace is None  # the parent's environment is closed
         assert branch.env.frame == ("calc.py", 5)  # pdb replayed to the same frame
         assert "branched at step 3" in console_text(app)
-        app.act(pdb_call("p total"))
+        app.episode_screen.act(pdb_call("p total"))
         await settle(app, pilot)
         assert branch.turns[-1].observation == total != ""
         await pilot.press("q")

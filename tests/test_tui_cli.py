@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from dgym_tui.cli.tui import build_app, build_parser, main
+from dgym_tui.tui.live.screen import LiveScreen
 
 
 def test_main_usage_errors_exit_2(tmp_path, capsys):
@@ -62,7 +63,7 @@ def test_benchmark_task_has_nothing_to_apply(tmp_path):
                                                str(tmp_path / "t.jsonl")]))
     try:
         assert app.can_apply is False
-        assert app.action_available("apply_patch") is False
+        assert LiveScreen(app.worker, can_apply=app.can_apply).action_available("apply_patch") is False
     finally:
         app.close_session()
     repo = tmp_path / "r"
@@ -113,8 +114,8 @@ def test_replay_app_from_the_command_line(tmp_path, open_repo):
     session.env.close()
     app = build_app(build_parser().parse_args(["--replay", str(traj), "--trajectory",
                                                str(tmp_path / "fork.jsonl")]))
-    assert app.replay is not None and app.session is None and app.fork_factory is not None
-    assert len(app.replay) == 0 and app.replay.files() == ["test_a.py"]
+    assert app.replay_screen is not None and app.session is None and app.replay_screen.fork_factory is not None
+    assert len(app.replay_screen.model) == 0 and app.replay_screen.model.files() == ["test_a.py"]
     app.close_session()
 
 

@@ -38,7 +38,7 @@ async def test_palette_help_and_themes(calc_session):
         assert type(app.screen).__name__ == "HelpScreen"
         await pilot.press("escape")
         await pilot.pause()
-        assert type(app.screen).__name__ == "Screen"
+        assert type(app.screen).__name__ == "LiveScreen"
 
         assert {"dgym-dark", "dgym-light"} <= set(app.available_themes)
         assert app.theme == "dgym-dark"
@@ -57,10 +57,10 @@ async def test_submit_offers_the_patch(calc_session, calc_repo):
     app = DgymApp(session=session)
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)
-        app.act(ToolCall("rewrite", {"path": "calc.py", "start": 5, "end": 5, "new_code": FIX}))
+        app.episode_screen.act(ToolCall("rewrite", {"path": "calc.py", "start": 5, "end": 5, "new_code": FIX}))
         await settle(app, pilot)
         assert app.query_one("FileTree")._changed == {"calc.py"}
-        app.act(ToolCall("submit", {}))
+        app.episode_screen.act(ToolCall("submit", {}))
         await settle(app, pilot)
         assert session.done
         assert type(app.screen).__name__ == "ConfirmScreen"  # apply? asked once at the end
@@ -117,10 +117,10 @@ async def test_quit_while_a_step_runs_is_prompt(calc_session, tmp_path):
     app = DgymApp(session=session)
     async with app.run_test(size=(160, 48)) as pilot:
         await settle(app, pilot)
-        app.act(ToolCall("pdb", {"command": "p 6*7"}))
+        app.episode_screen.act(ToolCall("pdb", {"command": "p 6*7"}))
         await settle(app, pilot)
         pdb_tool = env.tools["pdb"]
-        app.act(ToolCall("pdb", {"command": "p __import__('time').sleep(50)"}))
+        app.episode_screen.act(ToolCall("pdb", {"command": "p __import__('time').sleep(50)"}))
         await pilot.pause(1.0)
         assert app.busy
         pids = [p.pid for p in _pdb_children(pdb_tool)]

@@ -28,7 +28,7 @@ async def test_ctrl_c_in_the_editor_keeps_the_edit(calc_session):
         assert area.document.lines[0].endswith(" #x")
         await pilot.press("escape")
         await pilot.pause()
-        assert type(app.screen).__name__ == "Screen"
+        assert type(app.screen).__name__ == "LiveScreen"
     app.close_session()
 
 
@@ -194,7 +194,7 @@ async def test_b_and_e_on_a_binary_file_say_why_nothing_happens(calc_repo, calc_
     app = DgymApp(session=session)
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)
-        app._open("data.bin", 1)
+        app.episode_screen.open_file("data.bin", 1)
         await settle(app, pilot)
         app.source_view.focus()
         await pilot.press("b")
@@ -255,7 +255,7 @@ async def test_w_is_recorded_in_the_trajectory(calc_repo, calc_session, tmp_path
     app = DgymApp(session=session, ask_apply=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)
-        app.act(ToolCall("rewrite", {"path": "calc.py", "start": 5, "end": 5, "new_code": FIX}))
+        app.episode_screen.act(ToolCall("rewrite", {"path": "calc.py", "start": 5, "end": 5, "new_code": FIX}))
         await settle(app, pilot)
         app.source_view.focus()
         await pilot.press("w")
@@ -287,9 +287,9 @@ async def test_w_after_the_end_is_recorded_and_replay_shows_it(calc_repo, calc_s
     app = DgymApp(session=session)
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)
-        app.act(ToolCall("rewrite", {"path": "calc.py", "start": 5, "end": 5, "new_code": FIX}))
+        app.episode_screen.act(ToolCall("rewrite", {"path": "calc.py", "start": 5, "end": 5, "new_code": FIX}))
         await settle(app, pilot)
-        app.act(ToolCall("submit", {}))
+        app.episode_screen.act(ToolCall("submit", {}))
         await settle(app, pilot)
         assert type(app.screen).__name__ == "ConfirmScreen"  # the end-of-episode offer
         await pilot.press("y")
@@ -327,7 +327,7 @@ async def test_p_then_z_shows_the_diff_on_the_whole_screen(calc_session):
     async with app.run_test(size=(120, 36)) as pilot:
         await settle(app, pilot)
         long_line = "    return total / len(xs)  # " + "a long comment " * 8
-        app.act(ToolCall("rewrite", {"path": "calc.py", "start": 5, "end": 5,
+        app.episode_screen.act(ToolCall("rewrite", {"path": "calc.py", "start": 5, "end": 5,
                                      "new_code": long_line}))
         await settle(app, pilot)
         app.source_view.focus()
@@ -513,9 +513,9 @@ async def test_no_toast_over_the_apply_dialog_at_the_episode_end(calc_session):
     app = DgymApp(session=session)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(app, pilot)
-        app.act(ToolCall("rewrite", {"path": "calc.py", "start": 5, "end": 5, "new_code": FIX}))
+        app.episode_screen.act(ToolCall("rewrite", {"path": "calc.py", "start": 5, "end": 5, "new_code": FIX}))
         await settle(app, pilot)
-        app.act(ToolCall("submit", {}))
+        app.episode_screen.act(ToolCall("submit", {}))
         await settle(app, pilot)
         assert type(app.screen).__name__ == "ConfirmScreen"
         title = str(app.screen.query_one(".modal-title").render())
@@ -527,8 +527,8 @@ async def test_no_toast_over_the_apply_dialog_at_the_episode_end(calc_session):
     app = DgymApp(session=session)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(app, pilot)
-        app.act(ToolCall("submit", {}))
+        app.episode_screen.act(ToolCall("submit", {}))
         await settle(app, pilot)
-        assert type(app.screen).__name__ == "Screen"
+        assert type(app.screen).__name__ == "LiveScreen"
         assert [n for n in app._notifications if "episode over (submitted)" in n.message]
     app.close_session()

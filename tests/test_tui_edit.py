@@ -22,7 +22,7 @@ def _mini_app(tmp_path, name="edit.jsonl"):
 
 
 async def _open(app, pilot, path: str, line: int) -> None:
-    app._open(path, line)
+    app.episode_screen.open_file(path, line)
     app.source_view.focus()
     await pilot.pause()
 
@@ -117,7 +117,7 @@ async def test_edit_refused_on_a_read_only_file(tmp_path):
         assert not isinstance(app.screen, CodeEditScreen)
         messages = [n.message for n in app._notifications]
         assert any("read-only" in m and "test_pagination.py" in m for m in messages), messages
-        app.action_edit_code()  # the command palette's entry: refused the same way
+        app.episode_screen.action_edit_code()  # the command palette's entry: refused the same way
         await settle(app, pilot)
         assert not isinstance(app.screen, CodeEditScreen)
         assert session.turns == []
@@ -159,7 +159,7 @@ async def test_editor_numbers_lines_as_the_file_and_auto_indents(tmp_path):
 async def _closed(app, pilot) -> None:
     """Wait (at most 60 s) until the app closed its session on the way out."""
     for _ in range(600):
-        if app._session_closed:
+        if app.closed:
             return
         await pilot.pause(0.1)
     raise AssertionError("the app did not quit")
@@ -174,9 +174,9 @@ class TestQuitWithUnappliedFix:
 
     async def _fix(self, app, pilot):
         await settle(app, pilot)
-        app.act(ToolCall("rewrite", {"path": "calc.py", "start": 5, "end": 5, "new_code": FIX}))
+        app.episode_screen.act(ToolCall("rewrite", {"path": "calc.py", "start": 5, "end": 5, "new_code": FIX}))
         await settle(app, pilot)
-        app.act(ToolCall("eval", {}))
+        app.episode_screen.act(ToolCall("eval", {}))
         await settle(app, pilot)
         assert app.session.last.resolved
 
@@ -190,7 +190,7 @@ class TestQuitWithUnappliedFix:
             assert isinstance(app.screen, QuitScreen)
             await pilot.press("escape")
             await pilot.pause()
-            assert not isinstance(app.screen, QuitScreen) and not app._session_closed
+            assert not isinstance(app.screen, QuitScreen) and not app.closed
             await pilot.press("q")
             await pilot.pause()
             await pilot.press("w")
@@ -211,7 +211,7 @@ class TestQuitWithUnappliedFix:
             await pilot.pause()
             await pilot.press("w")  # refused: the same line changed outside
             await settle(app, pilot)
-            assert not app._session_closed and not isinstance(app.screen, QuitScreen)
+            assert not app.closed and not isinstance(app.screen, QuitScreen)
             assert (calc_repo / "calc.py").read_text() == mine
             await pilot.press("q")
             await pilot.pause()

@@ -39,7 +39,7 @@ async def test_fork_starts_from_the_recorded_original(calc_repo, tmp_path):
         assert session.initial.score == 0
         assert session.env.workspace.read_text("calc.py") == buggy
         assert "the original changed since this recording" in console_text(app)
-        assert not app.can_apply  # w would write a rebuilt copy's patch: off
+        assert not app.episode_screen.can_apply  # w would write a rebuilt copy's patch: off
         await pilot.press("q")
         await pilot.pause()
     assert FIX in (calc_repo / "calc.py").read_text()  # the original is untouched

@@ -12,6 +12,7 @@ from dgym_tui.core.types import ToolCall
 from dgym_tui.episode.session import Session
 from dgym_tui.episode.trajectory import read_trajectory
 from dgym_tui.tui.app import DgymApp
+from dgym_tui.tui.live.screen import LiveScreen
 from dgym_tui.tui.replay_model import ReplayModel
 
 
@@ -91,7 +92,7 @@ class TestApply:
         app = DgymApp(session=session)
         async with app.run_test(size=SIZE) as pilot:
             await settle(app, pilot)
-            app.act(ToolCall("rewrite", {"path": "pkg/calc.py", "start": 1, "end": 1,
+            app.episode_screen.act(ToolCall("rewrite", {"path": "pkg/calc.py", "start": 1, "end": 1,
                                          "new_code": "def average(xs):  # edited"}))
             await settle(app, pilot)
             # Outside the session, the folder became a file: nothing can be written there.
@@ -103,7 +104,7 @@ class TestApply:
             await pilot.press("y")
             await settle(app, pilot)
             assert "patch not applied" in console_text(app)
-            assert app._applied_patch is None
+            assert app.episode_screen._applied_patch is None
             assert (repo / "pkg").read_text() == "mine\n"
             await _quit(app, pilot)
         assert session.done
@@ -115,7 +116,7 @@ class TestApply:
         app = DgymApp(session=session)
         async with app.run_test(size=SIZE) as pilot:
             await settle(app, pilot)
-            app.act(ToolCall("rewrite", {"path": "calc.py", "start": 5, "end": 5,
+            app.episode_screen.act(ToolCall("rewrite", {"path": "calc.py", "start": 5, "end": 5,
                                          "new_code": "    return total / len(xs)"}))
             await settle(app, pilot)
             mine = CALC.replace("total = 0", "total = 0  # mine")
@@ -143,14 +144,15 @@ USAGE = {"prompt_tokens": 100, "completion_tokens": 10}
 
 
 class TestAgentKeys:
-    async def test_llm_error_backs_off(self, agent_session, llm_server):
+    async def test_llm_error_backs_off(self, agent_session, llm_server, monkeypatch):
         """An LLM error is shown once, not re-asked in a loop; keys stay live; m retries."""
         session = agent_session([
             {"status": 400, "message": "model is confused"},
             {"content": "Look.", "usage": USAGE,
              "tool_calls": [{"name": "view", "arguments": {"path": "calc.py"}}]}])
         app = DgymApp(session=session)
-        app.AGENT_RETRY = (3600.0,)  # no automatic retry while the test runs
+        # no automatic retry while the test runs
+        monkeypatch.setattr(LiveScreen, "AGENT_RETRY", (3600.0,))
         async with app.run_test(size=SIZE) as pilot:
             await settle(app, pilot)
             for _ in range(20):
@@ -287,7 +289,7 @@ class TestHumanHints:
             await pilot.press("c")
             await settle(app, pilot)
             assert view.frame_line == 5
-            app.act(ToolCall("rewrite", {"path": "calc.py", "start": 2, "end": 2,
+            app.episode_screen.act(ToolCall("rewrite", {"path": "calc.py", "start": 2, "end": 2,
                                          "new_code": "    total = 0  # start"}))
             await settle(app, pilot)
             assert view.frame_line is None and "pdb restarts" in console_text(app)

@@ -31,7 +31,7 @@ async def test_console_rewraps_after_a_live_resize(calc_session):
     app = DgymApp(session=calc_session())
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)
-        app.act(pdb_call("p list(range(40))"))
+        app.episode_screen.act(pdb_call("p list(range(40))"))
         await settle(app, pilot)
         await pilot.resize_terminal(100, 30)
         await pilot.pause()
@@ -61,16 +61,16 @@ async def test_library_frame_note_shows_its_path_and_line(calc_session):
     app = DgymApp(session=calc_session())
     async with app.run_test(size=SIZE) as pilot:
         await stop_at(app, pilot, "calc.py:4")  # in average(): xs, total, x
-        app.act(pdb_call("u 2"))  # test_single, then pytest's own frame
+        app.episode_screen.act(pdb_call("u 2"))  # test_single, then pytest's own frame
         await settle(app, pilot)
-        frame = app._inspection.frame
+        frame = app.episode_screen._inspection.frame
         assert frame is not None and frame.relative is None
         where = app.query_one("#debug-where")
         note = where.render().plain
         assert f"{frame.path}:{frame.line}" in note
         wrapped = Text(note).wrap(app.console, where.content_region.width)
         assert len(wrapped) <= where.content_region.height
-        app.act(pdb_call("d 2"))  # back in average(): one row again
+        app.episode_screen.act(pdb_call("d 2"))  # back in average(): one row again
         await settle(app, pilot)
         await pilot.pause()
         assert where.size.height == 1 and "average · calc.py:4" in where.render().plain

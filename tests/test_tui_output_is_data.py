@@ -92,7 +92,7 @@ async def test_noise_and_markup_reach_the_screen_as_text(make_repo, tmp_path):
                    for label in shown), shown
         assert_frame_clean(app)
         # a condition that is malformed markup ("[/x]" closes nothing): shown as typed
-        app.act(pdb_call('b noisy.py:13, "[/x]" != "[bold red]c"'))
+        app.episode_screen.act(pdb_call('b noisy.py:13, "[/x]" != "[bold red]c"'))
         await settle(app, pilot)
         table = app.query_one("BreakpointsPane")
         cells = [str(cell) for number in range(table.row_count) for cell in table.get_row_at(number)]

@@ -78,7 +78,7 @@ async def test_long_replay_renders_few_turns_and_rewrites_lazily(calc_repo, open
         assert len(transcript.shown) == MAX_SHOWN
         assert "#400 " in transcript.text and "#375 " not in transcript.text
         await pilot.press("h")
-        assert app.step_index == 399 and "#400 " not in transcript.text
+        assert app.episode_screen.step_index == 399 and "#400 " not in transcript.text
     app.close_session()
 
 

@@ -159,12 +159,12 @@ async def test_opened_episode_replays_and_escape_goes_back(tmp_path):
     viewer = browsed_replay(row)
     async with viewer.run_test(size=SIZE) as pilot:
         await pilot.pause()
-        assert viewer.replay is not None and "replay step 0/2" in viewer.status.text
-        assert not viewer._session_closed
+        assert viewer.replay_screen is not None and "replay step 0/2" in viewer.status.text
+        assert not viewer.closed
         await pilot.press("escape")
         await viewer.workers.wait_for_complete()
         await pilot.pause()
-        assert viewer._session_closed  # esc quit the viewer (back to the runs), not the source focus
+        assert viewer.closed  # esc quit the viewer (back to the runs), not the source focus
     assert viewer.return_code == 0
 
 

@@ -29,7 +29,7 @@ async def _run(app, pilot, command: str) -> int:
     layouts = []
     app.screen.screen_layout_refresh_signal.subscribe(app, layouts.append)
     try:
-        assert app.act(pdb_call(command))
+        assert app.episode_screen.act(pdb_call(command))
         await settle(app, pilot)
     finally:
         app.screen.screen_layout_refresh_signal.unsubscribe(app)
@@ -165,7 +165,7 @@ class TestStopRedraw:
 
             monkeypatch.setattr(app, "_display", spy)
             step = app.status.status.step
-            assert app.act(pdb_call("n"))
+            assert app.episode_screen.act(pdb_call("n"))
             await settle(app, pilot)
             assert frames and step not in frames  # nothing drawn before the answer
             assert app.status.status.step == step + 1
@@ -179,7 +179,7 @@ class TestStopRedraw:
         app = DgymApp(session=calc_session())
         async with app.run_test(size=SIZE) as pilot:
             await stop_at(app, pilot, "calc.py:4")
-            assert app.act(pdb_call("p __import__('time').sleep(3) or 7"))
+            assert app.episode_screen.act(pdb_call("p __import__('time').sleep(3) or 7"))
             for _ in range(400):
                 await pilot.pause(0.01)
                 shown = screen_text(app)

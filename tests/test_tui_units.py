@@ -297,3 +297,23 @@ async def test_file_tree_select_path_expands_only_closed_folders():
         assert tree.cursor_node.data == "pkg/sub/deep.py"
         await pilot.pause()
         assert expanded == ["sub/"]
+
+
+def test_every_key_action_has_its_handler_and_conditions():
+    """Each KeySpec of the table is handled by every screen that has it, and names only
+    conditions that screen's key_state() knows (a typo would leave a key dead)."""
+    from dgym_tui.tui.keys import KEYS
+    from dgym_tui.tui.live.screen import LiveScreen
+    from dgym_tui.tui.replay.screen import ReplayScreen
+
+    conditions = {"running", "started", "pending", "agent", "no_agent", "not_human",
+                  "not_auto", "auto", "can_apply"}
+    for spec in KEYS:
+        screens = {"live": [LiveScreen], "replay": [ReplayScreen],
+                   "both": [LiveScreen, ReplayScreen]}[spec.where]
+        for screen in screens:
+            assert callable(getattr(screen, f"action_{spec.name}", None)), (screen, spec.action)
+            assert spec in screen.SPECS
+        assert set(spec.when) <= conditions, spec
+    assert {s.action for s in LiveScreen.SPECS} & {"fork", "replay_step(1)"} == set()
+    assert "branch" not in ReplayScreen.SPEC_OF

@@ -54,7 +54,7 @@ async def stop_at(app, pilot, where: str) -> None:
 
     await settle(app, pilot)
     for command in (f"b {where}", "c"):
-        app.act(pdb_call(command))
+        app.episode_screen.act(pdb_call(command))
         await settle(app, pilot)
     app.source_view.focus()
     await pilot.pause()

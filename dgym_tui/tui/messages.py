@@ -148,13 +148,3 @@ class FileRead(Message):
 
     source: SourceText
     line: int | None
-
-
-@dataclass
-class PatchApplied(Message):
-    """``w`` finished: ``changed`` files written, or ``error`` (one line, nothing written
-    unless the message says otherwise)."""
-
-    source: str
-    changed: list[str]
-    error: str | None = None

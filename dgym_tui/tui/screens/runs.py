@@ -337,12 +337,16 @@ def browsed_replay(row: EpisodeRow, theme_name: str = "dgym-dark") -> App:
     import dgym_tui.tui.app as app_module
     from dgym_tui.episode.trajectory import read_trajectory
     from dgym_tui.tui.app import DgymApp
+    from dgym_tui.tui.replay.screen import ReplayScreen
     from dgym_tui.tui.replay_model import ReplayModel
+
+    class BrowsedScreen(ReplayScreen):
+        BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "quit_app", "Back to runs")]
 
     class BrowsedReplay(DgymApp):
         # CSS_PATH is read relative to the class's module: point at the app's own
         CSS_PATH = str(Path(app_module.__file__).parent / str(DgymApp.CSS_PATH))
-        BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "quit_app", "Back to runs")]
+        REPLAY_SCREEN = BrowsedScreen
 
     return BrowsedReplay(replay=ReplayModel(read_trajectory(row.trajectory)), ask_apply=False,
                          theme_name=theme_name)

@@ -49,7 +49,7 @@ class HistoryInput(Input):
     """An Input that remembers submitted lines (Up / Down) and accepts completions with Tab."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "app.focus_source", "Back to source"),
+        Binding("escape", "screen.focus_source", "Back to source"),
         Binding("up", "history(-1)", "Previous", show=False),
         Binding("down", "history(1)", "Next", show=False),
         Binding("tab", "complete", "Complete", show=False),

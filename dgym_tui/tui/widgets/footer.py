@@ -68,6 +68,8 @@ class KeyFooter(Footer):
     async def recompose(self) -> None:
         """Rebuild the keys from the screen's bindings, unless they are the ones shown."""
         self._rebuild_pending = False
+        if not self.is_attached:  # its screen was replaced (a fork went live) meanwhile
+            return
         shown = self._keys_shown()
         if shown == self._shown:
             return

@@ -125,7 +125,7 @@ class SourceView(QuietKeys, ScrollView, can_focus=True):
     gutter; ``V`` again or ``escape`` ends it. Without a selection the cursor
     line is the selection.
 
-    While an agent drives (the app's ``keys_quiet``), the pdb, breakpoint and
+    While an agent drives (the screen's ``keys_quiet``), the pdb, breakpoint and
     edit keys still work but leave the footer to the decision keys.
 
     A proposal waiting for approval is previewed (:meth:`set_preview`): a
@@ -582,8 +582,8 @@ class SourceView(QuietKeys, ScrollView, can_focus=True):
     # -- input -------------------------------------------------------------------
     @property
     def keys_quiet(self) -> bool:
-        """The app's ``keys_quiet`` (True while an agent drives), else False."""
-        return bool(getattr(self.app, "keys_quiet", False))
+        """The screen's ``keys_quiet`` (True while an agent drives), else False."""
+        return bool(getattr(self.screen, "keys_quiet", False) if self.is_attached else False)
 
     def check_key(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """pdb keys, breakpoint toggles and editing only when ``interactive`` (not in
