@@ -371,7 +371,7 @@ async def test_the_files_show_while_a_long_first_eval_runs(calc_session):
         assert app.source_view.path == "calc.py" and app.source_view.lines[0] == "def average(xs):"
         assert tree._files == ["calc.py", "test_calc.py"]
         assert "first eval…" in busy.render().plain and "/8 s" in busy.render().plain
-        app._open("test_calc.py", 1)  # a file picked in the tree opens while the eval runs
+        app.episode_screen.open_file("test_calc.py", 1)  # a file picked in the tree opens while the eval runs
         for _ in range(100):
             await pilot.pause(0.05)
             if app.source_view.path == "test_calc.py":

@@ -504,13 +504,11 @@ class LiveScreen(EpisodeScreen):
     @work(thread=True, group="read", exit_on_error=False)
     def _read_file(self, path: str, line: int | None) -> None:
         session = self.session
-        if self.worker.closed:
+        if self.worker.closed or session.generation is None:  # closed
             return
-        with session.lock:
-            if session.generation is None:  # closed
-                return
-            source = SourceText(path, session.read_file(path))
-        self.post_message(FileRead(source, line))
+        # not under the session's lock: the first eval holds it (up to its timeout) while
+        # the files are already shown; read_file takes it when it must
+        self.post_message(FileRead(SourceText(path, session.read_file(path)), line))
 
     @on(FileRead)
     def _file_read(self, message: FileRead) -> None:
