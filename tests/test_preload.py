@@ -95,7 +95,9 @@ def _record(env: RepoEnv, summary, output: str) -> dict:
     if state.exists():
         dump = json.loads(_normal(state.read_text(), _roots(env)))
         state.unlink()
-        for volatile in ("DGYM_EPISODE", "PYTEST_CURRENT_TEST"):
+        # TEXTUAL_SNAPSHOT_TEMPDIR: a fresh temporary folder pytest-textual-snapshot makes at
+        # every session start, when the tests' Python has it (an activated venv, as in CI)
+        for volatile in ("DGYM_EPISODE", "PYTEST_CURRENT_TEST", "TEXTUAL_SNAPSHOT_TEMPDIR"):
             dump["env"].pop(volatile, None)
         # pipes and the pytest capture files are other objects but the same kinds
     data = summary.to_dict()
