@@ -1,8 +1,8 @@
 """Keys that arrive together, as a paste or a fast typist sends them, through the real app
 (Pilot): every key event is posted to the app at once, as Textual's terminal driver does
 with the keys of one read, and only then does the test wait. They run in the order typed:
-console lines, ``:N`` then a key, editing keys in the code editor; keys dropped while a
-step runs are not echoed as if they ran."""
+console lines, ``:N`` then a key, editing keys in the code editor; keys typed while a
+step runs wait for it and run after it, each echoed once."""
 
 from __future__ import annotations
 
@@ -85,9 +85,28 @@ async def test_editing_keys_typed_together_in_the_code_editor(calc_session):
     app.close_session()
 
 
-async def test_keys_dropped_while_a_step_runs_are_not_echoed(calc_session):
-    """``nnn`` at once: the first n runs; the others arrive while it runs and are dropped,
-    with a notice, and the console shows only the n that ran."""
+async def test_a_key_typed_while_its_step_starts_pdb_runs_after_it(calc_session):
+    """``b`` then ``c`` at once from the source view, before pdb ran: ``b`` starts pdb and
+    sets the breakpoint, and ``c`` (typed while that step ran) runs after it, to the
+    breakpoint. Before, the ``c`` was dropped."""
+    session = calc_session()
+    app = DgymApp(session=session)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        app.source_view.go_to(4)
+        app.source_view.focus()
+        await pilot.pause()
+        burst(app, "bc")
+        await settle(app, pilot)
+        await settle(app, pilot)
+        assert _commands(session) == ["b calc.py:4", "c"], _commands(session)
+        assert "waits for the step that runs" in console_text(app)
+    app.close_session()
+
+
+async def test_keys_typed_while_a_step_runs_are_echoed_once_each(calc_session):
+    """``nnn`` at once: the first n runs; the others arrive while it runs and wait for it
+    (echoed once as waiting), then run in turn; the console shows each n that ran once."""
     session = calc_session()
     app = DgymApp(session=session)
     async with app.run_test(size=SIZE) as pilot:
@@ -96,7 +115,8 @@ async def test_keys_dropped_while_a_step_runs_are_not_echoed(calc_session):
         echoed = console_text(app).count('pdb(command="n")')
         burst(app, "nnn")
         await settle(app, pilot)
+        await settle(app, pilot)
         ran = len(session.turns) - before
-        assert ran >= 1
+        assert ran == 3
         assert console_text(app).count('pdb(command="n")') - echoed == ran
     app.close_session()

@@ -73,6 +73,9 @@ if TYPE_CHECKING:
 _BUSY = {"eval": "running eval", "pdb": "pdb", "rewrite": "rewriting", "submit": "submitting"}
 
 _SPECS = keys_of("live")
+#: Commands typed while a step runs (keys and console lines) that wait to run after it, at
+#: most; a held-down key past that is dropped with a notice.
+TYPED_AHEAD_MAX = 20
 
 #: A session call's follow-ups on the UI thread: ``(done(result), failed(exception))``.
 _Followups = tuple[Callable[[Any], None] | None, Callable[[BaseException], None] | None]
@@ -725,12 +728,15 @@ class LiveScreen(EpisodeScreen):
     @on(SourceView.PdbCommand)
     @on(BreakpointsPane.Command)
     def _pdb_command(self, message: SourceView.PdbCommand | BreakpointsPane.Command) -> None:
-        self.act(pdb_call(message.command))
+        if not self._wait_for_the_step(message.command):
+            self.act(pdb_call(message.command))
 
     @on(SourceView.BreakpointToggle)
     def _toggle_breakpoint(self, message: SourceView.BreakpointToggle) -> None:
         verb = "cl" if message.present else "b"
-        self.act(pdb_call(f"{verb} {message.path}:{message.line}"))
+        command = f"{verb} {message.path}:{message.line}"
+        if not self._wait_for_the_step(command):
+            self.act(pdb_call(command))
 
     @on(SourceView.GotoFrame)
     def _goto_frame(self) -> None:
@@ -750,11 +756,22 @@ class LiveScreen(EpisodeScreen):
         text = message.text[1:].strip() if message.text.startswith(":") else message.text
         if not text:
             return
-        if self.busy and not self.worker.closed:  # typed ahead: runs after this step
-            self._typed_ahead.append(message.text)
-            self.pdb_console.write(f"  {text}  (waits for the step that runs)", style="dim")
-            return
-        self._run_console_line(text)
+        if not self._wait_for_the_step(message.text):
+            self._run_console_line(text)
+
+    def _wait_for_the_step(self, line: str) -> bool:
+        """Keep a console line or a key's pdb command typed while a step runs, to run
+        after it in the order typed (True: kept, or dropped past :data:`TYPED_AHEAD_MAX`)."""
+        if not self.busy or self.worker.closed:
+            return False
+        text = line[1:].strip() if line.startswith(":") else line
+        if len(self._typed_ahead) >= TYPED_AHEAD_MAX:
+            self.notify(f"{TYPED_AHEAD_MAX} commands already wait; `{text}` was dropped",
+                        severity="warning")
+            return True
+        self._typed_ahead.append(line)
+        self.pdb_console.write(f"  {text}  (waits for the step that runs)", style="dim")
+        return True
 
     def _run_typed_ahead(self) -> bool:
         """Run the first console line typed while a step ran, if any (True: one started)."""
