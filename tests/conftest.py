@@ -22,12 +22,19 @@
 from __future__ import annotations
 
 import os
+import signal
 import time
 from pathlib import Path
 
 import psutil
 import pytest
 from process_helpers import alive
+
+# A suite started in the background by a non-interactive shell (`bash .ci/run &`, nohup)
+# inherits SIGINT ignored, and so would every process it starts: the tests of Ctrl-C
+# (the runner's interrupt, the bash tool's and pdb's timeouts) would test nothing real.
+# Python's own handler, as in a terminal.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 
 #: The scripted LLM server fixture ``llm_server`` (tests/llm_stub.py) for every test.
 pytest_plugins = ["llm_stub"]
