@@ -286,6 +286,9 @@ def test_killed_mid_task_resumes_there(tmp_path, tmux):
     tmux.wait_for("Task 2 of 2 (restarted)")
     tmux.keys("y")
     tmux.wait_for("P01 · task 2/2")
+    # give up once the episode started: a give-up during the first eval leaves no
+    # trajectory, and the end screen then leaves the task out (not fixed yet, issue 26)
+    tmux.wait_for("Tools: listdir")
     tmux.keys("F6")
     tmux.wait_for("Give up this task?")
     tmux.keys("y")
