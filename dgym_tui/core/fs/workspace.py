@@ -607,8 +607,7 @@ class Workspace:
                     write_all(fd_out, data)
                 else:  # a fork: stream what the file held when opened, kernel to kernel
                     _copy_fd(fd_in, fd_out, st.st_size)
-                os.fchmod(fd_out, stat.S_IMODE(st.st_mode))
-                os.utime(fd_out, ns=(st.st_atime_ns, st.st_mtime_ns))
+                _keep_mode_and_times(fd_out, st)
             finally:
                 os.close(fd_out)
             if record:
@@ -1558,12 +1557,17 @@ def _white_out(src: SafeTree, upper: str, paths: list[str],
             try:
                 if owner is not None:
                     os.fchown(fd, *owner)
-                os.fchmod(fd, stat.S_IMODE(st.st_mode))
-                os.utime(fd, ns=(st.st_atime_ns, st.st_mtime_ns))
+                _keep_mode_and_times(fd, st)
             finally:
                 os.close(fd)
     finally:
         os.close(root)
+
+
+def _keep_mode_and_times(fd: int, st: os.stat_result) -> None:
+    """Give the file or folder open at ``fd`` the permission bits and times of ``st``."""
+    os.fchmod(fd, stat.S_IMODE(st.st_mode))
+    os.utime(fd, ns=(st.st_atime_ns, st.st_mtime_ns))
 
 
 def _copy_upper(src: str, dst: str, owner: tuple[int, int] | None) -> None:
@@ -1607,8 +1611,7 @@ def _copy_upper(src: str, dst: str, owner: tuple[int, int] | None) -> None:
                                          | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=dfd)
                         try:
                             _copy_fd(fd_in, fd_out, fst.st_size)
-                            os.fchmod(fd_out, stat.S_IMODE(fst.st_mode))
-                            os.utime(fd_out, ns=(fst.st_atime_ns, fst.st_mtime_ns))
+                            _keep_mode_and_times(fd_out, fst)
                         finally:
                             os.close(fd_out)
                     finally:
