@@ -171,6 +171,26 @@ class TestStopRedraw:
             assert app.status.status.step == step + 1
             assert "total = 4" in screen_text(app)  # the answer's frame has the panes
 
+    async def test_a_step_draws_only_the_rows_that_changed(self, calc_session, monkeypatch):
+        """A step's start and end (the busy label set and cleared) repaint no whole screen:
+        each frame from the key to the settled answer draws the changed regions only (a
+        repaint of the screen drew every widget again: half of a stop's frame)."""
+        app = DgymApp(session=calc_session())
+        async with app.run_test(size=SIZE) as pilot:
+            await stop_at(app, pilot, "calc.py:4")
+            compositor = app.screen._compositor
+            kinds: list[str] = []
+            full, partial = compositor.render_full_update, compositor.render_partial_update
+            monkeypatch.setattr(compositor, "render_full_update",
+                                lambda *a, **k: kinds.append("full") or full(*a, **k))
+            monkeypatch.setattr(compositor, "render_partial_update",
+                                lambda *a, **k: kinds.append("partial") or partial(*a, **k))
+            for command in ("n", "n"):
+                assert app.episode_screen.act(pdb_call(command))
+                await settle(app, pilot)
+            assert "partial" in kinds and "full" not in kinds
+            assert "total = 4" in screen_text(app)
+
     async def test_a_slow_step_shows_its_busy_label_after_the_grace(self, calc_session,
                                                                    monkeypatch):
         """A step still running after ``screen_hold.GRACE`` is drawn busy: the echoed

@@ -68,8 +68,10 @@ class EpisodeScreen(QuietKeys, Screen[None]):
 
     #: This screen's key actions (its ``BINDINGS`` are built from them).
     SPECS: ClassVar[tuple[KeySpec, ...]] = ()
-    #: What the spinner says while something runs ("" when nothing does).
-    busy: reactive[str] = reactive("", init=False)
+    #: What the spinner says while something runs ("" when nothing does). Its watcher
+    #: updates the status bar, which draws its own row: the screen is not repainted (a
+    #: repaint of the screen drew every widget again, twice a step).
+    busy: reactive[str] = reactive("", init=False, repaint=False)
 
     app: DgymApp  # type: ignore[assignment]  # the app of this package
 
