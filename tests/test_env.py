@@ -214,7 +214,8 @@ def test_terminal_options_reach_the_docker_terminal(repo, monkeypatch):
     seen = {}
 
     class Recorder(LocalTerminal):
-        def __init__(self, image, readonly=(), ignored=(), **options):
+        def __init__(self, image, readonly=(), ignored=(), overlay=None, run_as=None,
+                     **options):
             super().__init__()
             seen.update(image=image, **options)
 

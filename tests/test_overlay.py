@@ -1,4 +1,4 @@
-"""The overlay working copy (bwrap, ``terminal_options={"overlay": True}``) against hostile code.
+"""The overlay working copy (bwrap and docker, the default) against hostile code.
 
 Nothing is copied at reset: the original is the overlay's read-only lower layer and what
 the sandbox changes lands in an upper layer of the episode's own. These tests let the
@@ -58,14 +58,17 @@ print(json.dumps(out, sort_keys=True))
 EOF"""
 
 
-@pytest.fixture
-def overlay_env(make_repo, make_env, bwrap_ready, fast_pytest):
-    """``make() -> (env, repo)``: a reset bwrap episode whose working copy is an overlay."""
+@pytest.fixture(params=["bwrap", pytest.param("docker", marks=pytest.mark.docker)])
+def overlay_env(request, make_repo, make_env, fast_pytest):
+    """``make() -> (env, repo)``: a reset episode on the test's terminal (bwrap, docker)
+    whose working copy is an overlay."""
+    kind = request.param
+    request.getfixturevalue("docker_ready" if kind == "docker" else "bwrap_ready")
 
     def make(entrypoint: str = "true", readonly: bool = True):
         files = FILES if readonly else {k: v for k, v in FILES.items() if k != ".debugreadonly"}
         repo = make_repo(files)
-        env = make_env(repo, terminal="bwrap", terminal_options={"overlay": True},
+        env = make_env(repo, terminal=kind, terminal_options={"overlay": True},
                        entrypoint=entrypoint)
         env.reset()
         assert env.workspace.overlay is not None
@@ -227,6 +230,7 @@ def test_nothing_of_the_working_copy_outlives_the_episode(overlay_env):
     assert (upper / "a.py").read_text() == "A = 2\n"  # the change is in the upper layer
     env.close()
     assert not base.exists()
+    assert str(base) not in Path("/proc/self/mountinfo").read_text()
 
 
 def test_apply_back_writes_the_original_and_the_episode_goes_on(overlay_env):
@@ -242,3 +246,57 @@ def test_apply_back_writes_the_original_and_the_episode_goes_on(overlay_env):
     _run(env, "echo 'A = 3' > a.py")
     assert env.workspace.changed_files() == ["a.py"]
     assert "-A = 2\n+A = 3" in env.patch()
+
+
+@pytest.mark.docker
+def test_docker_binds_an_overlay_shown_as_the_episode_uid_and_mounted_nowhere_on_the_host(
+        make_repo, make_env, docker_ready):
+    """The container writes the original's files as its own random uid (an idmapped lower
+    layer: nothing handed over with chown, the original keeps its owner), and once it has
+    started the overlay's host path is unmounted (the container's mount and the host's
+    descriptor hold it)."""
+    if os.geteuid() != 0:
+        pytest.skip("the docker terminal's overlay is mounted by root")
+    repo = make_repo({"a.py": "A = 1\n", "pkg/m.py": "M = 1\n"})
+    for path in (repo, repo / "a.py", repo / "pkg", repo / "pkg/m.py"):
+        os.chown(path, 4242, 4242)  # a user's repository: shown as the sandbox's
+    env = make_env(repo, terminal="docker", entrypoint="true")
+    env.reset()
+    ws = env.workspace
+    assert ws.overlay is not None and ws.run_as is not None
+    uid = ws.run_as[0]
+    out = _run(env, "id -u; stat -c %u a.py pkg/m.py; echo 'A = 2' > a.py && echo wrote")
+    assert out.split() == [str(uid), str(uid), str(uid), "wrote"], out
+    assert (repo / "a.py").read_text() == "A = 1\n" and (repo / "a.py").stat().st_uid == 4242
+    assert ws.read_text("a.py") == "A = 2\n"  # the host reads the container's view
+    assert str(Path(ws.overlay.merged).parent) not in Path("/proc/self/mountinfo").read_text()
+    ws.write_text("pkg/m.py", "M = 2\n")  # and the container sees what the host writes
+    assert _run(env, "cat pkg/m.py").strip() == "M = 2"
+
+
+def test_a_killed_owners_mounted_overlay_is_unmounted_then_deleted(make_repo, tmp_path):
+    """A process killed between mounting a bindable overlay and its container's start
+    leaves it mounted: the sweep of stale working copies unmounts it before deleting, so
+    only the working copy goes (the original's files are untouched)."""
+    from dgym_tui.core.fs.workspace import Workspace, remove_stale_workspaces
+
+    if os.geteuid() != 0:
+        pytest.skip("a bindable overlay is mounted by root")
+    repo = make_repo({"a.py": "A = 1\n", "pkg/m.py": "M = 1\n"})
+    ws = Workspace(repo, overlay=True, bindable=True, run_as=(1_500_000_001, 1_500_000_001))
+    base = Path(ws.overlay.merged).parent
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    stale = tmp_path / f"dgym-ws-{dead.pid}-stale"
+    os.rename(base, stale)  # as if its owner (now gone) had made it
+    assert os.path.ismount(stale / "merged")
+    try:
+        assert remove_stale_workspaces(str(tmp_path)) == [str(stale)]
+        assert not stale.exists()
+        assert (repo / "a.py").read_text() == "A = 1\n" and (repo / "pkg/m.py").exists()
+    finally:
+        ws.overlay.close()
+        if stale.exists():
+            subprocess.run(["umount", "-l", str(stale / "merged")], check=False)
+            shutil.rmtree(stale, ignore_errors=True)
+        ws.cleanup()

@@ -95,10 +95,11 @@ class RepoEnv:
         terminal_options: extra keyword arguments for the Docker terminal
             (``workdir``, ``network``, ``mem_limit``, ``pids_limit``, ``cpus``);
             e.g. ``{"workdir": "/testbed"}`` for images that installed the
-            repository there. For bwrap: ``network``, ``limits``, and
+            repository there. For bwrap: ``network``, ``limits``. For both:
             ``overlay`` (default True: the working copy is an overlay of the
-            original, nothing copied at reset, where the kernel allows it;
-            False: a copy; see docs/performance.md and docs/security.md).
+            original, nothing copied at reset, where the kernel allows it, and
+            for docker when dgym runs as root; False: a copy; see
+            docs/performance.md and docs/security.md).
         grader: ``grader(result, terminal) -> EvalSummary | None`` scores each
             run of the entrypoint instead of pytest's summary line (e.g. a
             benchmark harness's log parser and resolution rule); ``result`` is
@@ -706,20 +707,23 @@ class RepoEnv:
 
     @property
     def _overlay_wanted(self) -> bool:
-        """The working copy is an overlay: the bwrap terminal (unless ``overlay: false``),
-        where an overlay can be mounted (else a copy, and a warning logged once)."""
-        if self.terminal_spec != "bwrap" or not self.terminal_options.get("overlay", True):
+        """The working copy is an overlay: the bwrap and docker terminals (unless
+        ``overlay: false``), where an overlay can be mounted (else a copy, and a warning
+        logged once; docker's needs dgym to run as root)."""
+        if self.terminal_spec not in ("bwrap", "docker") \
+                or not self.terminal_options.get("overlay", True):
             return False
         from dgym_tui.core.fs.overlay import overlay_problem
 
-        problem = overlay_problem()
+        problem = overlay_problem(bindable=self.terminal_spec == "docker")
         if problem is not None:
             _warn_once(f"the working copy is a copy, not an overlay: {problem}")
         return problem is None
 
     def _overlay_ids(self) -> tuple[int, int] | None:
         """The uid / gid of a new overlay's sandbox (None: a copy, or dgym runs as a user)."""
-        if not self._overlay_wanted:
+        if not self._overlay_wanted or (self.terminal_spec == "docker"
+                                        and self.terminal_options.get("user") == "root"):
             return None
         from dgym_tui.core.terminals.identity import sandbox_ids
 
@@ -728,7 +732,8 @@ class RepoEnv:
     def _new_workspace(self) -> Workspace:
         """A fresh working copy of the original (an overlay when :attr:`_overlay_wanted`)."""
         return Workspace(self.path, ignore=self.ignore, readonly=self.readonly,
-                         overlay=self._overlay_wanted, run_as=self._overlay_ids())
+                         overlay=self._overlay_wanted, run_as=self._overlay_ids(),
+                         bindable=self.terminal_spec == "docker")
 
     def _make_terminal(self, workspace: Workspace | None) -> Terminal:
         spec = self.terminal_spec
@@ -749,8 +754,9 @@ class RepoEnv:
         if spec == "docker":
             from dgym_tui.core.terminals.docker import DockerTerminal
 
+            options = {k: v for k, v in self.terminal_options.items() if k != "overlay"}
             return DockerTerminal(image=self.image, readonly=readonly, ignored=ignored,
-                                  **self.terminal_options)
+                                  overlay=workspace.overlay, run_as=workspace.run_as, **options)
         if spec == "bwrap":
             from dgym_tui.core.terminals.bwrap import BwrapTerminal
 

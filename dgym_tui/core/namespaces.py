@@ -21,6 +21,10 @@ libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
 mount = libc.mount
 mount.argtypes = (ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong,
                   ctypes.c_void_p)
+#: ``umount2(target, flags)``.
+umount2 = libc.umount2
+umount2.argtypes = (ctypes.c_char_p, ctypes.c_int)
+MNT_DETACH = 0x2
 #: ``unshare(flags)``.
 unshare = libc.unshare
 unshare.argtypes = (ctypes.c_int,)

@@ -120,7 +120,7 @@ class Prober:
     who: str
     base: Path
     image: str | None
-    overlay: bool = False  # bwrap with an overlay working copy (terminal option ``overlay``)
+    overlay: bool = False  # an overlay working copy (bwrap's option; docker's default as root)
 
     def _identity(self) -> tuple[list[str], int | None, int | None, dict[str, str]]:
         """(command prefix, uid, gid, host environment) of the probe program."""
@@ -222,8 +222,8 @@ class Prober:
 
 
 def _prober(request, terminal: str, who: str) -> Prober:
-    overlay = terminal == "bwrap-overlay"
-    terminal = "bwrap" if overlay else terminal
+    overlay = terminal == "bwrap-overlay" or (terminal == "docker" and who == "root")
+    terminal = "bwrap" if terminal == "bwrap-overlay" else terminal
     if who == "root" and os.geteuid() != 0:
         pytest.skip("the tests do not run as root")
     image = None

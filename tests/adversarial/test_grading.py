@@ -55,11 +55,10 @@ def sandbox_env(sandbox, tmp_path):
         for rel, text in files.items():
             (repo / rel).parent.mkdir(parents=True, exist_ok=True)
             (repo / rel).write_text(text)
-        # bwrap's copy: these attacks move a folder of the original, which an overlay
-        # refuses (EXDEV); the prober's tests below run both kinds
+        # a copy: these attacks move a folder of the original, which an overlay refuses
+        # (EXDEV); the prober's tests and tests/test_overlay.py run the overlay
         env = RepoEnv(repo, entrypoint=f"{FAST_PYTEST} tests", terminal=kind,
-                      image=image, eval_timeout=60,
-                      terminal_options={"overlay": False} if kind == "bwrap" else None)
+                      image=image, eval_timeout=60, terminal_options={"overlay": False})
         envs.append(env)
         env.reset()
         return env

@@ -20,6 +20,13 @@ the namespace and unmounts the overlay: nothing outlives the episode but the
 upper folder on disk, which the caller deletes (stale ones are swept like the
 copies they replace).
 
+A container engine (dockerd) cannot bind a mount of another namespace: for the
+docker terminal the overlay is *bindable*, mounted by root in this process's
+own mount namespace at ``merged`` until the container has bound it
+(:meth:`Overlay.detach` then unmounts that path); its lower layer is a
+detached clone, mounted nowhere. A process killed in between leaves the
+mount, which the sweep of stale working copies unmounts.
+
 When dgym runs as root, the sandbox's commands run as an unprivileged uid of
 their own that must be able to change every file; the lower layer is then an
 *idmapped* mount of the original (``mount_setattr(MOUNT_ATTR_IDMAP)``) showing
@@ -45,6 +52,7 @@ import time
 from dgym_tui.core.namespaces import (
     CLONE_NEWNS,
     CLONE_NEWUSER,
+    MNT_DETACH,
     MS_BIND,
     MS_NODEV,
     MS_NOSUID,
@@ -56,6 +64,7 @@ from dgym_tui.core.namespaces import (
 )
 from dgym_tui.core.namespaces import mount as _mount
 from dgym_tui.core.namespaces import setns as _setns
+from dgym_tui.core.namespaces import umount2 as _umount2
 from dgym_tui.core.namespaces import unshare as _unshare
 
 _SYS_OPEN_TREE, _SYS_MOVE_MOUNT, _SYS_MOUNT_SETATTR = 428, 429, 442  # same on x86-64 and arm64
@@ -93,11 +102,55 @@ def _write(path: str, text: str) -> None:
         os.close(fd)
 
 
-def _options(base: bytes, in_userns: bool) -> bytes:
-    opts = (b"lowerdir=" + base + b"/" + LOWER.encode() + b",upperdir=" + base + b"/"
+def _options(base: bytes, in_userns: bool, lower: bytes | None = None) -> bytes:
+    lower = lower if lower is not None else base + b"/" + LOWER.encode()
+    opts = (b"lowerdir=" + lower + b",upperdir=" + base + b"/"
             + UPPER.encode() + b",workdir=" + base + b"/" + WORK.encode()
             + b",redirect_dir=nofollow,metacopy=off,index=off,xino=off")
     return opts + (b",userxattr" if in_userns else b"")
+
+
+def _lower_tree(source: bytes, idmap_fd: int) -> int:
+    """A detached, read-only clone of the mount of folder ``source`` (descriptor), shown
+    through the user namespace ``idmap_fd`` when >= 0 (an idmapped mount)."""
+    tree = _check(_syscall(_SYS_OPEN_TREE, AT_FDCWD, source, OPEN_TREE_CLONE | os.O_CLOEXEC),
+                  "open_tree")
+    try:
+        flags = MOUNT_ATTR_RDONLY | (MOUNT_ATTR_IDMAP if idmap_fd >= 0 else 0)
+        attr = _MountAttr(flags, 0, 0, max(idmap_fd, 0))
+        _check(_syscall(_SYS_MOUNT_SETATTR, tree, b"", AT_EMPTY_PATH, ctypes.byref(attr),
+                        ctypes.sizeof(attr)), "mount_setattr")
+    except BaseException:
+        os.close(tree)
+        raise
+    return tree
+
+
+def _mount_here(source: bytes, base: bytes, idmap_fd: int) -> None:
+    """Mount the overlay at ``base/merged`` in this process's own mount namespace (root).
+
+    The lower layer is a detached read-only (idmapped) clone of the original's
+    mount, named to overlayfs through ``/proc/self/fd``; a kernel that takes no
+    detached layer gets it attached at ``base/lower`` for the time of the mount.
+    overlayfs keeps a private clone of each layer: no lower mount is left
+    anywhere once this returns.
+    """
+    tree = _lower_tree(source, idmap_fd)
+    merged = base + b"/" + MERGED.encode()
+    try:
+        opts = _options(base, False, f"/proc/self/fd/{tree}".encode())
+        if _mount(b"overlay", merged, b"overlay", MS_NOSUID | MS_NODEV, opts) == 0:
+            return
+        lower = base + b"/" + LOWER.encode()
+        _check(_syscall(_SYS_MOVE_MOUNT, tree, b"", AT_FDCWD, lower, MOVE_MOUNT_F_EMPTY_PATH),
+               "move_mount")
+        try:
+            _check(_mount(b"overlay", merged, b"overlay", MS_NOSUID | MS_NODEV,
+                          _options(base, False)), "mount overlay")
+        finally:
+            _umount2(lower, MNT_DETACH)
+    finally:
+        os.close(tree)
 
 
 def _mount_in_child(source: bytes, base: bytes, uid: int, gid: int, idmap_fd: int) -> None:
@@ -175,6 +228,11 @@ class Overlay:
         run_as: ``(uid, gid)`` of the sandbox's commands when dgym runs as root:
             the original's owner is shown as them (idmapped lower layer), and
             the upper layer belongs to them. None when dgym runs as a user.
+        bindable: mount the overlay in this process's own mount namespace, at
+            ``merged``, for a container engine to bind (the docker terminal;
+            root only), instead of in a namespace of its own; :meth:`detach`
+            then unmounts that path once it is bound. Nothing is mounted
+            anywhere else: the lower layer is a detached clone.
 
     Attributes:
         merged: host path of the merged view inside the namespace (empty on the host).
@@ -185,14 +243,19 @@ class Overlay:
         OSError: the overlay cannot be mounted (message from the failing step).
     """
 
-    def __init__(self, source: str, base: str, run_as: tuple[int, int] | None = None) -> None:
+    def __init__(self, source: str, base: str, run_as: tuple[int, int] | None = None,
+                 bindable: bool = False) -> None:
         self.source = source
         self.base = base
         self.upper = os.path.join(base, UPPER)
         self.merged = os.path.join(base, MERGED)
         self.run_as = run_as
+        self.bindable = bindable
+        self._attached = False  # bindable: mounted at `merged` in this mount namespace
         self._ns: list[int] = []  # user namespace (as a user), then mount namespace
         self.root_fd = -1
+        if bindable and os.geteuid() != 0:
+            raise OSError("an overlay a container engine can bind is mounted by root only")
         for name in (UPPER, WORK, LOWER, MERGED):
             with contextlib.suppress(FileExistsError):
                 os.mkdir(os.path.join(base, name), 0o700)
@@ -205,6 +268,12 @@ class Overlay:
                     os.chown(self.upper, *run_as)
                     os.chmod(self.upper, 0o755)
                 ids = (-1, -1)
+                if bindable:
+                    _mount_here(os.fsencode(source), os.fsencode(base), idmap)
+                    self._attached = True
+                    self.root_fd = os.open(self.merged, os.O_RDONLY | os.O_DIRECTORY
+                                           | os.O_NOFOLLOW | os.O_CLOEXEC)
+                    return
             else:
                 ids = (os.getuid(), os.getgid())
             setup = functools.partial(_mount_in_child, os.fsencode(source), os.fsencode(base),
@@ -255,8 +324,17 @@ class Overlay:
         """Descriptors a child needs to keep open to :meth:`enter`."""
         return tuple(self._ns)
 
+    def detach(self) -> None:
+        """A bindable overlay: unmount its path ``merged`` (lazily), once a container engine
+        has bound it; what holds the overlay then are the container's mount and
+        :attr:`root_fd`. Idempotent; no-op for an overlay in a namespace of its own."""
+        if self._attached:
+            self._attached = False
+            _umount2(os.fsencode(self.merged), MNT_DETACH)
+
     def close(self) -> None:
         """Close the descriptors (the overlay is unmounted once no process uses it). Idempotent."""
+        self.detach()
         for fd in [*self._ns, self.root_fd]:
             if fd >= 0:
                 with contextlib.suppress(OSError):
@@ -264,9 +342,10 @@ class Overlay:
         self._ns, self.root_fd = [], -1
 
 
-@functools.lru_cache(maxsize=1)
-def overlay_problem() -> str | None:
-    """Why an overlay working copy cannot be made here (one line), or None (cached)."""
+@functools.lru_cache(maxsize=2)
+def overlay_problem(bindable: bool = False) -> str | None:
+    """Why an overlay working copy (``bindable``: one for a container engine) cannot be
+    made here (one line), or None (cached)."""
     import tempfile
 
     base = tempfile.mkdtemp(prefix="dgym-overlay-probe-")
@@ -275,7 +354,7 @@ def overlay_problem() -> str | None:
         os.mkdir(src)
         os.mkdir(os.path.join(base, "ws"))
         ov = Overlay(src, os.path.join(base, "ws"),
-                     (65534, 65534) if os.geteuid() == 0 else None)
+                     (65534, 65534) if os.geteuid() == 0 else None, bindable=bindable)
         ov.close()
         return None
     except OSError as exc:

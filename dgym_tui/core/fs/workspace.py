@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dgym_tui.core.fs.gitpatch import MODE_EXEC, MODE_LINK, Blob, blob_id, file_patch, git_mode, merge3
-from dgym_tui.core.fs.overlay import UPPER, Overlay
+from dgym_tui.core.fs.overlay import LOWER, MERGED, UPPER, Overlay
 from dgym_tui.core.fs.safefs import (
     DIR_FLAGS,
     EscapeError,
@@ -134,6 +134,7 @@ def remove_stale_workspaces(folder: str | None = None) -> list[str]:
         except OSError:
             continue
         if stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid():
+            _unmount_stale(path)
             _open_overlay_work(path)
             _rmtree(path)
             removed.append(path)
@@ -186,6 +187,19 @@ def _copy_range(fd_in: int, fd_out: int, offset: int, count: int) -> None:
             done += len(chunk)
 
 
+def _unmount_stale(base: str) -> None:
+    """Unmount what a killed owner left mounted in working copy ``base`` (a bindable
+    overlay and its lower layer; root only), so that deleting it deletes only it."""
+    if os.geteuid() != 0:
+        return
+    from dgym_tui.core.namespaces import MNT_DETACH, umount2
+
+    for name in (MERGED, LOWER):
+        path = os.path.join(base, name)
+        if os.path.ismount(path):
+            umount2(os.fsencode(path), MNT_DETACH)
+
+
 def _open_overlay_work(base: str) -> None:
     """Make ``base/work/work`` (overlayfs leaves it mode 000) deletable; only a real folder.
 
@@ -234,6 +248,9 @@ class Workspace:
             (the bwrap terminal); on the host, ``root`` is an empty folder.
         run_as: with ``overlay`` when dgym runs as root: ``(uid, gid)`` of the
             sandbox's commands, shown as the owner of the original's files.
+        bindable: with ``overlay`` (root only): mount it where a container
+            engine can bind it (``overlay.merged`` in this mount namespace, until
+            ``overlay.detach()``), for the docker terminal.
 
     Attributes:
         source: absolute ``Path`` of the original repository.
@@ -254,7 +271,7 @@ class Workspace:
 
     def __init__(self, source: str | os.PathLike, ignore: Iterable[str] = (),
                  readonly: Iterable[str] = (), overlay: bool = False,
-                 run_as: tuple[int, int] | None = None) -> None:
+                 run_as: tuple[int, int] | None = None, bindable: bool = False) -> None:
         global _swept
         self.source = Path(source).resolve()
         if not self.source.is_dir():
@@ -280,7 +297,7 @@ class Workspace:
         self._tree: SafeTree | None = None  # None once closed
         self._src: SafeTree | None = None
         self.overlay: Overlay | None = None
-        self._use_overlay, self.run_as = overlay, run_as
+        self._use_overlay, self.run_as, self._bindable = overlay, run_as, bindable
         self._upper: TreeIndex | None = None  # an overlay's upper layer: what changed
         self._candidates_cache: set[str] | None = None
         self._user_ignore = bool(_read_patterns(self.source / IGNORE_FILE) or list(ignore))
@@ -326,7 +343,7 @@ class Workspace:
             self.ignored_at_start = self._find_ignored()
             _white_out(self._src, str(self.root / UPPER), self.ignored_at_start,  # type: ignore[arg-type]
                        self.run_as)
-        self.overlay = Overlay(str(self.source), str(self.root), self.run_as)
+        self.overlay = Overlay(str(self.source), str(self.root), self.run_as, self._bindable)
         self._tree = SafeTree.from_fd(os.dup(self.overlay.root_fd), self.overlay.merged)
         # the merged view through our own descriptor: on the host, base/merged is empty
         self.root = Path(f"/proc/{os.getpid()}/fd/{self._tree.fd}")
@@ -503,6 +520,7 @@ class Workspace:
         child.overlay, child._upper, child._candidates_cache = None, None, None
         child._user_ignore = self._user_ignore
         child._use_overlay = self.overlay is not None
+        child._bindable = self._bindable
         child.run_as = run_as
         child._fill(self)
         if child.overlay is not None:  # the same original below; the upper layer copied

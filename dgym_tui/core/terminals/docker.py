@@ -1,8 +1,13 @@
 """DockerTerminal: run the episode's commands in one sandbox container per episode.
 
-The working copy stays on the host and is bind-mounted at ``workdir``; each
-read-only file is bind-mounted again, read-only, on top of it, so nothing in
-the container (pdb's ``!open(..., "w")`` or test code) can change it; each
+The working copy stays on the host and is bind-mounted at ``workdir``: by
+default (dgym running as root) an overlay of the original that the host
+mounted for the container to bind (:mod:`dgym_tui.core.fs.overlay`, made
+``bindable``; nothing copied, the original's files shown as the sandbox's uid
+through an idmapped lower layer, and the overlay's host path unmounted once
+the container holds it), else a copy. Each read-only file is bind-mounted
+again, read-only, on top of it, so nothing in the container (pdb's
+``!open(..., "w")`` or test code) can change it; each
 ignored path is masked (an empty read-only file, or an empty read-only tmpfs
 for a folder), so nothing in the container can read it. Commands run as an
 unprivileged user (an episode's own random uid when this process is root, see
@@ -186,6 +191,13 @@ class DockerTerminal(Terminal):
             user): root's own files in the image can change, nothing else. A
             line that fails (exit code not 0, or over ``ROOT_SETUP_TIMEOUT``
             seconds) is reported in ``notes``; the next lines still run.
+        overlay: the working copy's overlay (``dgym_tui.core.fs.overlay.Overlay``,
+            made ``bindable``) when it is one: the container binds its merged
+            view at ``workdir`` (checked to be the same folder as the host's
+            descriptor of it), then its host path is unmounted. None for a copy.
+        run_as: with ``overlay`` and ``user="auto"`` when dgym runs as root:
+            the uid / gid the overlay shows the original's files as; the
+            commands run as them (nothing is handed over with ``chown``).
 
     Attributes:
         workdir: the mount point of the working copy inside the container.
@@ -195,7 +207,8 @@ class DockerTerminal(Terminal):
     def __init__(self, image: str | None = DEFAULT_IMAGE, readonly=(), network: bool = False,
                  mem_limit: str = "2g", pids_limit: int = 512, cpus: float = 2.0,
                  workdir: str = "/workspace", ignored=(), user: str = "auto",
-                 root_setup=(), limits: Limits | dict | None = None) -> None:
+                 root_setup=(), limits: Limits | dict | None = None, overlay=None,
+                 run_as: tuple[int, int] | None = None) -> None:
         if not posixpath.isabs(workdir):
             raise TerminalError(f"workdir must be an absolute path inside the container, "
                                 f"got {workdir!r}")
@@ -218,8 +231,10 @@ class DockerTerminal(Terminal):
         uid = os.getuid()
         #: (uid, gid) the commands run as; None for root.
         self.run_as: tuple[int, int] | None = None
+        self.overlay = overlay
         if user == "auto":
-            self.run_as = identity.sandbox_ids() or (uid, os.getgid())
+            self.run_as = ((run_as if overlay is not None else None) or identity.sandbox_ids()
+                           or (uid, os.getgid()))
         #: (uid, gid) that files created in the container are handed back to at
         #: close(), so a non-root user can delete the working copy; None when not needed.
         self.owner: tuple[int, int] | None = (uid, os.getgid()) if uid != 0 and user == "root" \
@@ -269,7 +284,8 @@ class DockerTerminal(Terminal):
             pass
         os.chmod(empty, 0o444)
         if self.run_as is not None and os.getuid() == 0:
-            identity.chown_tree(host_root, *self.run_as)  # the sandbox user writes the working copy
+            if self.overlay is None:  # an overlay shows the files as run_as's already
+                identity.chown_tree(host_root, *self.run_as)  # the sandbox user writes them
             os.chown(self.scratch, *self.run_as)
         mounts = [Mount(self.workdir, host_root, type="bind"),
                   Mount(SCRATCH_MOUNT, self.scratch, type="bind"),
@@ -323,6 +339,9 @@ class DockerTerminal(Terminal):
                     raise
                 options["init"] = False  # this daemon has no init binary
                 self._create_and_start(options)
+            if self.overlay is not None:
+                self._check_overlay()
+                self.overlay.detach()  # the container's mount and our descriptor hold it
             self.notes = tuple(self._run_root_setup())
         except APIError as exc:
             self.close()
@@ -331,6 +350,30 @@ class DockerTerminal(Terminal):
         except BaseException:
             self.close()
             raise
+
+    def _check_overlay(self) -> None:
+        """Make sure the container's ``workdir`` is the overlay the host reads (the same
+        folder as its descriptor): a daemon in another mount namespace would bind an
+        empty folder instead.
+
+        Raises:
+            TerminalError: it is another folder.
+        """
+        self.container.reload()
+        pid = int(self.container.attrs.get("State", {}).get("Pid") or 0)
+        try:
+            fd = os.open(f"/proc/{pid}/root{self.workdir}",
+                         os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:
+            return  # another pid namespace: nothing to compare (the first eval tells)
+        try:
+            seen, ours = os.fstat(fd), os.fstat(self.overlay.root_fd)
+        finally:
+            os.close(fd)
+        if (seen.st_dev, seen.st_ino) != (ours.st_dev, ours.st_ino):
+            raise TerminalError("the container does not see the working copy's overlay (is "
+                                "dockerd in another mount namespace?); use terminal_options "
+                                "{'overlay': False}")
 
     def _run_root_setup(self):
         """Run ``root_setup`` as uid 0; yield a note per line that failed."""
