@@ -209,3 +209,38 @@ def test_an_inspection_asked_ahead_that_hangs_is_interrupted_before_the_next_com
     assert tool.session.owed
     shown = pdb(seen, "p b.name").observation  # waits 0.5 s, interrupts, then runs
     assert "'b'" in shown and "dgym-inspect" not in shown
+
+
+def test_later_inspections_run_the_code_the_first_one_kept(seen):
+    # The first inspection of a pdb process sends the whole code (~1,600 characters: pdb
+    # took several ms to read and compile it) and keeps it compiled in the process's pdb
+    # module; the next ones send a short line. A program that deletes or replaces it gets
+    # the whole code sent again, and no name lands in the frame.
+    from dgym_tui.core.pdb.inspect import CODE_NAME
+
+    tool, folder = seen.tools["pdb"], seen.marks
+    session = tool.session
+    lines: list[str] = []
+    send, post = session.send_many, session.post
+    session.send_many = lambda commands, timeout: lines.extend(commands) or send(commands,
+                                                                                timeout)
+    session.post = lambda command: lines.append(command) or post(command)
+    assert [v.name for v in tool.inspect().variables] == ["a"]
+    assert len(lines[-1]) > 1000  # the whole code, the first time
+    pdb(seen, "n")  # the read-ahead: a short line
+    assert len(lines[-1]) < 200 and CODE_NAME in lines[-1] and tool.session.owed
+    got = tool.inspect()
+    assert got.frame.line == 22 and [v.repr for v in got.variables] == ["Seen(a)", "Seen(b)"]
+    assert _appears(Path(folder) / "seen-b")
+    shown = pdb(seen, "p sorted(k for k in locals() if k not in ('a', 'b'))").observation
+    assert "[]" in shown  # nothing bound in the frame
+    pdb(seen, f"!delattr(__import__('pdb'), {CODE_NAME!r})")  # the program's doing
+    pdb(seen, "n")
+    got = tool.inspect()
+    assert got is not None and got.frame.line == 23
+    assert [v.name for v in got.variables] == ["a", "b", "n"]
+    assert len(lines[-1]) > 1000  # sent whole again
+    pdb(seen, f"!setattr(__import__('pdb'), {CODE_NAME!r}, 'print(1)')")  # replaced
+    got = tool.inspect()
+    assert got is not None and [v.name for v in got.variables] == ["a", "b", "n"]
+    assert len(tool._inspect_command()) < 200  # kept again

@@ -9,6 +9,15 @@ its own call stack, and prints one JSON document between two markers;
 ``lastcmd``, and the reply is bounded (values elided to ``max_repr``
 characters, ``max_items`` children per container, ``max_nodes`` values in all).
 
+The first inspection of a process also keeps the compiled code in the ``pdb`` module of
+the debugged process (:data:`CODE_NAME`, named after a hash of the code: another
+version's is never run); the next ones send a short line that runs it
+(``inspect_command(cached=True)``, ~150 characters instead of ~1,600: the long line
+cost pdb ~3-8 ms to read, echo and compile, several times a ``n``). A program that
+deletes or replaces it gets no more than it could already print: the reply is parsed
+as untrusted data, and a reply without an inspection makes the caller send the whole
+code again.
+
 This is display data for a person: it is never part of an observation or a
 trajectory step. Values are shown with ``reprlib``, so a hostile ``__repr__``
 can still run (as it would under ``p``); callers bound the wait and interrupt.
@@ -17,6 +26,7 @@ can still run (as it would under ``p``); callers bound the wait and interrupt.
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import zlib
 from dataclasses import dataclass, field
@@ -99,6 +109,8 @@ sys.stdout.write("<<dgym-inspect>>" + json.dumps({"frames": frames, "current": P
 '''
 
 _PACKED = base64.b64encode(zlib.compress(_SCRIPT.encode(), 9)).decode()
+#: The attribute of the debugged process's ``pdb`` module that keeps the compiled code.
+CODE_NAME = "_dgym_inspect_" + hashlib.sha256(_SCRIPT.encode()).hexdigest()[:16]
 
 
 @dataclass
@@ -184,7 +196,8 @@ class Inspection:
 
 
 def inspect_command(frame: int | None = None, scope: str = "locals", depth: int = 2,
-                    max_repr: int = 120, max_items: int = 30, max_nodes: int = 400) -> str:
+                    max_repr: int = 120, max_items: int = 30, max_nodes: int = 400,
+                    cached: bool = False) -> str:
     """Return the one-line pdb command that prints an :class:`Inspection` as JSON.
 
     Args:
@@ -195,6 +208,8 @@ def inspect_command(frame: int | None = None, scope: str = "locals", depth: int 
         max_repr: characters per value repr before elision.
         max_items: children per container.
         max_nodes: values in all (keeps the reply small on huge frames).
+        cached: run the code an earlier command of this process kept (:data:`CODE_NAME`:
+            a short line); False sends the whole code and keeps it.
 
     Raises:
         ValueError: unknown ``scope``.
@@ -203,8 +218,13 @@ def inspect_command(frame: int | None = None, scope: str = "locals", depth: int 
         raise ValueError(f"scope must be 'locals' or 'globals', got {scope!r}")
     args = {"frame": frame, "scope": scope, "depth": int(depth), "max_repr": int(max_repr),
             "max_items": int(max_items), "max_nodes": int(max_nodes)}
-    return ("!exec(__import__('zlib').decompress(__import__('base64').b64decode("
-            f"'{_PACKED}')).decode(), {{'A': {args!r}}})")
+    if cached:
+        return f"!exec(__import__('pdb').{CODE_NAME}, {{'A': {args!r}}})"
+    # setattr returns None: the code just kept runs; no name is bound in the frame
+    code = ("compile(__import__('zlib').decompress(__import__('base64').b64decode("
+            f"'{_PACKED}')).decode(), '<dgym-inspect>', 'exec')")
+    return (f"!exec(setattr(__import__('pdb'), '{CODE_NAME}', {code}) or "
+            f"__import__('pdb').{CODE_NAME}, {{'A': {args!r}}})")
 
 
 def parse_inspection(output: str, relative: Any = None, scope: str = "locals") -> Inspection | None:

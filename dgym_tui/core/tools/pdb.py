@@ -72,8 +72,6 @@ LIST_VERBS = frozenset({"l", "list", "ll", "longlist", "source"})
 INTERRUPT_GRACE = 1.0
 #: Seconds a structured inspection (front ends' variables pane) may take.
 INSPECT_TIMEOUT = 3.0
-#: The inspection of pdb's current frame (what a front end reads after every stop).
-_CURRENT_FRAME = inspect_command()
 _PY_RE = re.compile(r"^python(\d+(\.\d+)?)?$")
 _PY_OPTS_WITH_VALUE = {"-W", "-X", "--check-hash-based-pycs"}
 
@@ -173,6 +171,8 @@ class PdbTool(Tool):
         #: a front end reads pdb's current frame after every stop (:meth:`inspect`): ask for
         #: it as soon as pdb stops, so pdb prepares it while the step is being recorded
         self._read_ahead = False
+        #: the session whose process keeps the inspection's compiled code (short commands)
+        self._code_in: PdbSession | None = None
 
     # -- hooks -----------------------------------------------------------
     def on_reset(self) -> None:
@@ -374,7 +374,7 @@ class PdbTool(Tool):
                 after.append("[post-mortem: pdb stopped where the uncaught exception was "
                              "raised; inspect with p / w / up / down; c restarts the program]")
             if not ended and self._read_ahead and self.session.alive:
-                self.session.post(_CURRENT_FRAME)
+                self.session.post(self._inspect_command())
         return self._output(notes, body, after, restarted)
 
     def _output(self, before: list[str], body: str, after: list[str],
@@ -542,8 +542,10 @@ class PdbTool(Tool):
         Once pdb's current frame was read this way (a front end's panes), every
         later command that leaves pdb stopped also asks for it as soon as pdb
         answers (:meth:`PdbSession.post`), and the next such call reads that
-        answer: pdb prepares it while the step is recorded. An agent's episode,
-        which never calls this, never runs it.
+        answer: pdb prepares it while the step is recorded. The first inspection of
+        a pdb process keeps the compiled code there; the next ones send a short line
+        (``inspect_command(cached=True)``; the whole code again when that reply holds
+        no inspection). An agent's episode, which never calls this, never runs it.
 
         Args:
             frame: stack index whose variables to read (None: pdb's current frame).
@@ -561,19 +563,34 @@ class PdbTool(Tool):
             return None
         current = frame is None and scope == "locals"
         self._read_ahead = self._read_ahead or current
-        if current and session.owed == (_CURRENT_FRAME,):
+        command = self._inspect_command(frame, scope)
+        if current and session.owed == (command,):
             reply = session.collect(timeout)  # asked for when pdb stopped (run)
         else:
             self._settle()
-            reply = session.send(inspect_command(frame=frame, scope=scope), timeout)
-        if reply is None:
-            return None
-        if reply.status == "timeout":
-            session.interrupt(INTERRUPT_GRACE)
-            return None
-        if not reply.ok:
-            return None
-        return parse_inspection(reply.output, self._rel, scope)
+            reply = session.send(command, timeout)
+        for attempt in (1, 2):
+            if reply is None:
+                return None
+            if reply.status == "timeout":
+                session.interrupt(INTERRUPT_GRACE)
+                return None
+            if not reply.ok:
+                return None
+            found = parse_inspection(reply.output, self._rel, scope)
+            if found is not None:
+                self._code_in = session  # kept there (or already was)
+                return found
+            if self._code_in is not session or attempt == 2:
+                return None
+            # the kept code is gone or was replaced (the program's doing): send it all
+            self._code_in = None
+            reply = session.send(self._inspect_command(frame, scope), timeout)
+        return None
+
+    def _inspect_command(self, frame: int | None = None, scope: str = "locals") -> str:
+        """The inspection's command line: short once this session's process keeps the code."""
+        return inspect_command(frame=frame, scope=scope, cached=self._code_in is self.session)
 
     def _settle(self) -> None:
         """Read and drop an inspection asked for ahead that nobody read (a step came
