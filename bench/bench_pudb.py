@@ -110,6 +110,19 @@ def _env(root: Path = ROOT) -> dict[str, str]:
     return env
 
 
+#: what the ``dgym-tui`` console script runs (pyproject.toml's [project.scripts])
+CONSOLE_SCRIPT = "import sys; from dgym_tui.cli.main import tui_main; sys.exit(tui_main())"
+
+
+def _dgym_tui(args: str) -> str:
+    """The shell command of ``dgym-tui ARGS`` as its console script starts it, with this
+    interpreter: ``tui_main`` puts the interpreter's folder first on PATH, so the episode's
+    ``python`` is this virtualenv's (the bare pytest's and pudb's), and pauses the garbage
+    collector up to the first frame (``python -m dgym_tui.cli.tui`` does neither: its evals
+    ran whatever ``python`` came first on PATH)."""
+    return f"{shlex.quote(sys.executable)} -c {shlex.quote(CONSOLE_SCRIPT)} {args}"
+
+
 def _task(work: Path) -> Path:
     repo = work / "repo"
     if repo.exists():
@@ -124,8 +137,8 @@ def dgym_round(work: Path, size: tuple[int, int], terminal: str = "local",
     """One dgym-tui session (the checkout at ``root``) on run_tests.py: first screen, c,
     n, n."""
     _task(work)
-    command = (f"{shlex.quote(sys.executable)} -m dgym_tui.cli.tui repo --terminal {terminal} "
-               f"--entrypoint 'python run_tests.py' --trajectory traj.jsonl --no-apply-prompt")
+    command = _dgym_tui(f"repo --terminal {terminal} --entrypoint 'python run_tests.py' "
+                        "--trajectory traj.jsonl --no-apply-prompt")
     t = Tmux(command, size, work, _env(root))
     try:
         first = t.wait(r"│ *\d+ │\S", t.started)
@@ -180,8 +193,7 @@ def eval_round(work: Path, size: tuple[int, int], terminal: str = "local",
     """dgym-tui's x (pytest, its default entrypoint)."""
     repo = _task(work)
     (repo / "run_tests.py").unlink()
-    command = (f"{shlex.quote(sys.executable)} -m dgym_tui.cli.tui repo --terminal {terminal} "
-               f"--trajectory traj.jsonl --no-apply-prompt")
+    command = _dgym_tui(f"repo --terminal {terminal} --trajectory traj.jsonl --no-apply-prompt")
     t = Tmux(command, size, work, _env(root))
     try:
         t.wait(r"│ step 0/\d+ .*tests 3/5", t.started)
