@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from tui_helpers import SIZE, settle
@@ -73,6 +74,25 @@ class TestTheRule:
         chosen = folder_task(repo_asking("local", "r2"), terminal="bwrap")
         assert TERMINAL_REQUEST not in chosen.meta
         assert choose_terminal(chosen, None, sandbox("local", "x")) == ("bwrap", [])
+
+    def test_a_loaders_task_without_a_terminal_gets_the_persons_default(self):
+        """Our own tasks (``mini``) name no terminal: an agent's code on them is as hostile as
+        on anyone's, so they run in the person's sandbox, not unsandboxed."""
+        from dgym_tui.benchmarks.base import get_benchmark
+
+        task = get_benchmark("mini").load("pagination")
+        assert task.terminal is None and TERMINAL_REQUEST not in task.meta
+        assert choose_terminal(task, None, sandbox("bwrap")) == ("bwrap", [])
+        why = "no sandbox: bwrap does not work here"
+        assert choose_terminal(task, None, sandbox("local", why)) == ("local", [why])
+        assert choose_terminal(task, "local", sandbox("bwrap")) == ("local", [])
+
+    def test_a_loaders_own_terminal_is_kept(self):
+        from dgym_tui.benchmarks.base import Task
+
+        task = Task(name="t", benchmark="swebench", path=Path("/nonexistent"), entrypoint="true",
+                    terminal="docker")
+        assert choose_terminal(task, None, sandbox("bwrap")) == ("docker", [])
 
     def test_folder_benchmark_tasks_are_requests_too(self, make_repo):
         root = make_repo({"dgym.yaml": "terminal: local\n", "t1/calc.py": CALC["calc.py"],

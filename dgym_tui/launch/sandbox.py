@@ -15,7 +15,9 @@ ends (``dgym-tui PATH``, ``dgym play PATH``, ``dgym run`` over the ``local`` and
    (``local`` when the default is a sandbox) is ignored with a one-line notice.
 
 Tasks of other benchmarks (``mini``, ``exercism``, ``swebench``, ...) come from
-loaders that ship with dgym; their terminal is used as they set it.
+loaders that ship with dgym; a terminal they set is used as it is (a SWE-bench image
+runs in ``docker``), and one that sets none gets the person's default like a folder:
+the code an agent runs on our own tasks is as hostile as on anyone's.
 """
 
 from __future__ import annotations
@@ -48,16 +50,15 @@ def choose_terminal(task: Task, chosen: str | None,
         chosen: the terminal the person named (``"local"``, ``"bwrap"``,
             ``"docker"``), or None.
         default: returns the person's default ``(terminal, notice or None)``; called
-            only when the task is a folder's and nothing was chosen.
+            only when nothing was chosen and the task is a folder's or names no terminal.
 
     Returns:
-        ``(terminal, notices)``: terminal None leaves the environment's default
-        (a loader's task that names none); notices are one line each, to show the
-        person (a lowered request that was ignored, no working sandbox).
+        ``(terminal, notices)``; notices are one line each, to show the person (a
+        lowered request that was ignored, no working sandbox).
     """
     if chosen:
         return chosen, []
-    if TERMINAL_REQUEST not in task.meta:
+    if TERMINAL_REQUEST not in task.meta and task.terminal is not None:
         return task.terminal, []
     fallback, why = default()
     notices = [why] if why else []

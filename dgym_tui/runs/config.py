@@ -37,9 +37,9 @@ KEYS: dict[str, tuple[Any, str]] = {
     "llm": (None, "entry name in the LLM config (required with policy `agent`)"),
     "llm_config": (None, "path of llm.yaml; empty: the default location"),
     "terminal": (None, "`local` (trusted code), `bwrap` (a local sandbox) or `docker`; "
-                       "empty: for a folder's tasks (`local`, `folder`) `bwrap` where it works, "
-                       "which a task's own dgym.yaml may raise but not lower; for other "
-                       "benchmarks the task's own choice, else `local`"),
+                       "empty: `bwrap` where it works, else `local` with a warning; a task "
+                       "folder's own dgym.yaml may raise it but not lower it; a benchmark's "
+                       "task that names its terminal (a SWE-bench image: `docker`) keeps it"),
     "image": (None, "Docker image; empty: the task's image or the environment's default"),
     "max_steps": (DEFAULT_MAX_STEPS, "step budget per episode"),
     "mode": ("auto", "`auto` for `dgym run`; `approve` and `human` are for the TUI"),
