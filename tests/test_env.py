@@ -83,6 +83,35 @@ def test_close_is_idempotent_and_removes_the_copy(repo):
         env.step(ToolCall("view", {"path": "code.py"}))
 
 
+def test_close_during_reset_leaves_no_terminal(repo, monkeypatch):
+    """close() from another thread (a give-up while the episode starts) that lands while
+    reset makes the terminal: reset stops there, and no terminal outlives the close (the
+    terminal was set after close had looked, then started and ran the setup commands and
+    the eval on a closed environment)."""
+    import threading
+
+    from dgym_tui.core.terminals.base import TerminalError
+
+    made = RepoEnv._make_terminal
+    terminals = []
+
+    def make_then_closed(self, workspace):
+        terminal = made(self, workspace)
+        terminals.append(terminal)
+        closer = threading.Thread(target=self.close)
+        closer.start()
+        closer.join(60)
+        return terminal
+
+    env = RepoEnv(repo, entrypoint="true", setup_commands=["sleep 60"])
+    monkeypatch.setattr(RepoEnv, "_make_terminal", make_then_closed)
+    with pytest.raises(TerminalError, match="closed while"):
+        env.reset()
+    assert env.terminal is None and env.workspace is None and len(terminals) == 1
+    with pytest.raises(RuntimeError, match="call reset"):
+        env.step(ToolCall("listdir", {}))
+
+
 def test_step_before_reset(repo):
     env = RepoEnv(repo, entrypoint="true")
     with pytest.raises(RuntimeError, match="call reset"):

@@ -79,3 +79,16 @@ def test_cli_markdown_csv_and_bad_folder(tmp_path, capsys):
     assert main(["study", "summary", str(tmp_path / "missing")]) == 2
     err = capsys.readouterr().err
     assert "no run folder" in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_finished_task_without_its_trajectory_is_counted(tmp_path):
+    """A task finished without a readable trajectory (a give-up during the episode's start
+    wrote none before) is counted from its status, in its study's condition."""
+    make_results(tmp_path)
+    (tmp_path / "all" / "study.json").write_text(json.dumps({"id": "s", "condition": "all"}))
+    (tmp_path / "all" / "P1" / "b" / TRAJECTORY_FILE).unlink()
+    episodes = load_study_episodes([tmp_path / "all"])
+    given_up = [e for e in episodes if e.participant == "P1" and e.task == "b"]
+    assert [(e.condition, e.outcome, e.time, e.steps, e.pdb_calls) for e in given_up] == [
+        ("all", "gave up", 50, 2, 0)]
+    assert len(episodes) == 4

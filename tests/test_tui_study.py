@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import shutil
@@ -193,6 +194,80 @@ async def test_quit_mid_task_restarts_it(tmp_path):
     assert first.task == task.item.task and first.restarted
 
 
+@pytest.mark.parametrize("slow", ["setup", "entrypoint"])
+async def test_give_up_during_the_first_eval_is_recorded_and_counted(tmp_path, slow):
+    """F6 while the episode's start still runs (the screen shows before it ends): the
+    task is recorded as given up (a trajectory with its header and footer) and the final
+    screen and the summary count it. A setup command or the first eval sleeps a minute
+    (a give-up during the setup left no trajectory: the task was left out, 'solved 0 of 0')."""
+    study = load_study(write_study(tmp_path, tasks=["bank_account"], time_limit=None))
+    lines: list[str] = []
+    run = StudyRun(study, "P03", out=lines.append)
+    end_rows = end_totals = None
+    for app in run:
+        if isinstance(app, StudyEndApp):
+            async with app.run_test(size=SIZE) as pilot:
+                table = app.query_one("#study-end-table")
+                end_rows = [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
+                end_totals = str(app.query_one("#study-end-totals").render())
+                await pilot.press("q")
+            continue
+        env = app.study_task.session.env
+        if slow == "setup":
+            env.setup_commands = ["sleep 60"]
+        else:
+            env.entrypoint = "sleep 60"
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_until(pilot, lambda a=app: len(a.screen_stack) > 1)  # the instructions
+            await pilot.press("y")
+            await wait_until(pilot, lambda a=app: len(a.screen_stack) == 1)
+            assert app.busy and not app.started  # the first eval runs
+            await pilot.press("f6")
+            await wait_until(pilot, lambda a=app: type(a.screen).__name__ == "ConfirmScreen")
+            await pilot.press("y")
+            await exited(app)
+    assert run.exit_code == 0 and lines[0] == "task 1/1: gave up"
+    assert end_rows is not None and [row[1:3] for row in end_rows] == [["bank_account",
+                                                                         "gave up"]]
+    assert "solved 0 of 1" in end_totals
+    trajectory = read_trajectory(study.results / "P03" / "bank_account" / "trajectory.jsonl")
+    assert trajectory.footer["reason"] == "gave up" and trajectory.footer["steps"] == 0
+    assert trajectory.header["config"]["condition"] == study.condition
+    assert [(e.task, e.outcome) for e in load_study_episodes([study.results])] == [
+        ("bank_account", "gave up")]
+
+
+def test_a_task_killed_during_its_first_eval_restarts_marked(tmp_path):
+    """What a kill during the episode's start leaves on disk (no trajectory yet, no
+    status) marks the task restarted, as a kill after the first eval does."""
+    import threading
+
+    from dgym_tui.episode.events import EpisodeStarting
+
+    study = load_study(write_study(tmp_path, tasks=["bank_account", "log_parser"]))
+    open_results(study)
+    task = open_task(study, "P04", remaining(study, "P04")[0])
+    task.session.env.setup_commands = ["sleep 60"]
+    copied = threading.Event()
+    task.session.subscribe(lambda event: isinstance(event, EpisodeStarting) and copied.set())
+
+    def start() -> None:
+        with contextlib.suppress(Exception):  # the environment is closed under it
+            task.session.start()
+
+    starting = threading.Thread(target=start)
+    starting.start()
+    try:
+        assert copied.wait(120)  # the setup runs: a SIGKILL now leaves the disk as it is
+        assert not (task.folder / "trajectory.jsonl").exists()
+        left = remaining(study, "P04")
+        assert [(i.task, i.restarted) for i in left] == [("bank_account", True),
+                                                         ("log_parser", False)]
+    finally:
+        task.session.env.close()
+        starting.join(60)
+
+
 class Tmux:
     """The real app in a tmux session of its own server (socket), read as plain text."""
 
@@ -286,10 +361,7 @@ def test_killed_mid_task_resumes_there(tmp_path, tmux):
     tmux.wait_for("Task 2 of 2 (restarted)")
     tmux.keys("y")
     tmux.wait_for("P01 · task 2/2")
-    # give up once the episode started: a give-up during the first eval leaves no
-    # trajectory, and the end screen then leaves the task out (not fixed yet, issue 26)
-    tmux.wait_for("Tools: listdir")
-    tmux.keys("F6")
+    tmux.keys("F6")  # at once: a give-up during the episode's start is recorded too
     tmux.wait_for("Give up this task?")
     tmux.keys("y")
     tmux.wait_for("Thank you")

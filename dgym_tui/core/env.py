@@ -33,7 +33,7 @@ from dgym_tui.core.evaluation.summary import describe_score, is_resolved, summar
 from dgym_tui.core.fs.workspace import Workspace, WorkspaceError
 from dgym_tui.core.safetext import strip_controls
 from dgym_tui.core.terminals import cleanup
-from dgym_tui.core.terminals.base import DEFAULT_MAX_OUTPUT, RunResult, Terminal
+from dgym_tui.core.terminals.base import DEFAULT_MAX_OUTPUT, RunResult, Terminal, TerminalError
 from dgym_tui.core.tools import tools_for
 from dgym_tui.core.tools.base import Tool, ToolError, ToolOutput
 from dgym_tui.core.types import (
@@ -289,14 +289,29 @@ class RepoEnv:
         Returns:
             Notes for the observation (the terminal's, failed setup commands).
         """
-        self.terminal = self._make_terminal(self.workspace)
-        self.terminal.start(str(self.workspace.root))
+        terminal = self.terminal = self._make_terminal(self.workspace)
+        self._stop_if_closed(terminal)
+        terminal.start(str(self.workspace.root))
+        self._stop_if_closed(terminal)
         pytest_plugin.install(self.terminal)
         notes = [*self.terminal.notes, *self._run_setup(self.terminal)]
         for tool in self.tools.values():
             tool.on_reset()
         self._validators  # noqa: B018  built here (a front end resets in a worker), not at step 1
         return notes
+
+    def _stop_if_closed(self, terminal: Terminal) -> None:
+        """Close ``terminal`` and raise when :meth:`close` ran from another thread (a give-up
+        while the episode starts): close could not see the terminal (not set yet), or closed
+        it before its start opened it again. Nothing may outlive the episode.
+
+        Raises:
+            TerminalError: the environment was closed.
+        """
+        if self._closed:
+            self.terminal = None
+            terminal.close()
+            raise TerminalError("the environment was closed while it started")
 
     def fork(self) -> RepoEnv:
         """Branch the live episode: a new, independent environment at the current state.

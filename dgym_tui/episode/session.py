@@ -61,6 +61,9 @@ log = logging.getLogger(__name__)
 
 #: The note of a proposal dropped by :meth:`Session.take_over` (a rejected turn).
 TAKEN_OVER = "taken over: the person continues in human mode; this proposal was not run"
+#: The header's initial observation of an episode that ended before its start (the reset:
+#: copy, setup commands, first eval) returned: the footer then still has a header to follow.
+NOT_STARTED = "(the episode ended before its start finished: no first eval was recorded)"
 
 MODES = ("human", "approve", "auto")
 #: An episode's step budget wherever an agent may act (dgym run, dgym-tui, dgym mcp, the API),
@@ -146,6 +149,7 @@ class Session:
         self._pause = threading.Event()
         self._abort_reason: str | None = None
         self._writer: TrajectoryWriter | None = None
+        self._header_lock = threading.Lock()  # the header is written once (start or finish)
         self._propose_time: dict[int, float] = {}
         self._started = time.monotonic()
         # the patch after the last step that changed a file: the footer falls back
@@ -242,7 +246,13 @@ class Session:
                 initial_observation=initial.observation,
                 examples=task_examples(self.env.workspace, initial.eval),  # type: ignore[arg-type]
                 remote_tools=[name for name, tool in self.env.tools.items() if tool.server]))
-        if self.trajectory_path is not None:
+        self._write_header(initial)
+
+    def _write_header(self, initial: StepResult) -> None:
+        """Open the trajectory and write its header, once (thread-safe; no file: nothing)."""
+        with self._header_lock:
+            if self.trajectory_path is None or self._writer is not None:
+                return
             self._writer = TrajectoryWriter(self.trajectory_path)
             self._writer.write_header(self._header(initial))
 
@@ -737,6 +747,10 @@ class Session:
     def finish(self, reason: str = "", detail: str = "") -> None:
         """End the episode: write the footer, emit EpisodeEnded. Idempotent.
 
+        An episode that ends before :meth:`start` returned (given up or quit during the
+        setup or the first eval, a reset that failed) still gets a trajectory: a header
+        whose initial observation is :data:`NOT_STARTED`, then the footer.
+
         Args:
             reason: why it ended (``"submitted"``, ``"resolved"``,
                 ``"max_steps"``, ``"stuck"``, ``"quit"``, ``"error: ..."``, ...).
@@ -766,6 +780,10 @@ class Session:
             self.footer["detail"] = detail
         if self.applied:
             self.footer["applied_to_source"] = list(self.applied)
+        try:  # ended before its start returned (e.g. given up during the setup): a header
+            self._write_header(self.initial or StepResult(observation=NOT_STARTED))
+        except Exception as exc:  # noqa: BLE001  the footer is written if at all possible
+            log.warning("could not write the trajectory header: %s", exc)
         if self._writer is not None:
             try:
                 self._writer.write_footer(self.footer)

@@ -296,9 +296,11 @@ class QueueItem:
 def remaining(study: Study, participant: str) -> list[QueueItem]:
     """The participant's unfinished tasks, in queue order.
 
-    A task is finished when its ``status.json`` says ``done``. The first
-    unfinished task is marked ``restarted`` when an earlier attempt left
-    files behind (a crash or Ctrl-C mid-task).
+    A task is finished when its ``status.json`` says ``done``. An unfinished
+    task is marked ``restarted`` when an earlier attempt opened it (a crash,
+    a kill or Ctrl-C mid-task): :func:`open_task` makes its folder before the
+    participant sees the task, so a kill during the instructions or the
+    episode's start (no trajectory yet) counts too.
     """
     queue = task_queue(study, participant)
     run = run_folder(study, participant)
@@ -308,8 +310,7 @@ def remaining(study: Study, participant: str) -> list[QueueItem]:
         status = read_status(folder)
         if status is not None and status.state == "done":
             continue
-        started = (folder / TRAJECTORY_FILE).exists() or status is not None
-        items.append(QueueItem(name, index, len(queue), restarted=started))
+        items.append(QueueItem(name, index, len(queue), restarted=folder.is_dir()))
     return items
 
 

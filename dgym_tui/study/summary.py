@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import logging
 import statistics
 from dataclasses import dataclass
@@ -24,7 +25,7 @@ from dgym_tui.launch.open import UsageError
 from dgym_tui.runs.index import episode_labels, find_runs
 from dgym_tui.runs.report import markdown_table
 from dgym_tui.runs.runner import STATUS_FILE, TRAJECTORY_FILE, read_status
-from dgym_tui.study.plan import outcome
+from dgym_tui.study.plan import STUDY_FILE, outcome
 
 log = logging.getLogger(__name__)
 FORMATS = ("markdown", "csv")
@@ -53,7 +54,9 @@ def load_study_episodes(paths: list[str | Path]) -> list[StudyEpisode]:
         paths: results folders of studies or run folders of ``dgym run``.
 
     Returns:
-        One :class:`StudyEpisode` per episode whose status is ``done``.
+        One :class:`StudyEpisode` per episode whose status is ``done``; one whose
+        trajectory is missing or unreadable is counted from its status (no pdb
+        calls; the condition from the results folder's ``study.json``).
 
     Raises:
         UsageError: a path holds no run folder.
@@ -72,7 +75,12 @@ def load_study_episodes(paths: list[str | Path]) -> list[StudyEpisode]:
                 try:
                     traj = read_trajectory(folder / TRAJECTORY_FILE)
                 except TrajectoryError as exc:
-                    log.warning("not counted: %s", first_line(exc))
+                    # finished all the same (e.g. given up during the start, which wrote
+                    # no trajectory before): counted from its status
+                    log.warning("counted from its status only: %s", first_line(exc))
+                    episodes.append(StudyEpisode(study_condition(run), run.name, status.task,
+                                                 outcome(status), status.wall_time,
+                                                 status.steps, 0))
                     continue
                 config = traj.header.get("config") or {}
                 agent, model, _ = episode_labels(traj.header)
@@ -84,6 +92,16 @@ def load_study_episodes(paths: list[str | Path]) -> list[StudyEpisode]:
                                              status.task, outcome(status), status.wall_time,
                                              status.steps, pdb))
     return episodes
+
+
+def study_condition(run: Path) -> str:
+    """The condition of a study's run folder from its results folder's ``study.json``
+    (``"unknown"`` when there is none or it cannot be read)."""
+    try:
+        held = json.loads((run.parent / STUDY_FILE).read_text("utf-8"))
+    except (OSError, ValueError):
+        return "unknown"
+    return str(held.get("condition") or "unknown") if isinstance(held, dict) else "unknown"
 
 
 def summarize(episodes: list[StudyEpisode]) -> list[dict[str, Any]]:
