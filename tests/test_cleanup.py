@@ -141,7 +141,7 @@ def test_sigterm_deletes_the_working_copy_and_stops_pdb(tmp_path):
         env.reset()
         r = env.step(ToolCall("pdb", {{"command": "n"}}))
         pdb_pid = env.tools["pdb"].session.child.pid
-        print(env.workspace.root, pdb_pid, flush=True)
+        print(env.workspace.folder, pdb_pid, flush=True)
         time.sleep(60)
     """)
     root, pdb_pid = proc.stdout.readline().split()

@@ -60,14 +60,14 @@ def test_episode_from_the_readme(repo, make_env, fast_pytest, terminal_kind):
 
 
 def test_reset_starts_fresh(quick, repo):
-    first_root = quick.workspace.root
+    first_folder = quick.workspace.folder
     quick.step(ToolCall("rewrite", {"path": "code.py", "new_code": "broken\n"}))
     quick.breakpoints.add("code.py", 1)
     quick.frame = ("code.py", 1)
     assert quick.generation == 1
     r = quick.reset()
-    assert not first_root.exists()
-    assert quick.workspace.root != first_root
+    assert not first_folder.exists()
+    assert quick.workspace.folder != first_folder
     assert (quick.workspace.root / "code.py").read_text() == CODE
     assert (quick.generation, quick.frame, r.breakpoints, r.changed_files) == (0, None, [], [])
 
@@ -75,9 +75,9 @@ def test_reset_starts_fresh(quick, repo):
 def test_close_is_idempotent_and_removes_the_copy(repo):
     with RepoEnv(repo, entrypoint="true") as env:
         env.reset()
-        root = env.workspace.root
-        assert root.exists()
-    assert not root.exists()
+        folder = env.workspace.folder
+        assert folder.exists()
+    assert not folder.exists()
     env.close()
     with pytest.raises(RuntimeError, match="call reset"):
         env.step(ToolCall("view", {"path": "code.py"}))

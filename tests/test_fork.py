@@ -44,7 +44,7 @@ def leftovers(env) -> dict[str, object]:
     """What of an environment must be gone after its close(): working copy, pdb, container."""
     session = env.tools["pdb"].session
     child = session.child if session is not None else None
-    return {"root": str(env.workspace.root),
+    return {"root": str(env.workspace.folder),
             "pid": getattr(child, "pid", None) if env.terminal_spec != "docker" else None,
             "container": getattr(env.terminal, "container", None)}
 

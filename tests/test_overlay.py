@@ -1,4 +1,4 @@
-"""The overlay working copy (bwrap and docker, the default) against hostile code.
+"""The overlay working copy (the default on local, bwrap and docker) against hostile code.
 
 Nothing is copied at reset: the original is the overlay's read-only lower layer and what
 the sandbox changes lands in an upper layer of the episode's own. These tests let the
@@ -58,12 +58,13 @@ print(json.dumps(out, sort_keys=True))
 EOF"""
 
 
-@pytest.fixture(params=["bwrap", pytest.param("docker", marks=pytest.mark.docker)])
+@pytest.fixture(params=["local", "bwrap", pytest.param("docker", marks=pytest.mark.docker)])
 def overlay_env(request, make_repo, make_env, fast_pytest):
-    """``make() -> (env, repo)``: a reset episode on the test's terminal (bwrap, docker)
-    whose working copy is an overlay."""
+    """``make() -> (env, repo)``: a reset episode on the test's terminal (local, bwrap,
+    docker) whose working copy is an overlay."""
     kind = request.param
-    request.getfixturevalue("docker_ready" if kind == "docker" else "bwrap_ready")
+    if kind != "local":
+        request.getfixturevalue("docker_ready" if kind == "docker" else "bwrap_ready")
 
     def make(entrypoint: str = "true", readonly: bool = True):
         files = FILES if readonly else {k: v for k, v in FILES.items() if k != ".debugreadonly"}

@@ -95,11 +95,11 @@ class RepoEnv:
         terminal_options: extra keyword arguments for the Docker terminal
             (``workdir``, ``network``, ``mem_limit``, ``pids_limit``, ``cpus``);
             e.g. ``{"workdir": "/testbed"}`` for images that installed the
-            repository there. For bwrap: ``network``, ``limits``. For both:
-            ``overlay`` (default True: the working copy is an overlay of the
-            original, nothing copied at reset, where the kernel allows it, and
-            for docker when dgym runs as root; False: a copy; see
-            docs/performance.md and docs/security.md).
+            repository there. For bwrap: ``network``, ``limits``. For every
+            terminal given by name (local too): ``overlay`` (default True: the
+            working copy is an overlay of the original, nothing copied at
+            reset, where the kernel allows it, and for docker when dgym runs as
+            root; False: a copy; see docs/performance.md and docs/security.md).
         grader: ``grader(result, terminal) -> EvalSummary | None`` scores each
             run of the entrypoint instead of pytest's summary line (e.g. a
             benchmark harness's log parser and resolution rule); ``result`` is
@@ -722,10 +722,10 @@ class RepoEnv:
 
     @property
     def _overlay_wanted(self) -> bool:
-        """The working copy is an overlay: the bwrap and docker terminals (unless
+        """The working copy is an overlay: every terminal given by name (unless
         ``overlay: false``), where an overlay can be mounted (else a copy, and a warning
         logged once; docker's needs dgym to run as root)."""
-        if self.terminal_spec not in ("bwrap", "docker") \
+        if self.terminal_spec not in ("local", "bwrap", "docker") \
                 or not self.terminal_options.get("overlay", True):
             return False
         from dgym_tui.core.fs.overlay import overlay_problem
@@ -737,9 +737,9 @@ class RepoEnv:
 
     def _overlay_ids(self) -> tuple[int, int] | None:
         """The uid / gid of a new overlay's sandbox (None: a copy, or dgym runs as a user)."""
-        if not self._overlay_wanted or (self.terminal_spec == "docker"
-                                        and self.terminal_options.get("user") == "root"):
-            return None
+        if not self._overlay_wanted or self.terminal_spec == "local" or (
+                self.terminal_spec == "docker" and self.terminal_options.get("user") == "root"):
+            return None  # commands run as dgym's own user (or root in a container)
         from dgym_tui.core.terminals.identity import sandbox_ids
 
         return sandbox_ids()
@@ -784,7 +784,7 @@ class RepoEnv:
                                  overlay=workspace.overlay, run_as=workspace.run_as)
         from dgym_tui.core.terminals.local import LocalTerminal
 
-        return LocalTerminal()
+        return LocalTerminal(workspace.overlay if workspace is not None else None)
 
     def _open_mcp_servers(self) -> None:
         """Connect to the ``mcp_servers`` and add their allowed tools (first reset only).

@@ -260,3 +260,13 @@ def sandbox(request) -> tuple[str, str | None]:
         return request.param, request.getfixturevalue("docker_ready")
     request.getfixturevalue("bwrap_ready")
     return request.param, None
+
+
+@pytest.fixture(params=["root", "user"])
+def local_prober(request) -> Prober:
+    """Probes on the ``local`` terminal (not a sandbox) with its default working copy, an
+    overlay, started as root and as a user."""
+    if request.param == "root" and os.geteuid() != 0:
+        pytest.skip("the tests do not run as root")
+    return Prober("local", request.param, request.getfixturevalue("adversarial_base"), None,
+                  overlay=True)

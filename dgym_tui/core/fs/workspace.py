@@ -263,6 +263,9 @@ class Workspace:
             copy (no tool, no command) can read them. With ``overlay`` they
             are in the merged view (and ``.git`` with them), and the sandbox
             must mask them (the bwrap terminal does).
+        folder: absolute ``Path`` of the host folder holding the working copy
+            (a copy's files; an overlay's layers and mount points): what
+            :meth:`cleanup` deletes. For a copy, ``root`` itself.
         overlay: the :class:`.overlay.Overlay` (None for a copy).
 
     Raises:
@@ -313,7 +316,7 @@ class Workspace:
         """Make ``root`` (a fresh temporary folder), copy the source or ``parent``'s working
         copy into it and index it; on failure delete it and raise."""
         self.root = Path(tempfile.mkdtemp(prefix=f"{WS_PREFIX}{os.getpid()}-")).resolve()
-        self._base_dir = self.root
+        self.folder = self.root
         try:
             self._src = SafeTree(self.source)
             if self._use_overlay:
@@ -1419,7 +1422,7 @@ class Workspace:
                 tree.close()
         if self.overlay is not None:
             self.overlay.close()
-        base = getattr(self, "_base_dir", self.root)
+        base = getattr(self, "folder", self.root)
         _open_overlay_work(str(base))
         if base.exists():
             _rmtree(str(base))

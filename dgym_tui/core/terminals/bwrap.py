@@ -267,8 +267,7 @@ class BwrapTerminal(LocalTerminal):
                  hidden: Iterable[str] = (), network: bool = False, source: str | None = None,
                  limits: Limits | dict | None = None, overlay=None,
                  run_as: tuple[int, int] | None = None) -> None:
-        super().__init__()
-        self.overlay = overlay
+        super().__init__(overlay)
         self._given_ids = run_as
         self.readonly = [str(p) for p in readonly]
         self.ignored = [str(p) for p in ignored]

@@ -2,11 +2,20 @@
 
 Commands run with the user's rights and see the whole machine: use the
 ``bwrap`` terminal (a sandbox of its own) or ``docker`` for code you do not trust.
+
+When the working copy is an overlay of the original (the default where the
+kernel allows it, :mod:`dgym_tui.core.fs.overlay`), each command joins the
+overlay's namespaces before it starts (its mount namespace, where the merged
+view is mounted at ``workdir``; as a user first its user namespace, which maps
+only that user's uid and gid, so files of other owners show as ``nobody`` and
+setuid programs such as ``sudo`` do not raise privileges) and keeps no
+capability; everything else of the machine is as before.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 import selectors
@@ -23,7 +32,7 @@ from typing import TypeVar
 
 import pexpect
 
-from . import cleanup, preload, procs
+from . import cleanup, hostview, preload, procs
 from .base import DEFAULT_MAX_OUTPUT, RunResult, Terminal, TerminalError
 from .environ import local_environ
 from .output import BoundedOutput
@@ -60,13 +69,19 @@ class LocalTerminal(Terminal):
     may come from another thread (Ctrl-C in ``dgym run``): after it, ``run`` /
     ``spawn`` refuse to start anything until ``start()`` is called again.
 
+    Args:
+        overlay: the working copy's overlay (``dgym_tui.core.fs.overlay.Overlay``)
+            when it is one: every command joins its namespaces and starts in
+            the merged view (see the module docstring). None for a copy.
+
     Attributes:
         tag: value of ``DGYM_EPISODE`` in every command's environment.
         scratch: a private host folder (outside the working copy) made at
             ``start()`` and deleted at ``close()``.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, overlay=None) -> None:
+        self.overlay = overlay
         self.workdir = ""
         self.tag = procs.new_tag()
         self._children: list = []
@@ -109,7 +124,12 @@ class LocalTerminal(Terminal):
         Raises:
             TerminalError: the terminal is not started.
         """
-        yield Launch(["sh", "-c", command], self._env(env))
+        if self.overlay is None:
+            yield Launch(["sh", "-c", command], self._env(env))
+            return
+        join = functools.partial(_enter_overlay, self.overlay.enter, self.overlay.in_userns,
+                                 os.fsencode(self.workdir))
+        yield Launch(["sh", "-c", command], self._env(env), self.overlay.fds, join)
 
     def _launch(self, start: Callable[[], T]) -> T:
         """Call ``start()`` (which creates a process) and return its result."""
@@ -396,6 +416,14 @@ class LocalProcess(pexpect.spawn):
                 self.ptyproc.wait()
         self.ptyproc.delayafterclose = self.ptyproc.delayafterterminate = 0.0
         super().close(force=True)
+
+
+def _enter_overlay(join: Callable[[], None], drop: bool, workdir: bytes) -> None:
+    """In a child before exec: join the overlay's namespaces (``drop``: a user namespace,
+    whose capabilities are dropped again), then enter ``workdir`` in its mount namespace
+    (joining one moves the working folder to its root)."""
+    hostview.join_only(join, drop)
+    os.chdir(workdir)
 
 
 def _alive(process) -> bool:
