@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dgym_tui.core.fs.gitpatch import MODE_EXEC, MODE_LINK, Blob, blob_id, file_patch, git_mode, merge3
+from dgym_tui.core.fs.idcache import BlobIdCache, key_of
 from dgym_tui.core.fs.overlay import LOWER, MERGED, UPPER, Overlay
 from dgym_tui.core.fs.safefs import (
     DIR_FLAGS,
@@ -988,12 +989,31 @@ class Workspace:
         """Return ``{relative path: git blob id}`` of the visible files and links at the start.
 
         The ids were computed while copying (no file is read again); after
-        :meth:`apply_to_source` the applied versions count as the start.
+        :meth:`apply_to_source` the applied versions count as the start. An
+        overlay walks the original once (names and ``lstat``) and reads only
+        the files whose id :mod:`.idcache` does not hold for their identity.
         """
-        if self.overlay is not None:  # read the original's files now (once)
-            for rel in self._initial:
-                self._start_info(rel)
+        if self.overlay is not None:
+            self._overlay_start_ids()
         return {rel: info[1] for rel, info in self._src_info.items() if rel in self._initial}
+
+    def _overlay_start_ids(self) -> None:
+        """Fill the start's blob ids of an overlay (once): from the cache, else read."""
+        lower: _LowerStart = self._initial  # type: ignore[assignment]
+        todo = [rel for rel in lower if rel not in self._src_info]
+        if not todo:
+            return
+        cache = BlobIdCache(self.source)
+        for rel in todo:
+            st = lower.stats.get(rel)
+            known = cache.get(rel, key_of(st)) if st is not None else None
+            if known is not None:
+                self._src_info[rel] = (lower[rel], known)
+                continue
+            info = self._start_info(rel)
+            if info is not None and st is not None and info[0] == stamp(st):
+                cache.put(rel, key_of(st), info[1])
+        cache.save()
 
     def _link_to_file(self, rel: str) -> bool:
         """Does link ``rel`` lead to a visible regular file inside the working copy?"""
@@ -1453,10 +1473,12 @@ class _LowerStart:
         self._src, self._visible = src, visible
         self._seen: dict[str, Stamp | None] = {}
         self._all: list[str] | None = None
+        #: ``lstat`` of each file and link the walk of the whole original found
+        self.stats: dict[str, os.stat_result] = {}
 
     def copy(self) -> _LowerStart:
         twin = _LowerStart(self._src, self._visible)
-        twin._seen, twin._all = dict(self._seen), self._all
+        twin._seen, twin._all, twin.stats = dict(self._seen), self._all, self.stats
         return twin
 
     def get(self, rel: str, default: Stamp | None = None) -> Stamp | None:
@@ -1526,11 +1548,15 @@ class _LowerStart:
         return iter([rel for rel in self._all if rel in self])
 
     def below_root(self) -> set[str]:
+        """Every visible file and link of the original; their ``lstat`` goes to
+        :attr:`stats` and answers later questions about them (no look of its own)."""
         out: set[str] = set()
         for _dfd, _name, rel, st in walk(self._src.fd, enter=lambda r, _st: self._visible(r, True)):
             if (stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)) and \
                     self._visible(rel, False) and self._visible_parents(rel):
                 out.add(rel)
+                self.stats[rel] = st
+                self._seen.setdefault(rel, stamp(st))
         return out
 
     def keys(self) -> set[str]:
