@@ -301,3 +301,23 @@ def test_a_killed_owners_mounted_overlay_is_unmounted_then_deleted(make_repo, tm
             subprocess.run(["umount", "-l", str(stale / "merged")], check=False)
             shutil.rmtree(stale, ignore_errors=True)
         ws.cleanup()
+
+
+@pytest.mark.docker
+def test_a_second_docker_terminal_on_a_bound_overlay_is_refused(make_repo, make_env,
+                                                                docker_ready):
+    """Once its container has bound it, the overlay's host path is unmounted: a path
+    derived from the host's descriptor then names no working copy (it may name "/"), so
+    another container is never started on it."""
+    from dgym_tui.core.terminals.base import TerminalError
+    from dgym_tui.core.terminals.docker import DockerTerminal
+
+    if os.geteuid() != 0:
+        pytest.skip("the docker terminal's overlay is mounted by root")
+    env = make_env(make_repo({"a.py": "A = 1\n"}), terminal="docker", entrypoint="true")
+    env.reset()
+    ws = env.workspace
+    again = DockerTerminal(image=docker_ready, overlay=ws.overlay, run_as=ws.run_as)
+    with pytest.raises(TerminalError, match="bound by a container already"):
+        again.start(str(ws.root))
+    assert again.container is None

@@ -324,6 +324,11 @@ class Overlay:
         """Descriptors a child needs to keep open to :meth:`enter`."""
         return tuple(self._ns)
 
+    @property
+    def attached(self) -> bool:
+        """True while a bindable overlay is mounted at :attr:`merged` in this mount namespace."""
+        return self._attached
+
     def detach(self) -> None:
         """A bindable overlay: unmount its path ``merged`` (lazily), once a container engine
         has bound it; what holds the overlay then are the container's mount and

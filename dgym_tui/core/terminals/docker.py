@@ -264,7 +264,7 @@ class DockerTerminal(Terminal):
             raise TerminalError("terminal already started; close() it before starting again")
         if not os.path.isdir(host_root):
             raise TerminalError(f"working copy {host_root!r} does not exist")
-        host_root = os.path.realpath(host_root)
+        host_root = self._bind_source() if self.overlay is not None else os.path.realpath(host_root)
         client = get_client()
         try:
             client.images.get(self.image)
@@ -350,6 +350,27 @@ class DockerTerminal(Terminal):
         except BaseException:
             self.close()
             raise
+
+    def _bind_source(self) -> str:
+        """The host path of the overlay's merged view, checked to be mounted there now
+        (the same folder as the host's descriptor of it: once unmounted, a path
+        derived from that descriptor could name another folder).
+
+        Raises:
+            TerminalError: it is not mounted there (any more).
+        """
+        path = self.overlay.merged
+        try:
+            seen = os.stat(path, follow_symlinks=False)
+        except OSError:
+            seen = None
+        ours = os.fstat(self.overlay.root_fd)
+        if not self.overlay.attached or seen is None \
+                or (seen.st_dev, seen.st_ino) != (ours.st_dev, ours.st_ino):
+            raise TerminalError("the overlay working copy is bound by a container already "
+                                "(a terminal starts once per working copy); reset the "
+                                "environment")
+        return path
 
     def _check_overlay(self) -> None:
         """Make sure the container's ``workdir`` is the overlay the host reads (the same
