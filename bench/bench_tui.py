@@ -10,8 +10,8 @@ mode (no terminal), so the terminal's own drawing is not included.
   hands to its driver (``App._display``), turned into the escape sequences a
   terminal would get (headless Textual skips that step; the bench does it). The
   frame must show the whole screen (the bench checks its text). The episode's
-  reset starts in its worker after that frame, as in real use, and is not waited
-  for.
+  reset starts in its worker when the screen is mounted (before that frame), as in
+  real use, and is not waited for.
   Its floor is a bare Textual app (header, text, footer) imported, built and
   stopped at its first frame the same way. The two run in turn, ``--rounds``
   times, with bytecode as an installed package has it; medians and their ratio
@@ -99,7 +99,8 @@ async def until(frames):
 #: collector paused as the command does, the command line's own modules, the argument
 #: parsing and session opening (``build_app``: theme check, bwrap probe, task,
 #: environment, trajectory file), the app built and mounted. The episode's reset starts
-#: in its worker after the first frame, as in real use, and is not waited for. Prints
+#: in its worker when the screen is mounted (before the first frame), as in real use, and
+#: is not waited for. Prints
 #: seconds: import, + build, first frame, first frame with the footer's keys (wall),
 #: and that one's main thread CPU.
 OURS_APP = FIRST_FRAME + """

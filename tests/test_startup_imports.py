@@ -9,7 +9,9 @@ benchmark that is not built in), rich.syntax (the Diff tab, hidden), the Docker 
 PyYAML (the themes are TOML; a folder's dgym.yaml is read when there is one) or psutil (the
 terminal's clean-up at its close).
 The first frame already has the footer's keys (Textual's footer builds them only after the
-first refresh; the app builds them before), and the episode's reset starts after it."""
+first refresh; the app builds them before). The episode's reset starts before it, in its
+worker, when the screen is mounted (the working copy, and so the source, is ready sooner):
+here it is held until the first frame, so that the modules counted are the app's own."""
 
 from __future__ import annotations
 
@@ -35,7 +37,7 @@ def _run(script: str, *args: str) -> str:
 
 
 SCRIPT = """
-import asyncio, json, sys
+import asyncio, json, sys, threading
 from dgym_tui.cli.tui import build_app, build_parser
 
 async def main():
@@ -43,6 +45,15 @@ async def main():
         [sys.argv[1], "--terminal", "local", "--trajectory", sys.argv[2]]))
     seen = {}
     display = app._display
+    drawn, began = threading.Event(), []
+    start = app.session.start
+
+    def held_start():  # the reset's worker: held until the first frame
+        began.append(True)
+        drawn.wait(60)
+        return start()
+
+    app.session.start = held_start
 
     def first_frame(screen, update):  # the modules loaded when the first frame is drawn
         display(screen, update)
@@ -50,6 +61,8 @@ async def main():
             seen["modules"] = sorted(sys.modules)
             seen["keys"] = [key.key for key in screen.query("FooterKey") if key.region]
             seen["workers"] = [worker.name for worker in app.workers]
+            seen["began"] = bool(began)
+            drawn.set()
 
     app._display = first_frame
     async with app.run_test(size=(160, 48)) as pilot:
@@ -57,7 +70,8 @@ async def main():
         await app.workers.wait_for_complete()
         await pilot.pause()
         print(json.dumps({"modules": seen["modules"], "keys": seen["keys"],
-                          "workers": seen["workers"], "started": app.started,
+                          "workers": seen["workers"], "began": seen["began"],
+                          "started": app.started,
                           "later": "rich.pretty" in sys.modules}))
     app.close_session()
 
@@ -81,7 +95,8 @@ def test_first_paint_leaves_step_libraries_unloaded(tmp_path):
     assert seen["later"]  # the console's log was mounted after the first frame
     # the footer's keys (the focused source view's first) are drawn in the first frame
     assert seen["keys"][:3] == ["b", "n", "s"] and "q" in seen["keys"]
-    assert seen["workers"] == [] and seen["started"]  # the reset starts after the first frame
+    # the reset's worker runs (here held) when the first frame is drawn, then completes
+    assert seen["workers"] == ["start"] and seen["began"] and seen["started"]
 
 
 WARM_UP = """
