@@ -3,12 +3,14 @@
 1. eval of one test: ``RepoEnv.step(eval)`` whose pytest was preloaded by a spare
    (the episode's next eval is prepared and its spare started after each eval)
    against a bare ``python -m pytest`` of the same test started as the terminal
-   starts commands (same sandbox, environment, folder); the same step with
-   preloading off is printed too. Goal <= 0.5x.
+   starts commands (same sandbox, environment, folder; on docker an exec in the
+   episode's container, read to its end); the same step with preloading off is
+   printed too. Goal <= 0.5x.
 2. pdb restart after a rewrite: a rewrite step (not timed), then the pdb step
    ``restart`` (the session closed and started again up to pdb's first prompt,
    prompt token set) from a spare, against a bare ``pexpect.spawn`` of the same
-   debug command to its first prompt (its close not timed). Goal <= 0.5x.
+   debug command to its first prompt (its close not timed; on docker an exec with
+   a pseudo-terminal in the episode's container). Goal <= 0.5x.
 
 A spare imports while the agent thinks: before each timed start the bench waits
 until the terminals' spares have finished their imports (``wait_spares``), so no
@@ -21,7 +23,7 @@ Two entrypoints: ``fast`` (PYTEST_DISABLE_PLUGIN_AUTOLOAD=1: pytest alone) and
 repository's virtualenv hypothesis, syrupy, textual-snapshot, asyncio, anyio,
 timeout: what a developer's environment looks like).
 
-    python bench/bench_preload.py [--rounds 15] [--terminals local,bwrap]
+    python bench/bench_preload.py [--rounds 15] [--terminals local,bwrap,docker]
                                   [--entrypoints fast,plugins]
 """
 
@@ -38,7 +40,9 @@ import time
 from pathlib import Path
 
 from dgym_tui.core.env import RepoEnv
+from dgym_tui.core.terminals.docker import DockerProcess, DockerTerminal, _FrameReader
 from dgym_tui.core.terminals.local import LocalProcess
+from dgym_tui.core.terminals.output import BoundedOutput
 
 ENTRYPOINTS = {
     "fast": "PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 python -m pytest -q -p no:cacheprovider",
@@ -71,6 +75,15 @@ def settle(*envs: RepoEnv) -> None:
 def bare_pytest(env: RepoEnv, entrypoint: str) -> float:
     """A bare pytest of the test, started as the terminal starts commands."""
     started = time.perf_counter()
+    if isinstance(env.terminal, DockerTerminal):  # an exec in the container, to its end
+        _exec_id, sock, _pidfile = env.terminal._start_exec(f"{entrypoint} test_app.py", None,
+                                                            tty=False)
+        raw = getattr(sock, "_sock", sock)
+        assert _FrameReader(raw, BoundedOutput(1 << 16)).pump(time.monotonic() + 120)
+        elapsed = time.perf_counter() - started
+        raw.close()
+        sock.close()
+        return elapsed
     with env.terminal.launch_spec(f"{entrypoint} test_app.py") as spec:
         subprocess.run(spec.argv, cwd=env.terminal.workdir, stdout=subprocess.DEVNULL,
                        stderr=subprocess.STDOUT, env=spec.env, pass_fds=spec.pass_fds,
@@ -96,10 +109,14 @@ def eval_step(env: RepoEnv, expect: str) -> float:
 def bare_spawn(env: RepoEnv, command: str) -> float:
     """A bare pexpect spawn of ``command`` to its first prompt (close not timed)."""
     started = time.perf_counter()
-    with env.terminal.launch_spec(command, interactive=True) as spec:
-        child = LocalProcess(spec.argv[0], spec.argv[1:], cwd=env.terminal.workdir,
-                             encoding="utf-8", env=spec.env, pass_fds=spec.pass_fds,
-                             preexec=spec.preexec)
+    if isinstance(env.terminal, DockerTerminal):  # an exec with a pseudo-terminal
+        exec_id, sock, pidfile = env.terminal._start_exec(command, None, tty=True)
+        child = DockerProcess(env.terminal, sock, exec_id, pidfile)
+    else:
+        with env.terminal.launch_spec(command, interactive=True) as spec:
+            child = LocalProcess(spec.argv[0], spec.argv[1:], cwd=env.terminal.workdir,
+                                 encoding="utf-8", env=spec.env, pass_fds=spec.pass_fds,
+                                 preexec=spec.preexec)
     child.expect_exact("(Pdb) ", timeout=60)
     elapsed = time.perf_counter() - started
     child.close(force=True)
@@ -156,7 +173,7 @@ def run(kind: str, entry: str, rounds: int) -> list[tuple[str, list[float], list
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=15)
-    parser.add_argument("--terminals", default="local,bwrap")
+    parser.add_argument("--terminals", default="local,bwrap,docker")
     parser.add_argument("--entrypoints", default="fast,plugins")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(name)s: %(message)s")

@@ -1,7 +1,8 @@
 """Preloaded starts (issue 28 part 1): a spare that imported pytest ahead of time gives
 exactly what a cold start gives.
 
-Every case runs the same episode twice on real terminals (local, bwrap), once with
+Every case runs the same episode twice on real terminals (local, bwrap, bwrap with an
+overlay working copy, docker), once with
 ``preload=False`` (every eval and pdb start cold) and once with preloading on (the
 reset's eval cold, every later one handed to a spare), and compares per-test
 outcomes, counts, exit codes and output (durations blanked), plus a dump of what the
@@ -13,6 +14,7 @@ fail on that, with the spare differing from a cold run they fail on the comparis
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import shutil
@@ -156,18 +158,27 @@ def _diff(a, b, where="") -> str:
     return f"{where}: {a!r} != {b!r}"
 
 
-@pytest.fixture(params=["local", "bwrap", "bwrap-overlay"])
+@pytest.fixture(params=["local", "bwrap", "bwrap-overlay",
+                        pytest.param("docker", marks=pytest.mark.docker)])
 def kind(request) -> str:
     """The terminal; ``bwrap-overlay``: bwrap with an overlay working copy (see :func:`_env`)."""
-    if request.param != "local":
+    if request.param == "docker":
+        _IMAGE[:] = [request.getfixturevalue("docker_ready")]
+    elif request.param != "local":
         request.getfixturevalue("bwrap_ready")
     return request.param
+
+
+#: the sandbox image of the docker cases (set by the ``kind`` fixture)
+_IMAGE: list[str] = []
 
 
 def _env(repo: Path, kind: str, **kwargs) -> RepoEnv:
     if kind == "bwrap-overlay":
         kwargs["terminal_options"] = {"overlay": True}
         kind = "bwrap"
+    if kind == "docker":
+        kwargs["image"] = _IMAGE[0]
     return RepoEnv(repo, terminal=kind, **kwargs)
 
 
@@ -325,10 +336,7 @@ def test_a_module_of_the_working_copy_is_never_preloaded(tmp_path, kind):
     imports the repository's; the spare must not stand in for it."""
     repo = tmp_path / "repo"
     repo.mkdir()
-    real = subprocess.check_output(  # the pluggy of the Python the terminals run
-        ["python", "-c", "import os, pluggy; print(os.path.dirname(pluggy.__file__))"],
-        text=True).strip()
-    shutil.copytree(real, repo / "pluggy")
+    _copy_pluggy(kind, repo / "pluggy")
     (repo / "pluggy" / "__init__.py").write_text(
         (repo / "pluggy" / "__init__.py").read_text() + "\nFROM_THE_REPOSITORY = True\n")
     (repo / "test_a.py").write_text("import pluggy\n\ndef test_a():\n"
@@ -339,6 +347,22 @@ def test_a_module_of_the_working_copy_is_never_preloaded(tmp_path, kind):
             step = env.step({"name": "eval", "arguments": {}})
             assert step.start == "cold"
             assert env.last_eval.passed == 1
+
+
+def _copy_pluggy(kind: str, dest: Path) -> None:
+    """Copy the pluggy package of the Python the terminal runs (the image's on docker)."""
+    where = "import os, pluggy; print(os.path.dirname(pluggy.__file__))"
+    if kind != "docker":
+        shutil.copytree(subprocess.check_output(["python", "-c", where], text=True).strip(),
+                        dest)
+        return
+    from dgym_tui.core.terminals.docker import get_client
+
+    archive = get_client().containers.run(  # (a container's log holds text: base64)
+        _IMAGE[0], ["sh", "-c", f'cd "$(python -c "{where}")" && tar -c . | base64'],
+        remove=True, network_mode="none")
+    dest.mkdir()
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=base64.b64decode(archive), check=True)
 
 
 def test_the_switch(tmp_path, monkeypatch):
@@ -427,22 +451,35 @@ def test_pdb_of_a_script(tmp_path, kind):
     assert any("(['run.py'], '" in o for o in warm)
 
 
+def _kill(terminal, process) -> None:
+    """SIGKILL a spare's process group (bwrap's own process on bwrap; the exec's wrapper
+    inside the container on docker) and wait until it ended."""
+    import os
+    import signal
+    import time
+
+    if hasattr(process, "pidfile"):  # a docker exec
+        terminal.kill_pidfile(process.pidfile)
+        deadline = time.monotonic() + 30
+        while process.open():
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        return
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait(timeout=30)
+
+
 def test_a_dead_or_stale_spare_starts_cold(tmp_path, kind):
     """The spare killed before its run, or a folder of its sys.path changed after its
     imports (as a package installed meanwhile changes site-packages): the eval starts
     cold, with the right result, and the next one is preloaded again."""
-    import os
-    import signal
-
     repo = tmp_path / "repo"
     repo.mkdir()
     (repo / "test_a.py").write_text("def test_a():\n    pass\n\ndef test_b():\n    assert 0\n")
     with _env(repo, kind, entrypoint=f"{FAST} test_a.py", tools=["eval"]) as env:
         env.reset()
         assert env.terminal.wait_spares(60)
-        spare = env.terminal._spares[False]
-        os.killpg(spare.process.pid, signal.SIGKILL)  # bwrap's own process, on bwrap
-        spare.process.wait(timeout=30)
+        _kill(env.terminal, env.terminal._spares[False].process)
         step = env.step({"name": "eval", "arguments": {}})
         assert (step.start, env.last_eval.passed, env.last_eval.failed) == ("cold", 1, 1)
         assert env.step({"name": "eval", "arguments": {}}).start == "preloaded"
@@ -452,3 +489,114 @@ def test_a_dead_or_stale_spare_starts_cold(tmp_path, kind):
         step = env.step({"name": "eval", "arguments": {}})
         assert (step.start, env.last_eval.passed, env.last_eval.failed) == ("cold", 1, 1)
         assert env.step({"name": "eval", "arguments": {}}).start == "preloaded"
+
+
+def _docker_spares(env: RepoEnv) -> list:
+    """The processes (``psutil``, as this host sees them) of the docker terminal's spares:
+    each exec's wrapper and what it started."""
+    import psutil
+
+    api = env.terminal._client.api
+    found = []
+    for spare in env.terminal._spares.values():
+        leader = psutil.Process(api.exec_inspect(spare.process.exec_id)["Pid"])
+        found += [leader, *leader.children(recursive=True)]
+    return found
+
+
+@pytest.mark.docker
+def test_docker_spares_end_with_the_episode(tmp_path, docker_ready):
+    """A docker episode's spares (the next eval's and the next pdb start's: processes
+    in its container, each with a socket in the plugin folder) end with it: close()
+    leaves no process of them, no container and no socket; a container killed under
+    them takes them along, and the next step answers (it does not raise)."""
+    import psutil
+
+    from dgym_tui.core.terminals.docker import CONTROL_DIR, get_client
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "test_a.py").write_text("def test_a():\n    pass\n")
+    for ending in ("close", "kill"):
+        env = RepoEnv(repo, terminal="docker", image=docker_ready,
+                      entrypoint=f"{FAST} test_a.py", tools=["eval", "pdb"])
+        try:
+            env.reset()
+            env.step({"name": "pdb", "arguments": {"command": "l"}})
+            assert env.terminal.wait_spares(60)
+            assert sorted(env.terminal._spares) == [False, True]
+            processes = _docker_spares(env)
+            assert sum(p.cmdline()[1:2] == ["/run/dgym-plugin/dgym_preload.py"]
+                       for p in processes) == 2  # the spares' Pythons
+            container = env.terminal.container.id
+            control = Path(env.terminal.plugin_dir) / CONTROL_DIR
+            assert control.is_dir()
+            if ending == "kill":
+                env.terminal.container.kill()
+                _gone, alive = psutil.wait_procs(processes, timeout=30)
+                assert not alive
+                step = env.step({"name": "eval", "arguments": {}})
+                assert step.observation
+        finally:
+            env.close()
+        _gone, alive = psutil.wait_procs(processes, timeout=30)
+        assert not alive, ending
+        with pytest.raises(Exception, match="No such container|404"):
+            get_client().containers.get(container)
+        assert not control.exists()
+
+
+IMPOSTOR = r'''
+import os, re, socket, time
+
+held = []
+open("/tmp/impostor.ready", "w").close()
+end = time.time() + 120
+while time.time() < end:
+    for pid in os.listdir("/proc"):
+        try:
+            with open("/proc/%s/cmdline" % pid, "rb") as f:
+                line = f.read().decode("utf-8", "replace")
+        except OSError:
+            continue
+        for path in set(re.findall(r"/run/dgym-plugin/control/[0-9a-f]+\.sock", line)):
+            if any(path == p for p, _ in held):
+                continue
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                s.connect(path)
+                s.sendall(b"RP")
+            except OSError:
+                continue
+            held.append((path, s))
+            with open("/tmp/impostor.log", "a") as log:
+                log.write(path + "\n")
+    time.sleep(0.02)
+'''
+
+
+@pytest.mark.docker
+def test_docker_spare_socket_answered_by_another_process(tmp_path, docker_ready):
+    """A daemon of the episode (left by a test) reads the spare's socket path from the
+    process list and connects before the spare does, answering "ready, proceeding":
+    the host sees that the connection is not from the spare's exec, and the run starts
+    cold with the right outcome (not the spare's empty output taken for the run)."""
+    from dgym_tui.core.terminals.docker import DockerTerminal
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "test_a.py").write_text("def test_a():\n    pass\n\ndef test_b():\n    assert 0\n")
+    (repo / "impostor.py").write_text(IMPOSTOR)
+    # the spare's python starts after 3 s: the daemon, polling, connects first
+    command = f"sleep 3\n{FAST} test_a.py"
+    with DockerTerminal(image=docker_ready) as terminal:
+        terminal.start(str(repo))
+        terminal.run("python impostor.py >/dev/null 2>&1 &", timeout=30)
+        assert terminal.run("while [ ! -e /tmp/impostor.ready ]; do sleep 0.05; done",
+                            timeout=60).exit_code == 0
+        assert terminal.prewarm(command)
+        result = terminal.run(command, timeout=120)
+        assert "/run/dgym-plugin/control/" in terminal.run("cat /tmp/impostor.log").output
+        assert result.start == "cold"
+        assert "1 failed, 1 passed" in result.output, result.output
+        assert result.exit_code == 1

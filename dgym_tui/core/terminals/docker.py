@@ -29,14 +29,24 @@ process group through a second exec stops it and all its children. ``run``
 does that when its timeout expires; the object returned by ``spawn`` does it
 on ``close(force=True)``, ``terminate()`` and ``kill()``. Whatever escaped
 (e.g. a daemon that called setsid) dies with the container at ``close()``.
+
+Preloaded starts (:mod:`.preload`): after an eval, and after a pdb start, the
+next one's spare is started as that command would be (an exec of the same
+wrapped command line, environment, user, limits and folder in the same
+container); no descriptor crosses ``docker exec``, so the spare connects to a
+Unix socket the host listens on in ``plugin_dir/control`` (read-only inside),
+and the host takes the connection only from a process of that exec (its
+``Pid``, then the peer's parents). Spares die with the container at ``close()``.
 """
 
 from __future__ import annotations
 
 import contextlib
 import itertools
+import logging
 import os
 import posixpath
+import secrets
 import selectors
 import shlex
 import shutil
@@ -45,6 +55,8 @@ import struct
 import tempfile
 import threading
 import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import psutil
@@ -52,7 +64,7 @@ from pexpect.fdpexpect import fdspawn
 
 from dgym_tui.core.errors import first_line
 
-from . import cleanup, identity
+from . import cleanup, identity, preload
 from .base import DEFAULT_MAX_OUTPUT, RunResult, Terminal, TerminalError
 from .environ import SANDBOX_HOME, SANDBOX_USER_NAME
 from .limits import Limits
@@ -84,6 +96,10 @@ SCRATCH_MOUNT = "/run/dgym"
 #: Where the report plugin's folder is mounted, read-only.
 PLUGIN_MOUNT = "/run/dgym-plugin"
 
+#: Folder of ``plugin_dir`` holding the Unix sockets preloaded spares connect to
+#: (``0o711``: commands reach a socket by its name but cannot list them).
+CONTROL_DIR = "control"
+
 #: Capabilities added back when the commands run as root (``user="root"``):
 #: writing files of other owners in the working copy and handing them back.
 ROOT_CAPS = ["CHOWN", "DAC_OVERRIDE", "FOWNER"]
@@ -93,6 +109,7 @@ _counter = itertools.count(1)
 _clients: dict[str, Any] = {}
 _clients_lock = threading.Lock()
 _stale_checked = False
+log = logging.getLogger(__name__)
 
 
 def docker_base_url() -> str:
@@ -164,7 +181,7 @@ def remove_stale_containers(client=None) -> list[str]:
     return removed
 
 
-class DockerTerminal(Terminal):
+class DockerTerminal(preload.Preloading, Terminal):
     """Runs the episode's commands in a Docker container (one container per episode).
 
     Args:
@@ -244,6 +261,10 @@ class DockerTerminal(Terminal):
         self._support = ""
         self._spawned: list[DockerProcess] = []
         self._lock = threading.RLock()  # re-entered when a signal handler closes us
+        #: start evals and pdb sessions from a spare that imported pytest ahead of time
+        #: (:mod:`.preload`); off with ``DGYM_PRELOAD=0``
+        self.preload = preload.enabled()
+        self._spares: dict[bool, preload.Spare] = {}  # interactive? -> the spare
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -422,6 +443,9 @@ class DockerTerminal(Terminal):
         with self._lock:
             container, self.container = self.container, None
             spawned, self._spawned = self._spawned, []
+        for spare in self._forget_spares():  # their processes end with the container
+            if isinstance(spare.process, _Exec):
+                spare.process.release()
         for child in spawned:
             child._release()
         if container is not None:
@@ -548,12 +572,15 @@ class DockerTerminal(Terminal):
         Raises:
             TerminalError: not started, or the container is gone.
         """
-        api = self._client.api
-        exec_id, sock, pidfile = self._start_exec(command, env, tty=False)
-        raw = getattr(sock, "_sock", sock)
         out = BoundedOutput(max_output)
+        started, start = self._take_batch_spare(command, env, out, timeout), "preloaded"
+        if started is None:
+            out, start = BoundedOutput(max_output), "cold"
+            started = _Exec(*self._start_exec(command, env, tty=False))
+            started.reader = _FrameReader(started.raw, out)
+        api = self._client.api
         deadline = time.monotonic() + timeout
-        reader = _FrameReader(raw, out)
+        reader, pidfile = started.reader, started.pidfile
         try:
             timed_out = not reader.pump(deadline)
             if timed_out:
@@ -561,15 +588,14 @@ class DockerTerminal(Terminal):
                 if not reader.pump(time.monotonic() + 2.0):
                     self.kill_pidfile(pidfile)  # the pid file may have come late
         finally:
-            raw.close()
-            sock.close()
+            started.release()
         try:
-            code = None if timed_out else _exit_code(api, exec_id)
+            code = None if timed_out else _exit_code(api, started.exec_id)
         except Exception as exc:  # noqa: BLE001  container removed meanwhile, daemon gone
             raise TerminalError(f"lost the command's exit status: {first_line(exc, 160)}; "
                                 "reset the environment") from None
         return RunResult(exit_code=code, output=out.text(), timed_out=timed_out,
-                         truncated_bytes=out.dropped)
+                         truncated_bytes=out.dropped, start=start)
 
     def spawn(self, command: str, env: dict[str, str] | None = None) -> DockerProcess:
         """Start ``command`` interactively (with a pseudo-terminal) in ``workdir``.
@@ -581,16 +607,140 @@ class DockerTerminal(Terminal):
         Returns:
             A :class:`DockerProcess` (a ``pexpect.fdpexpect.fdspawn`` with
             ``encoding="utf-8"``); ``close(force=True)`` kills the process inside
-            the container before closing the connection.
+            the container before closing the connection. Its ``dgym_start`` is
+            ``"preloaded"`` (a spare of :meth:`prewarm` became it) or ``"cold"``.
 
         Raises:
             TerminalError: not started, or the container is gone.
         """
-        exec_id, sock, pidfile = self._start_exec(command, env, tty=True)
-        child = DockerProcess(self, sock, exec_id, pidfile)
+        child = self._take_interactive_spare(command, env)
+        if child is None:
+            exec_id, sock, pidfile = self._start_exec(command, env, tty=True)
+            child = DockerProcess(self, sock, exec_id, pidfile)
+            child.dgym_start = "cold"
         with self._lock:
-            self._spawned = [c for c in self._spawned if not c.closed] + [child]
+            self._spawned = [c for c in self._spawned if not c.closed and c is not child] \
+                + [child]
         return child
+
+    # -- preloaded starts (the hooks of preload.Preloading) -------------------
+    def _spares_open(self) -> bool:
+        return self.container is not None
+
+    def _spare_key(self, command: str, env: dict[str, str] | None) -> tuple:
+        container = self.container
+        return (command, tuple(sorted((env or {}).items())),
+                container.id if container is not None else None)
+
+    @contextlib.contextmanager
+    def _spare_channel(self) -> Iterator[preload.Channel]:
+        """A Unix socket listening in ``plugin_dir/control`` (the spare's user alone may
+        connect to it), named at random."""
+        folder = os.path.join(self.plugin_dir, CONTROL_DIR)
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(folder, 0o700)
+            os.chmod(folder, 0o711)
+        name = f"{secrets.token_hex(8)}.sock"
+        path = os.path.join(folder, name)
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        channel = preload.Channel(listener, posixpath.join(PLUGIN_MOUNT, CONTROL_DIR, name),
+                                  path=path)
+        try:
+            listener.bind(path)
+            if self.run_as is not None and os.getuid() == 0:
+                os.chown(path, *self.run_as)  # a folder only this process writes
+            os.chmod(path, 0o600)
+            listener.listen(1)
+            listener.setblocking(False)
+        except BaseException:
+            channel.close()
+            raise
+        yield channel
+
+    def _start_spare(self, line: str, env: dict[str, str] | None, interactive: bool,
+                     pass_fds: tuple[int, ...]):
+        started = _Exec(*self._start_exec(line, env, tty=interactive))
+        if not interactive:
+            return started
+        child = DockerProcess(self, started.sock, started.exec_id, started.pidfile)
+        with self._lock:
+            self._spawned.append(child)
+        return child
+
+    def _spare_peer(self, process, pid: int) -> bool:
+        """True when ``pid`` is the spare's exec's process (``Pid`` of the exec, as the
+        daemon's host sees it) or one of its descendants."""
+        deadline = time.monotonic() + 5.0
+        while True:  # the daemon may say Running before it has recorded the Pid
+            leader = self._client.api.exec_inspect(process.exec_id).get("Pid")
+            if leader or time.monotonic() > deadline:
+                break
+            time.sleep(0.01)
+        if not leader:
+            return False
+        try:
+            return pid == leader or any(p.pid == leader for p in psutil.Process(pid).parents())
+        except psutil.Error:
+            return False
+
+    def _spare_alive(self, process) -> bool:
+        if isinstance(process, DockerProcess):
+            return process.isalive()
+        return process.open()
+
+    def _spare_drain(self, process, out: BoundedOutput) -> tuple[int, Callable[[], bool]]:
+        process.reader = _FrameReader(process.raw, out)
+        return process.raw.fileno(), process.reader.read_once
+
+    def _end_spare(self, process) -> None:
+        if isinstance(process, DockerProcess):
+            with self._lock:
+                if process in self._spawned:
+                    self._spawned.remove(process)
+            process.close(force=True)
+        else:
+            self.kill_pidfile(process.pidfile)
+            process.release()
+
+
+@dataclass
+class _Exec:
+    """A batch exec (a command started by ``run``, or a batch spare) and its connection.
+
+    Attributes:
+        exec_id: the exec's id.
+        sock: the connection as ``exec_start(socket=True)`` returned it.
+        pidfile: the wrapper's pid file inside the container.
+        reader: the decoder of its output, once someone reads it.
+    """
+
+    exec_id: str
+    sock: Any
+    pidfile: str
+    reader: _FrameReader | None = None
+
+    @property
+    def raw(self) -> socket.socket:
+        return getattr(self.sock, "_sock", self.sock)
+
+    def open(self) -> bool:
+        """False once the output's end is waiting (the process ended); True otherwise,
+        without reading anything."""
+        raw = self.raw
+        with selectors.DefaultSelector() as sel:  # (the socket may have a timeout set)
+            sel.register(raw, selectors.EVENT_READ)
+            if not sel.select(0):
+                return True
+        try:
+            return bool(raw.recv(1, socket.MSG_PEEK))
+        except OSError:
+            return False
+
+    def release(self) -> None:
+        """Close the connection."""
+        for s in (self.raw, self.sock):
+            with contextlib.suppress(Exception):  # closing must go on
+                s.close()
 
 
 class _FrameReader:
@@ -620,6 +770,22 @@ class _FrameReader:
             else:
                 return
 
+    def read_once(self) -> bool:
+        """Read and decode what the socket holds (call when it is readable); False at
+        the end of the stream."""
+        try:
+            chunk = self.sock.recv(65536)
+        except (BlockingIOError, InterruptedError):
+            return True
+        except OSError:
+            chunk = b""
+        if not chunk:
+            self.eof = True
+            return False
+        self._buf += chunk
+        self._decode()
+        return True
+
     def pump(self, deadline: float) -> bool:
         """Read until end of stream (returns True) or until ``deadline`` (monotonic s; False)."""
         with selectors.DefaultSelector() as sel:
@@ -628,19 +794,8 @@ class _FrameReader:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return False
-                if not sel.select(min(left, 1.0)):
-                    continue
-                try:
-                    chunk = self.sock.recv(65536)
-                except (BlockingIOError, InterruptedError):
-                    continue
-                except OSError:
-                    chunk = b""
-                if not chunk:
-                    self.eof = True
-                    break
-                self._buf += chunk
-                self._decode()
+                if sel.select(min(left, 1.0)):
+                    self.read_once()
         return True
 
 
@@ -675,6 +830,8 @@ class DockerProcess(fdspawn):
         self.exitstatus: int | None = None
         self.signalstatus = None
         self.name = f"<docker exec {exec_id[:12]}>"
+        #: how it started: "preloaded" (a spare became it) or "cold"
+        self.dgym_start = "cold"
 
     def _inspect(self) -> dict | None:
         try:

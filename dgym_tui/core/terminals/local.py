@@ -59,7 +59,7 @@ class Launch:
     preexec: Callable[[], None] | None = None
 
 
-class LocalTerminal(Terminal):
+class LocalTerminal(preload.Preloading, Terminal):
     """Runs commands on this machine, in the working copy, each in its own process group.
 
     Every process started here is killed at ``close()`` (and by the environment's
@@ -202,105 +202,44 @@ class LocalTerminal(Terminal):
     def spawn(self, command: str, env: dict[str, str] | None = None):
         """As :meth:`Terminal.spawn`; the returned process has ``dgym_start`` set to
         ``"preloaded"`` (a spare of :meth:`prewarm` became it) or ``"cold"``."""
-        spare = self._take_spare(command, env, interactive=True)
+        spare = self._take_interactive_spare(command, env)
         if spare is not None:
-            if spare.hand_over(time.monotonic() + preload.READY_WAIT):
-                spare.close()
-                spare.process.dgym_start = "preloaded"
-                return spare.process
-            log.info("preloaded spare not used: %s", spare.why)
-            self._drop(spare)
+            return spare
         child = self._track(lambda: self._pty(command, env))
         child.dgym_start = "cold"
         return child
 
-    # -- preloaded starts (see .preload) -------------------------------------
+    # -- preloaded starts (the hooks of preload.Preloading) -------------------
     def _launch_key(self) -> object:
         """What the sandbox of a command started now depends on besides its command and
         environment (a sandboxed subclass: its mounts); a spare made under another
         key is not used."""
         return None
 
+    def _spares_open(self) -> bool:
+        return bool(self.workdir) and self._open
+
     def _spare_key(self, command: str, env: dict[str, str] | None) -> tuple:
         return command, tuple(sorted(self._env(env).items())), self._launch_key()
 
-    def prewarm(self, command: str, env: dict[str, str] | None = None,
-                interactive: bool = False) -> bool:
-        """Start a spare of ``command`` now, for a later ``run`` (or ``spawn`` when
-        ``interactive``) of the same command with the same environment.
-
-        The spare replaces a previous one of the same kind. Never raises: a
-        command that cannot be served (see :func:`.preload.spare_command`), a
-        terminal without a plugin folder or with preloading off get no spare.
-
-        Returns:
-            True when a spare was started.
-        """
-        if not self.preload or not self.plugin_dir or not self.workdir:
-            return False
-        self._drop(self._spares.pop(interactive, None))
+    @contextlib.contextmanager
+    def _spare_channel(self) -> Iterator[preload.Channel]:
         host, child = socket.socketpair()
         try:
-            preload.install(self.plugin_dir)
-            line = preload.spare_command(command, os.path.join(self.plugin_path(), preload.SCRIPT),
-                                         child.fileno(), self.workdir)
-            if line is None:
-                host.close()
-                return False
-            key = self._spare_key(command, env)
-            make = self._pty if interactive else self._popen
-            process = self._track(lambda: make(line, env, (child.fileno(),)))
-        except Exception:  # noqa: BLE001  no spare: the command will start cold
-            log.warning("could not start a preloaded spare", exc_info=True)
-            host.close()
-            return False
+            yield preload.Channel(host, str(child.fileno()), (child.fileno(),))
         finally:
             child.close()
-        with self._lock:
-            if not self._open:  # closed meanwhile: close() has killed the spare too
-                host.close()
-                return False
-            self._drop(self._spares.pop(interactive, None))
-            self._spares[interactive] = preload.Spare(command, key, process, host)
-        return True
 
-    def wait_spares(self, timeout: float) -> bool:
-        """Wait until every spare has finished its imports (for benches: time a start
-        without the next spare's imports running beside it).
+    def _start_spare(self, line: str, env: dict[str, str] | None, interactive: bool,
+                     pass_fds: tuple[int, ...]):
+        make = self._pty if interactive else self._popen
+        return self._track(lambda: make(line, env, pass_fds))
 
-        Returns:
-            True when all are ready within ``timeout`` seconds (none counts as ready).
-        """
-        deadline = time.monotonic() + timeout
-        with self._lock:
-            spares = list(self._spares.values())
-        return all(spare.ready(max(0.0, deadline - time.monotonic())) for spare in spares)
+    def _spare_alive(self, process) -> bool:
+        return _alive(process)
 
-    def _take_spare(self, command: str, env: dict[str, str] | None,
-                    interactive: bool) -> preload.Spare | None:
-        """The spare of ``command`` if one was started under the same key (else None;
-        a spare that does not match is ended)."""
-        with self._lock:
-            spare = self._spares.pop(interactive, None)
-        if spare is None:
-            return None
-        why = ("another command" if spare.command != command
-               else "another environment or other mounts"
-               if spare.key != self._spare_key(command, env)
-               else "" if _alive(spare.process) else "its process ended")
-        if why:  # (bwrap's own process ended: what it started may still answer; not used)
-            log.info("preloaded spare not used: %s", why)
-            self._drop(spare)
-            return None
-        return spare
-
-    def _take_batch_spare(self, command: str, env: dict[str, str] | None, out: BoundedOutput,
-                          timeout: float) -> subprocess.Popen | None:
-        """Hand ``command`` to its spare for ``run``; the spare's process, or None (cold)."""
-        spare = self._take_spare(command, env, interactive=False)
-        if spare is None:
-            return None
-        fd = spare.process.stdout.fileno()
+    def _spare_drain(self, process, out: BoundedOutput) -> tuple[int, Callable[[], bool]]:
+        fd = process.stdout.fileno()
 
         def drain() -> bool:
             try:
@@ -310,20 +249,9 @@ class LocalTerminal(Terminal):
             out.feed(chunk)
             return bool(chunk)
 
-        wait = min(timeout, preload.READY_WAIT)
-        if spare.hand_over(time.monotonic() + wait, (fd, drain)):
-            spare.close()
-            return spare.process
-        log.info("preloaded spare not used: %s", spare.why)
-        self._drop(spare)
-        return None
+        return fd, drain
 
-    def _drop(self, spare: preload.Spare | None) -> None:
-        """End an unused spare and forget it."""
-        if spare is None:
-            return
-        spare.close()
-        process = spare.process
+    def _end_spare(self, process) -> None:
         with self._lock:
             if process in self._children:
                 self._children.remove(process)
@@ -355,9 +283,7 @@ class LocalTerminal(Terminal):
         with self._lock:
             self._open = False
             children, self._children = self._children, []
-            spares, self._spares = list(self._spares.values()), {}
-        for spare in spares:
-            spare.close()
+        self._forget_spares()  # their processes are among the children
         for child in children:
             if isinstance(child, pexpect.spawn):
                 with contextlib.suppress(Exception):  # closing must go on

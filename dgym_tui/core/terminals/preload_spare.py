@@ -4,15 +4,18 @@ This file is never imported by dgym: the host copies it into the terminal's
 read-only plugin folder and starts it, inside the episode's sandbox, in place
 of the entrypoint's last command::
 
-    PYTHON dgym_preload.py FD ROOT -- -m pytest ARGS          (an eval)
-    PYTHON dgym_preload.py FD ROOT -- -m pdb -m pytest ARGS   (a pdb start)
-    PYTHON dgym_preload.py FD ROOT -- -m pdb ARGS             (pdb of a script)
+    PYTHON dgym_preload.py CHANNEL ROOT -- -m pytest ARGS          (an eval)
+    PYTHON dgym_preload.py CHANNEL ROOT -- -m pdb -m pytest ARGS   (a pdb start)
+    PYTHON dgym_preload.py CHANNEL ROOT -- -m pdb ARGS             (pdb of a script)
 
 with the same shell lines before it, environment, working folder, sandbox,
 limits and user as the cold command. It imports pytest, its default plugins,
 the ``pytest11`` entry points (through pytest's assertion-rewriting hook, as
 pytest would) and pdb when asked, never a module of the working copy, then
-waits on the descriptor FD, a socket only the host holds the other end of. Bytes it writes there: ``R`` ready,
+waits on its control socket: the descriptor CHANNEL (a number), a socket only the
+host holds the other end of, or a connection it makes first thing to the Unix
+socket at the path CHANNEL (``docker exec`` passes no descriptor), on which the
+host accepts one connection. Bytes it writes there: ``R`` ready,
 ``U`` unfit (a module came from the working copy, or the arguments are not one
 of the two forms: the host runs the command cold), then after the host's
 ``G``: ``P`` (it becomes the run) or ``C`` (a file it imported, or the
@@ -20,7 +23,7 @@ configuration file's addopts, changed since, or the current folder holds a
 module named like one it imported, which ``python -m`` would import instead:
 the host runs the command cold).
 To become the run it clears ``__main__``, sets ``sys.argv``, ``sys.orig_argv``
-and ``sys.path[0]`` as ``python -m`` does, closes FD and hands the module to
+and ``sys.path[0]`` as ``python -m`` does, closes the socket and hands the module to
 :func:`runpy._run_module_as_main`, the function the interpreter's own ``-m``
 calls. Each spare serves one run only.
 
@@ -215,6 +218,26 @@ def _shadowed():
     return False
 
 
+def _control(channel):
+    """The control socket's descriptor: ``channel`` itself when it is a number, else a
+    new connection to the Unix socket at the path ``channel`` (the process ends when
+    it cannot connect). The module the connection needs is not left imported."""
+    if channel.isdigit():
+        return int(channel)
+    had = "_socket" in sys.modules
+    import _socket
+
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    try:
+        sock.connect(channel)
+    except OSError:
+        os._exit(0)
+    fd = sock.detach()
+    if not had:
+        del sys.modules["_socket"]
+    return fd
+
+
 def _send(fd, byte):
     try:
         os.write(fd, byte)
@@ -224,7 +247,7 @@ def _send(fd, byte):
 
 def main():
     script = os.path.abspath(sys.argv[0])
-    fd = int(sys.argv[1])
+    fd = _control(sys.argv[1])
     root = sys.argv[2]
     argv = sys.argv[4:] if sys.argv[3:4] == ["--"] else []
     module = pytest_args = None
