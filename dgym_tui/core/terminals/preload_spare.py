@@ -35,9 +35,10 @@ so the run's collections skip it: pytest collects five times at its end
 (``unraisableexception``'s cleanup) and the interpreter once more at exit, and
 those full passes no longer walk every object of pytest and its plugins (about 40%
 of a short run's CPU after the hand-over here). What the run can tell: those objects
-are not in :func:`gc.get_objects`, :func:`gc.get_freeze_count` is not 0, and one of
+are not in :func:`gc.get_objects`, :func:`gc.get_freeze_count` is not 0, one of
 them that the run drops inside a reference cycle is never freed (a finalizer of it
-does not run).
+does not run), and a preloaded module that turned the collector off when imported
+would find it on.
 
 Runs in any Python 3.8+ with pytest; standard library only besides pytest.
 """
