@@ -144,3 +144,36 @@ def test_sigkill_mid_episode_leaves_a_readable_trajectory(tmp_path):
     assert traj.footer is None and not traj.finished
     assert [s["action"]["name"] for s in traj.steps] == ["view", "rewrite"]
     assert "return a + b" in traj.steps[1]["observation"]
+
+
+def test_each_line_is_written_at_once_and_synced_off_the_writers_thread(tmp_path, monkeypatch):
+    # write_step returns once the line is written and flushed (a killed process keeps it);
+    # the fsync (a power loss) runs in the writer's own thread, off the step's path; the
+    # footer's fsync is waited for, and no thread of the writer stays behind.
+    import threading
+
+    from dgym_tui.episode import trajectory
+
+    synced: list[tuple[str, int]] = []
+    real = os.fsync
+
+    def spy(fd):
+        synced.append((threading.current_thread().name, os.fstat(fd).st_ino))
+        real(fd)
+
+    monkeypatch.setattr(trajectory.os, "fsync", spy)
+    path = tmp_path / "t.jsonl"
+    writer = TrajectoryWriter(path)
+    writer.write_header({"task": "t"})
+    writer.write_step({"index": 1})
+    assert len(path.read_text().splitlines()) == 2  # written before the call returned
+    assert writer.sync(30)
+    inode = path.stat().st_ino
+    assert synced and all(name == "trajectory-fsync" and ino == inode for name, ino in synced)
+    assert threading.current_thread().name not in {name for name, _ in synced}
+    before = len(synced)
+    writer.write_footer({"reason": "done"})
+    assert len(synced) > before  # the footer is on disk when write_footer returns
+    assert not any(t.name == "trajectory-fsync" for t in threading.enumerate())
+    assert [json.loads(line)["type"] for line in path.read_text().splitlines()] == [
+        "header", "step", "footer"]

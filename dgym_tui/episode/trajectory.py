@@ -15,9 +15,13 @@ A trajectory file holds one JSON object per line:
   ended (the app's ``w`` after a submit): ``after_step``, ``files``, ``at``.
   :func:`read_trajectory` adds them to the footer's ``applied_to_source``.
 
-:class:`TrajectoryWriter` flushes (and by default fsyncs) every line, so a
-process killed mid-episode leaves a file readable up to its last finished
-step. :func:`read_trajectory` validates each line against a small JSON schema
+:class:`TrajectoryWriter` writes and flushes every line before it returns, so a
+process killed mid-episode (a crash, SIGKILL) leaves a file readable up to its last
+finished step; by default a thread of the writer then calls ``fsync`` on it, off the
+step's path, so a machine that loses power loses at most the last few milliseconds' lines;
+the footer is on disk when :meth:`TrajectoryWriter.write_footer` returns.
+
+:func:`read_trajectory` validates each line against a small JSON schema
 and names the line number of a corrupt entry; a final line cut off mid-write
 is tolerated (``Trajectory.truncated`` is set).
 """
@@ -26,6 +30,7 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 import os
 import threading
 from collections.abc import Iterable, Iterator
@@ -35,6 +40,8 @@ from typing import Any
 
 from dgym_tui.core.types import StepResult
 from dgym_tui.episode.records import Turn
+
+_log = logging.getLogger(__name__)
 
 #: Version written. 2 added what replay rebuilds the source from: the header's
 #: ``files`` / ``readonly_files`` and each file-changing step's ``patch`` /
@@ -126,14 +133,84 @@ def dumps(record: dict[str, Any]) -> str:
     return json.dumps(record, ensure_ascii=False, default=_json_default)
 
 
+class _Syncer:
+    """Call ``fsync`` on one file in a thread whenever asked, coalescing requests (an
+    ``fsync`` took ~1-8 ms, on the path of every step when done in line). The thread starts on a
+    request and ends once idle for :attr:`IDLE` seconds: none outlives the writes.
+
+    Args:
+        fd: the file's descriptor (duplicated: the writer closes its own).
+        name: what the thread is called.
+    """
+
+    #: Seconds the thread waits for another request before it ends.
+    IDLE = 1.0
+
+    def __init__(self, fd: int, name: str) -> None:
+        self._fd = os.dup(fd)
+        self._name = name
+        self._cond = threading.Condition()
+        self._wanted = self._done = 0
+        self._closing = False
+        self._thread: threading.Thread | None = None
+
+    def request(self) -> None:
+        """Ask for an ``fsync`` of everything written so far (returns at once)."""
+        with self._cond:
+            self._wanted += 1
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
+                self._thread.start()
+            self._cond.notify_all()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait until the ``fsync`` of every request so far returned (True), or
+        ``timeout`` seconds passed (False)."""
+        with self._cond:
+            wanted = self._wanted
+            return self._cond.wait_for(lambda: self._done >= wanted, timeout)
+
+    def close(self) -> None:
+        """A last ``fsync``, waited for; then the descriptor closes."""
+        self.request()
+        self.wait()
+        with self._cond:
+            self._closing = True
+            thread = self._thread
+            self._cond.notify_all()
+        if thread is not None:
+            thread.join()
+        os.close(self._fd)
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                if not self._cond.wait_for(lambda: self._wanted > self._done or self._closing,
+                                           self.IDLE) or self._wanted <= self._done:
+                    self._thread = None  # idle (or closing): a request starts another
+                    return
+                target = self._wanted
+            try:
+                os.fsync(self._fd)
+            except OSError as exc:  # the lines stay written; only their durability is late
+                _log.warning("fsync of a trajectory failed: %s", exc)
+            with self._cond:
+                self._done = target
+                self._cond.notify_all()
+
+
 class TrajectoryWriter:
     """Append-only writer of one trajectory file. Thread-safe.
+
+    Each line is written and flushed before the call returns (a killed process leaves
+    every line written so far).
 
     Args:
         path: the file to create (parent folders are made; an existing file is
             replaced).
-        fsync: also ``os.fsync`` after every line (survives a machine crash,
-            not only a killed process). Flushing happens in any case.
+        fsync: also ``os.fsync`` each line (survives a machine crash or a power loss, not
+            only a killed process), in a thread of the writer right after the line is
+            written (:meth:`sync` waits for it); the footer's ``fsync`` is waited for.
 
     Raises:
         OSError: the file cannot be created.
@@ -142,9 +219,9 @@ class TrajectoryWriter:
     def __init__(self, path: str | os.PathLike[str], fsync: bool = True) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._fsync = fsync
         self._lock = threading.Lock()
         self._file = open(self.path, "w", encoding="utf-8")  # noqa: SIM115  closed in close()
+        self._syncer = _Syncer(self._file.fileno(), "trajectory-fsync") if fsync else None
         self.lines = 0
 
     def _write(self, record: dict[str, Any]) -> None:
@@ -154,9 +231,20 @@ class TrajectoryWriter:
                 raise ValueError(f"trajectory {self.path} is already closed")
             self._file.write(line)
             self._file.flush()
-            if self._fsync:
-                os.fsync(self._file.fileno())
+            if self._syncer is not None:
+                self._syncer.request()
             self.lines += 1
+
+    def sync(self, timeout: float | None = None) -> bool:
+        """Wait until every line written so far is on disk (``fsync`` returned).
+
+        Args:
+            timeout: seconds at most (None: no limit).
+
+        Returns:
+            True when they are (or the writer does not fsync), False on timeout.
+        """
+        return True if self._syncer is None else self._syncer.wait(timeout)
 
     def write_header(self, header: dict[str, Any]) -> None:
         """Write the header line; ``type`` and ``schema_version`` are filled in."""
@@ -172,10 +260,12 @@ class TrajectoryWriter:
         self.close()
 
     def close(self) -> None:
-        """Close the file; idempotent."""
+        """Close the file, its lines on disk first (a last ``fsync``); idempotent."""
         with self._lock:
             if not self._file.closed:
                 self._file.close()
+                if self._syncer is not None:
+                    self._syncer.close()
 
 
 def append_applied(path: str | os.PathLike[str], applied: dict[str, Any]) -> None:
