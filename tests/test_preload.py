@@ -413,45 +413,6 @@ def test_pdb_starts(tmp_path, kind):
     assert warm == cold
 
 
-SPARE_SEEN_TEST = '''\
-import os
-
-
-def _spares():
-    """This episode's pdb spares alive now (their DGYM_EPISODE is ours)."""
-    mine = ("DGYM_EPISODE=" + os.environ["DGYM_EPISODE"]).encode()
-    found = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open("/proc/%s/cmdline" % pid, "rb") as f:
-                argv = f.read().split(b"\\0")
-            with open("/proc/%s/environ" % pid, "rb") as f:
-                environ = f.read().split(b"\\0")
-        except OSError:
-            continue
-        if any(a.endswith(b"dgym_preload.py") for a in argv) and b"pdb" in argv \\
-                and mine in environ:
-            found.append(pid)
-    return found
-
-
-def test_the_pdb_spare_is_there():
-    assert _spares()
-'''
-
-
-def test_the_pdb_spare_imports_during_the_first_eval(tmp_path):
-    """reset starts the pdb tool's spare before its eval, so the spare imports while that
-    eval runs (seen from inside the eval: local terminal, one PID namespace)."""
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    (repo / "test_spare.py").write_text(SPARE_SEEN_TEST)
-    with RepoEnv(repo, entrypoint=f"{FAST} test_spare.py", tools=["pdb", "eval"]) as env:
-        env.reset()
-        assert env.last_eval.passed == 1, env.last_eval_output
-        assert env.step({"name": "pdb", "arguments": {"command": "l"}}).start == "preloaded"
-
-
 def test_pdb_of_a_script(tmp_path, kind):
     """An entrypoint that is a script (``python -m pdb run.py``): the spare preloads pdb
     alone; the session answers as a cold one, ``sys.path[0]`` the script's folder."""

@@ -267,13 +267,6 @@ class RepoEnv:
             except Exception:
                 log.exception("reset's on_copy callback failed")
         notes = self._start_terminal()
-        # before the first eval: what the tools' first steps need starts while it runs
-        # (the pdb tool's spare imports pytest beside the eval's cold start)
-        for tool in self.tools.values():
-            try:
-                tool.on_ready()
-            except Exception:  # noqa: BLE001  a head start only: the step does it anyway
-                log.exception("tool %s could not get ready", tool.name)
         summary, output = self.run_eval()
         parts = [f"Task:\n{self.task}",
                  f"Tools: {', '.join(self.tools)}",
@@ -283,6 +276,11 @@ class RepoEnv:
         self.workspace.refresh()
         self.last = self._result("\n\n".join(parts), None, started)
         self.last.start = self.last_eval_start
+        for tool in self.tools.values():
+            try:
+                tool.on_ready()
+            except Exception:  # noqa: BLE001  a head start only: the step does it anyway
+                log.exception("tool %s could not get ready", tool.name)
         return self.last
 
     def _start_terminal(self) -> list[str]:

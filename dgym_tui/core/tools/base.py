@@ -90,9 +90,8 @@ class Tool:
         """Called after the environment (re)started an episode."""
 
     def on_ready(self) -> None:
-        """Called when ``reset`` has started the episode's terminal, before the first eval:
-        start what the tool's first step will need (the pdb tool: a preloaded spare of its
-        command, which imports while that eval runs). Must not block."""
+        """Called when ``reset`` has run the first eval: start what the tool's first step
+        will need (the pdb tool: a preloaded spare of its command). Must not block."""
 
     def close(self) -> None:
         """Release processes and files. Called by ``RepoEnv.close``."""
