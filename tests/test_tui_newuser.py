@@ -231,3 +231,80 @@ async def test_replay_drops_the_frame_arrow_after_a_rewrite(open_repo, calc_repo
         assert frames[1] == 4  # c: stopped at calc.py:4
         assert frames[2] is None and frames[3] is None  # the rewrite, then eval
         assert frames[4] == 4  # c on the new code: stopped again
+
+
+async def test_console_written_before_its_size_is_known_shows_its_newest_line():
+    """Lines written to the scroll-back before it had a size (mounted after the first
+    frame; on a loaded machine its first layout came after the episode's first lines) are
+    drawn once it gets one, with the newest in view: it stayed scrolled to the top (the
+    80x24 Debug snapshot showed the task's text instead of pdb's stop, now and then)."""
+    from textual.app import App
+    from textual.containers import Vertical
+
+    class Hidden(App):
+        CSS = "#box { display: none; height: 6; } #box.shown { display: block; }"
+
+        def compose(self):
+            with Vertical(id="box"):
+                yield ConsoleLog(wrap=True, markup=False, min_width=20)
+
+    app = Hidden()
+    async with app.run_test(size=(60, 20)) as pilot:
+        log = app.query_one(ConsoleLog)
+        for i in range(12):
+            log.add(Text(f"line {i}"))
+        log.scroll_end(animate=False, immediate=True, x_axis=False)  # as the console does
+        await pilot.pause()
+        assert not log.lines  # no size yet: the lines wait
+        app.query_one("#box").add_class("shown")
+        await pilot.pause()
+        await pilot.pause()
+        assert log.max_scroll_y > 0 and log.scroll_y == log.max_scroll_y
+        assert _shown_lines(log)[-1].strip() == "line 11"
+
+
+async def test_console_shows_its_lines_when_its_size_comes_without_a_resize(monkeypatch):
+    """Textual 8.2 at times lays a newly mounted log out (its size set) without sending it
+    a Resize event (3 of 20 runs of the 80x24 Debug snapshot on a loaded machine): the
+    lines written before waited for that event, and the console stayed blank until the
+    next layout change. Here the event is dropped on purpose: the lines show all the same,
+    the newest in view, and a later narrowing wraps them again."""
+    from textual import events
+    from textual.app import App
+    from textual.containers import Vertical
+
+    dropped = []
+
+    def post_message(self, message):
+        if isinstance(message, events.Resize) and not dropped:
+            dropped.append(message)
+            return True
+        return original(self, message)
+
+    original = ConsoleLog.post_message
+    monkeypatch.setattr(ConsoleLog, "post_message", post_message)
+
+    class Hidden(App):
+        CSS = ("#box { display: none; height: 6; } #box.shown { display: block; } "
+               "#box.narrow { width: 30; }")
+
+        def compose(self):
+            with Vertical(id="box"):
+                yield ConsoleLog(wrap=True, markup=False, min_width=20)
+
+    app = Hidden()
+    async with app.run_test(size=(60, 20)) as pilot:
+        log = app.query_one(ConsoleLog)
+        for i in range(12):
+            log.add(Text(f"line {i} " + "word " * 8))
+        await pilot.pause()
+        app.query_one("#box").add_class("shown")
+        for _ in range(3):
+            await pilot.pause()
+        assert dropped and log.size.width == 60  # laid out, its Resize never came
+        assert log.lines and log.scroll_y == log.max_scroll_y > 0
+        assert _shown_lines(log)[-1].strip().startswith("line 11")
+        app.query_one("#box").add_class("narrow")
+        for _ in range(3):
+            await pilot.pause()
+        assert max(len(strip.text.rstrip()) for strip in log.lines) <= 30

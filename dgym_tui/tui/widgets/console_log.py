@@ -97,11 +97,40 @@ class ConsoleLog(RichLog):
         self._entries.clear()
         return super().clear()
 
+    def _size_updated(self, size: Size, virtual_size: Size, container_size: Size,
+                      layout: bool = True) -> bool:
+        """Textual's call when a layout gives the log its size. Textual 8.2 at times sets a
+        newly mounted log's size without sending it a Resize event (3 of 20 runs of the
+        80x24 Debug snapshot on a loaded machine): RichLog kept every line waiting for
+        that event, and the console stayed blank until the next layout change. The first
+        size is taken here too."""
+        changed = super()._size_updated(size, virtual_size, container_size, layout)
+        if size.width and not self._size_known:
+            self.call_later(self._take_first_size)
+        return changed
+
+    def _take_first_size(self) -> bool:
+        """Once the log has a width: draw the lines written before it (their scroll to the
+        end had no size to go by) and show the newest. True when it did (the first time)."""
+        width = self.scrollable_content_region.width
+        if self._size_known or not width:
+            return False
+        self._size_known = True  # RichLog's on_resize then has nothing left to draw
+        self._wrap_width = width
+        while self._deferred_renders:
+            self.write(*self._deferred_renders.popleft())
+        self.scroll_end(animate=False, immediate=True, x_axis=False)
+        return True
+
     def on_resize(self, event: Resize) -> None:  # RichLog's own on_resize runs after this
         width = self.scrollable_content_region.width
-        if width and self._wrap_width and width != self._wrap_width:
+        if not self._take_first_size() and width and self._wrap_width \
+                and width != self._wrap_width:
             self._wrap_again(width)
-        if width and self._wrap_width:
+        if width:
+            # in this frame (the size and the lines are known now), and again after the
+            # next refresh: a scroll bar that came or went changes the height shown
+            self.scroll_end(animate=False, immediate=True, x_axis=False)
             self.scroll_end(animate=False, immediate=False)
         self._wrap_width = width or self._wrap_width
 
