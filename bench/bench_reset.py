@@ -1,25 +1,24 @@
 """What ``RepoEnv.reset()`` costs against repository size: a copy against an overlay.
 
-    python bench/bench_reset.py [--sizes 100,1000,10000] [--rounds 5]
+    python bench/bench_reset.py [--sizes 100,10000] [--rounds 5] [--terminals local,bwrap,docker]
 
 On bench/repo_size_plan.py's synthetic repositories (50 modules of ~40 lines
 per folder, plus target.py and its test), each round measures, the cases in
 turn (A B C ..., then backwards), so all share the machine's load:
 
-- ``reset bwrap overlay``: ``RepoEnv.reset()`` on the bwrap terminal (the
-  working copy is an overlay of the original, the default: nothing copied;
-  issue 28 part 2), one eval of ``test_target.py``;
-- ``reset bwrap copy``: the same with ``terminal_options={"overlay": False}``
+- ``reset T overlay``: ``RepoEnv.reset()`` on terminal T (the working copy is
+  an overlay of the original, the default: nothing copied; issue 28 part 2),
+  one eval of ``test_target.py``;
+- ``reset T copy``: the same with ``terminal_options={"overlay": False}``
   (the copy every terminal made before);
-- ``reset local``: the same on the local terminal (always a copy);
 - ``workspace overlay`` / ``workspace copy``: ``Workspace()`` alone, the
   part of reset that depends on the repository's size.
 
 Each environment is closed untimed. Prints median, p90 and mean milliseconds
 per case and size with the machine's load before and after, then issue 28's
-two goals for the overlay: reset at the largest size / at the smallest
-(<= 1.1), and the overlay's reset / the copy's at the smallest size (<= 1.0,
-"no slower than today").
+two goals for each terminal's overlay: reset at the largest size / at the
+smallest (<= 1.1), and the overlay's reset / the copy's at the smallest size
+(<= 1.0, "no slower than today").
 """
 
 from __future__ import annotations
@@ -41,10 +40,10 @@ from dgym_tui.core.fs.workspace import Workspace  # noqa: E402
 from dgym_tui.core.terminals.identity import sandbox_ids  # noqa: E402
 
 
-def _reset(repo: Path, terminal: str, overlay: bool = False) -> Callable[[], float]:
+def _reset(repo: Path, terminal: str, overlay: bool) -> Callable[[], float]:
     def run() -> float:
         env = RepoEnv(repo, entrypoint=ENTRYPOINT, terminal=terminal,
-                      terminal_options={"overlay": overlay} if terminal == "bwrap" else None)
+                      terminal_options={"overlay": overlay})
         try:
             started = time.perf_counter()
             result = env.reset()
@@ -70,18 +69,21 @@ def _workspace(repo: Path, overlay: bool) -> Callable[[], float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--sizes", default="100,1000,10000")
+    parser.add_argument("--sizes", default="100,10000")
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--terminals", default="local,bwrap,docker")
     args = parser.parse_args()
     os.environ.update(ENV)
     sizes = [int(s) for s in args.sizes.split(",")]
+    terminals = args.terminals.split(",")
     cases: dict[str, Callable[[], float]] = {}
     with tempfile.TemporaryDirectory(prefix="dgym-bench-reset-") as tmp:
         for size in sizes:
             repo = make_repo(Path(tmp) / f"repo{size}", size)
-            cases[f"{size:>6} files reset bwrap overlay"] = _reset(repo, "bwrap", overlay=True)
-            cases[f"{size:>6} files reset bwrap copy"] = _reset(repo, "bwrap")
-            cases[f"{size:>6} files reset local"] = _reset(repo, "local")
+            for terminal in terminals:
+                for kind in ("overlay", "copy"):
+                    cases[f"{size:>6} files reset {terminal} {kind}"] = _reset(
+                        repo, terminal, overlay=kind == "overlay")
             cases[f"{size:>6} files workspace overlay"] = _workspace(repo, True)
             cases[f"{size:>6} files workspace copy"] = _workspace(repo, False)
         samples, load_before, load_after = interleaved(cases, args.rounds)
@@ -94,14 +96,15 @@ def main() -> None:
         return statistics.median(samples[f"{size:>6} files {case}"])
 
     small, big = min(sizes), max(sizes)
-    if small != big:
-        for case in ("reset bwrap overlay", "reset bwrap copy", "reset local"):
-            print(f"{case}: at {big} files / at {small} files = "
-                  f"{median(big, case) / median(small, case):.2f}"
-                  + ("  (goal <= 1.1)" if "overlay" in case else ""))
-    print(f"reset bwrap overlay / reset bwrap copy at {small} files = "
-          f"{median(small, 'reset bwrap overlay') / median(small, 'reset bwrap copy'):.2f}"
-          "  (goal <= 1.0)")
+    for terminal in terminals:
+        overlay, copy = f"reset {terminal} overlay", f"reset {terminal} copy"
+        if small != big:
+            for case in (overlay, copy):
+                print(f"{case}: at {big} files / at {small} files = "
+                      f"{median(big, case) / median(small, case):.2f}"
+                      + ("  (goal <= 1.1)" if case == overlay else ""))
+        print(f"{overlay} / {copy} at {small} files = "
+              f"{median(small, overlay) / median(small, copy):.2f}  (goal <= 1.0)")
 
 
 if __name__ == "__main__":
