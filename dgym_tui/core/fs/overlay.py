@@ -235,7 +235,8 @@ class Overlay:
             anywhere else: the lower layer is a detached clone.
 
     Attributes:
-        merged: host path of the merged view inside the namespace (empty on the host).
+        merged: host path of the merged view inside the namespace (empty on the host;
+            a bindable overlay's is mounted there until :meth:`detach`).
         upper: host path of the upper layer.
         root_fd: a descriptor of the merged view (``O_DIRECTORY``).
 

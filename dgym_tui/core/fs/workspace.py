@@ -245,8 +245,9 @@ class Workspace:
         overlay: make the working copy an overlay of the original
             (:mod:`.overlay`) instead of a copy: nothing is copied or read at
             the start; the original's files are read when first compared.
-            Only a sandbox that joins :attr:`overlay`'s namespace sees it
-            (the bwrap terminal); on the host, ``root`` is an empty folder.
+            Only commands that join :attr:`overlay`'s namespace see it (the
+            local and bwrap terminals), or a container that binds it
+            (``bindable``); elsewhere on the host its folder is empty.
         run_as: with ``overlay`` when dgym runs as root: ``(uid, gid)`` of the
             sandbox's commands, shown as the owner of the original's files.
         bindable: with ``overlay`` (root only): mount it where a container
