@@ -242,6 +242,36 @@ def test_local_task_runs_in_a_real_env(repo, monkeypatch):
     assert (repo / "calc.py").read_text().endswith("a - b\n"), "the original is untouched"
 
 
+def test_a_folder_on_a_machine_without_python_gets_python3(repo, tmp_path, monkeypatch):
+    """Tried as a new user (not root) on Debian, where there is a python3 but no python
+    command: the default `python -m pytest -q` could not run (exit code 127, 'python: not
+    found'). A folder that names no entrypoint gets `python3 -m pytest -q` there, and its
+    tests run."""
+    import shutil
+    import sys
+
+    from dgym_tui.benchmarks.local import detect_entrypoint
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    python3 = bin_dir / "python3"  # this interpreter, by the name Debian gives it
+    python3.write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
+    python3.chmod(0o755)
+    for tool in ("sh", "env", "sleep"):  # what the terminal and the working copy start
+        (bin_dir / tool).symlink_to(shutil.which(tool))
+    monkeypatch.setenv("PATH", str(bin_dir))
+    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+    assert detect_entrypoint(repo) == "python3 -m pytest -q"
+    task = LocalBenchmark(repo).load("calc")
+    with task.make_env(terminal="local", tools=("eval",)) as env:
+        first = env.reset()
+        assert (first.score, first.max_score) == (0, 1), first.observation
+    monkeypatch.setenv("PATH", f"{bin_dir}:{tmp_path / 'other'}")
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "python").symlink_to(python3)
+    assert detect_entrypoint(repo) == "python -m pytest -q"  # a python command: as before
+
+
 # --------------------------------------------------------------------- mini
 def write_mini_task(root, name, task_yaml):
     folder = root / name

@@ -9,6 +9,7 @@ settings (``entrypoint: pytest tests``, ``readonly: [tests/]``,
 
 from __future__ import annotations
 
+import shutil
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -102,7 +103,7 @@ def detect_entrypoint(folder: Path) -> str:
     """The test command of a folder that names none (no ``--entrypoint``, no config file).
 
     pytest finds ``test_*.py`` / ``*_test.py`` files (a ``tests/`` folder holds them)
-    by itself: :data:`DEFAULT_ENTRYPOINT`. A folder with none of those but a ``test.py``
+    by itself: :data:`DEFAULT_ENTRYPOINT` (:func:`default_pytest`). A folder with none of those but a ``test.py``
     or ``tests.py`` at its top gets ``DEFAULT_ENTRYPOINT FILE`` (pytest collects the
     test functions of a file it is given by name).
 
@@ -114,15 +115,27 @@ def detect_entrypoint(folder: Path) -> str:
     """
     from dgym_tui.core.evaluation.summary import is_test_file
 
+    pytest = default_pytest()
     try:
         top = sorted(entry.name for entry in folder.iterdir())
     except OSError:
-        return DEFAULT_ENTRYPOINT
+        return pytest
     if (folder / "tests").is_dir() or any(
             name.endswith(".py") and name != "conftest.py" and is_test_file(name) for name in top):
-        return DEFAULT_ENTRYPOINT
+        return pytest
     plain = [name for name in PLAIN_TEST_FILES if (folder / name).is_file()]
-    return f"{DEFAULT_ENTRYPOINT} {' '.join(plain)}" if plain else DEFAULT_ENTRYPOINT
+    return f"{pytest} {' '.join(plain)}" if plain else pytest
+
+
+def default_pytest() -> str:
+    """:data:`DEFAULT_ENTRYPOINT`, or the same with ``python3`` when this machine's PATH
+    has a ``python3`` but no ``python`` command (Debian and Ubuntu outside a virtualenv):
+    the tests run with PATH's Python, in a sandbox too, and ``python`` was not found
+    (exit code 127)."""
+    command, _, rest = DEFAULT_ENTRYPOINT.partition(" ")
+    if shutil.which(command) is None and shutil.which(f"{command}3") is not None:
+        return f"{command}3 {rest}"
+    return DEFAULT_ENTRYPOINT
 
 
 def config_file(folder: Path) -> Path | None:
