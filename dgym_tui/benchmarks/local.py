@@ -103,9 +103,9 @@ def detect_entrypoint(folder: Path) -> str:
     """The test command of a folder that names none (no ``--entrypoint``, no config file).
 
     pytest finds ``test_*.py`` / ``*_test.py`` files (a ``tests/`` folder holds them)
-    by itself: :data:`DEFAULT_ENTRYPOINT` (:func:`default_pytest`). A folder with none of those but a ``test.py``
-    or ``tests.py`` at its top gets ``DEFAULT_ENTRYPOINT FILE`` (pytest collects the
-    test functions of a file it is given by name).
+    by itself: :data:`DEFAULT_ENTRYPOINT` (:func:`default_pytest`). A folder with none
+    of those but a ``test.py`` or ``tests.py`` at its top gets ``DEFAULT_ENTRYPOINT FILE``
+    (pytest collects the test functions of a file it is given by name).
 
     Args:
         folder: the repository folder.
