@@ -600,3 +600,21 @@ def test_docker_spare_socket_answered_by_another_process(tmp_path, docker_ready)
         assert result.start == "cold"
         assert "1 failed, 1 passed" in result.output, result.output
         assert result.exit_code == 1
+
+
+def test_other_commands_leave_the_spares_alone(tmp_path, kind):
+    """A command that is not the spare's (the bash tool's shell, a ``run`` of something
+    else) starts as it always did and leaves the spares waiting: the next eval and the
+    next pdb start are still preloaded."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "test_a.py").write_text("def test_a():\n    pass\n")
+    with _env(repo, kind, entrypoint=f"{FAST} test_a.py", tools=["eval", "pdb", "bash"]) as env:
+        env.reset()
+        step = env.step({"name": "bash", "arguments": {"command": "echo from-bash"}})
+        assert "from-bash" in step.observation
+        assert env.terminal.run("echo other").output.strip() == "other"
+        assert env.step({"name": "eval", "arguments": {}}).start == "preloaded"
+        assert env.last_eval.passed == 1
+        step = env.step({"name": "pdb", "arguments": {"command": "l"}})
+        assert step.start == "preloaded", step.observation

@@ -427,14 +427,17 @@ class Preloading:
 
     def _take_spare(self, command: str, env: dict[str, str] | None,
                     interactive: bool) -> Spare | None:
-        """The spare of ``command`` if one was started under the same key (else None;
-        a spare that does not match is ended)."""
+        """The spare of ``command`` if one was started under the same key (else None).
+
+        A spare of another command (the bash tool's shell, a ``run`` of something
+        else) stays for its own command; one of this command that does not match
+        (environment, mounts) or has ended is ended."""
         with self._lock:
-            spare = self._spares.pop(interactive, None)
-        if spare is None:
-            return None
-        why = ("another command" if spare.command != command
-               else "another environment or other mounts"
+            spare = self._spares.get(interactive)
+            if spare is None or spare.command != command:
+                return None
+            del self._spares[interactive]
+        why = ("another environment or other mounts"
                if spare.key != self._spare_key(command, env)
                else "" if self._spare_alive(spare.process) else "its process ended")
         if why:  # (bwrap's own process ended: what it started may still answer; not used)
