@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 import re
 import shutil
 import subprocess
@@ -549,7 +550,7 @@ def test_docker_spares_end_with_the_episode(tmp_path, docker_ready):
 IMPOSTOR = r'''
 import os, re, socket, time
 
-held = []
+held = {}
 open("/tmp/impostor.ready", "w").close()
 end = time.time() + 120
 while time.time() < end:
@@ -560,23 +561,26 @@ while time.time() < end:
         except OSError:
             continue
         for path in set(re.findall(r"/run/dgym-plugin/control/[0-9a-f]+\.sock", line)):
-            if any(path == p for p, _ in held):
+            if path in held:
                 continue
             s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             try:
                 s.connect(path)
-                s.sendall(b"RP")
             except OSError:
                 continue
-            held.append((path, s))
+            held[path] = s
             with open("/tmp/impostor.log", "a") as log:
                 log.write(path + "\n")
+            try:  # the host may have hung up already
+                s.sendall(b"RP")
+            except OSError:
+                pass
     time.sleep(0.02)
 '''
 
 
 @pytest.mark.docker
-def test_docker_spare_socket_answered_by_another_process(tmp_path, docker_ready):
+def test_docker_spare_socket_answered_by_another_process(tmp_path, docker_ready, caplog):
     """A daemon of the episode (left by a test) reads the spare's socket path from the
     process list and connects before the spare does, answering "ready, proceeding":
     the host sees that the connection is not from the spare's exec, and the run starts
@@ -589,14 +593,17 @@ def test_docker_spare_socket_answered_by_another_process(tmp_path, docker_ready)
     (repo / "impostor.py").write_text(IMPOSTOR)
     # the spare's python starts after 3 s: the daemon, polling, connects first
     command = f"sleep 3\n{FAST} test_a.py"
+    caplog.set_level(logging.INFO, logger="dgym_tui.core.terminals.preload")
     with DockerTerminal(image=docker_ready) as terminal:
         terminal.start(str(repo))
-        terminal.run("python impostor.py >/dev/null 2>&1 &", timeout=30)
+        terminal.run("python impostor.py >/tmp/impostor.out 2>&1 &", timeout=30)
         assert terminal.run("while [ ! -e /tmp/impostor.ready ]; do sleep 0.05; done",
                             timeout=60).exit_code == 0
         assert terminal.prewarm(command)
         result = terminal.run(command, timeout=120)
-        assert "/run/dgym-plugin/control/" in terminal.run("cat /tmp/impostor.log").output
+        seen = terminal.run("cat /tmp/impostor.log /tmp/impostor.out").output
+        assert "/run/dgym-plugin/control/" in seen, (seen, caplog.text)
+        assert "another process connected in its place" in caplog.text
         assert result.start == "cold"
         assert "1 failed, 1 passed" in result.output, result.output
         assert result.exit_code == 1
