@@ -672,9 +672,10 @@ class DockerTerminal(preload.Preloading, Terminal):
         daemon's host sees it) or one of its descendants."""
         deadline = time.monotonic() + 5.0
         while True:  # the daemon may say Running before it has recorded the Pid
-            leader = self._client.api.exec_inspect(process.exec_id).get("Pid")
-            if leader or time.monotonic() > deadline:
-                break
+            info = self._client.api.exec_inspect(process.exec_id)
+            leader = info.get("Pid")
+            if leader or info.get("ExitCode") is not None or time.monotonic() > deadline:
+                break  # (an exec that ended is not the spare's any more)
             time.sleep(0.01)
         if not leader:
             return False
