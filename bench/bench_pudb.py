@@ -34,6 +34,7 @@ round), ``--rounds`` times each.
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import re
 import shlex
@@ -63,11 +64,16 @@ LINE8 = "assert paginator.total_pages == 2"
 LINE9 = "assert paginator.page(2).items"
 
 
+_SESSIONS = itertools.count()
+
+
 class Tmux:
     """One command in a private tmux server (its own socket, no configuration)."""
 
     def __init__(self, command: str, size: tuple[int, int], cwd: Path, env: dict[str, str]):
-        self.name = f"bench-pudb-{os.getpid()}-{id(self):x}"
+        # a new name each time: an id() is reused once the last server is gone, and a
+        # kill-server still finishing took the next session with it (a blank screen)
+        self.name = f"bench-pudb-{os.getpid()}-{next(_SESSIONS)}"
         self.env = env
         self.started = time.perf_counter()
         self.run("new-session", "-d", "-s", self.name, "-x", str(size[0]), "-y", str(size[1]),
