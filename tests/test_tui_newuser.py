@@ -233,22 +233,27 @@ async def test_replay_drops_the_frame_arrow_after_a_rewrite(open_repo, calc_repo
         assert frames[4] == 4  # c on the new code: stopped again
 
 
-async def test_console_written_before_its_size_is_known_shows_its_newest_line():
-    """Lines written to the scroll-back before it had a size (mounted after the first
-    frame; on a loaded machine its first layout came after the episode's first lines) are
-    drawn once it gets one, with the newest in view: it stayed scrolled to the top (the
-    80x24 Debug snapshot showed the task's text instead of pdb's stop, now and then)."""
+def _hidden_console_app(css: str = ""):
+    """An app whose only widget, a console in a box, is hidden until the box gets ``shown``."""
     from textual.app import App
     from textual.containers import Vertical
 
     class Hidden(App):
-        CSS = "#box { display: none; height: 6; } #box.shown { display: block; }"
+        CSS = "#box { display: none; height: 6; } #box.shown { display: block; } " + css
 
         def compose(self):
             with Vertical(id="box"):
                 yield ConsoleLog(wrap=True, markup=False, min_width=20)
 
-    app = Hidden()
+    return Hidden()
+
+
+async def test_console_written_before_its_size_is_known_shows_its_newest_line():
+    """Lines written to the scroll-back before it had a size (mounted after the first
+    frame; on a loaded machine its first layout came after the episode's first lines) are
+    drawn once it gets one, with the newest in view: it stayed scrolled to the top (the
+    80x24 Debug snapshot showed the task's text instead of pdb's stop, now and then)."""
+    app = _hidden_console_app()
     async with app.run_test(size=(60, 20)) as pilot:
         log = app.query_one(ConsoleLog)
         for i in range(12):
@@ -270,8 +275,6 @@ async def test_console_shows_its_lines_when_its_size_comes_without_a_resize(monk
     next layout change. Here the event is dropped on purpose: the lines show all the same,
     the newest in view, and a later narrowing wraps them again."""
     from textual import events
-    from textual.app import App
-    from textual.containers import Vertical
 
     dropped = []
 
@@ -284,15 +287,7 @@ async def test_console_shows_its_lines_when_its_size_comes_without_a_resize(monk
     original = ConsoleLog.post_message
     monkeypatch.setattr(ConsoleLog, "post_message", post_message)
 
-    class Hidden(App):
-        CSS = ("#box { display: none; height: 6; } #box.shown { display: block; } "
-               "#box.narrow { width: 30; }")
-
-        def compose(self):
-            with Vertical(id="box"):
-                yield ConsoleLog(wrap=True, markup=False, min_width=20)
-
-    app = Hidden()
+    app = _hidden_console_app("#box.narrow { width: 30; }")
     async with app.run_test(size=(60, 20)) as pilot:
         log = app.query_one(ConsoleLog)
         for i in range(12):
