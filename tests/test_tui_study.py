@@ -116,6 +116,15 @@ def write_study(folder: Path, **keys) -> Path:
     return path
 
 
+async def _read_end_screen(app, pilot) -> tuple[list[list[str]], str]:
+    """The study end screen's table rows (cells as text) and totals line; then quit it."""
+    table = app.query_one("#study-end-table")
+    rows = [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
+    totals = str(app.query_one("#study-end-totals").render())
+    await pilot.press("q")
+    return rows, totals
+
+
 @pytest.mark.timeout(900)  # 6 episodes; minutes on a loaded machine
 @pytest.mark.parametrize("tools", ["all", {"without": ["pdb"]}], ids=["all-tools", "no-pdb"])
 async def test_three_task_study_in_the_app(tmp_path, tools):
@@ -127,10 +136,7 @@ async def test_three_task_study_in_the_app(tmp_path, tools):
     for app in run:
         async with app.run_test(size=SIZE) as pilot:
             if isinstance(app, StudyEndApp):
-                table = app.query_one("#study-end-table")
-                end_rows = [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
-                end_totals = str(app.query_one("#study-end-totals").render())
-                await pilot.press("q")
+                end_rows, end_totals = await _read_end_screen(app, pilot)
                 continue
             index = app.study_task.item.index
             if index == 2:  # a one-second limit instead of waiting out the study's 900 s
@@ -207,10 +213,7 @@ async def test_give_up_during_the_first_eval_is_recorded_and_counted(tmp_path, s
     for app in run:
         if isinstance(app, StudyEndApp):
             async with app.run_test(size=SIZE) as pilot:
-                table = app.query_one("#study-end-table")
-                end_rows = [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
-                end_totals = str(app.query_one("#study-end-totals").render())
-                await pilot.press("q")
+                end_rows, end_totals = await _read_end_screen(app, pilot)
             continue
         env = app.study_task.session.env
         if slow == "setup":
