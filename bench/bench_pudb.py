@@ -28,7 +28,9 @@ per look, the same for both programs):
   file in a shell in tmux, until its summary line.
 
 The programs run in turn (each dgym-tui variant and pudb, the order reversed every other
-round), ``--rounds`` times each.
+round), ``--rounds`` times each. With pudb runs the "Textual floor",
+bench/textual_floor_app.py: one Textual widget showing the file with a marker that ``n``
+moves, no debugger behind it (first screen and ``n`` only): what any Textual app pays here.
 """
 
 from __future__ import annotations
@@ -194,6 +196,24 @@ def pudb_round(work: Path, size: tuple[int, int]) -> dict[str, list[float]]:
         t.close()
 
 
+def floor_round(work: Path, size: tuple[int, int]) -> dict[str, list[float]]:
+    """bench/textual_floor_app.py on test_pagination.py: a one-widget Textual app with no
+    debugger behind it, its marker at line 7; first screen, then n, n."""
+    repo = _task(work)
+    app = Path(__file__).with_name("textual_floor_app.py")
+    t = Tmux(f"{shlex.quote(sys.executable)} {shlex.quote(str(app))} test_pagination.py 7",
+             size, repo, _env())
+    try:
+        first = t.wait(r"│ *\d+ │\S", t.started)
+        time.sleep(0.3)
+        n8 = t.wait(rf"▶ *8 │ +{re.escape(LINE8)}", t.keys("n"))
+        time.sleep(0.3)
+        n9 = t.wait(rf"▶ *9 │ +{re.escape(LINE9)}", t.keys("n"))
+        return {"first screen": [first], "n, key to screen": [n8, n9]}
+    finally:
+        t.close()
+
+
 def eval_round(work: Path, size: tuple[int, int], terminal: str = "local",
                root: Path = ROOT) -> dict[str, list[float]]:
     """dgym-tui's x (pytest, its default entrypoint)."""
@@ -274,6 +294,7 @@ def main() -> int:
     ours: dict[str, dict[str, list[float]]] = {name: {} for name, _, _ in variants}
     theirs: dict[str, list[float]] = {}
     floor: dict[str, list[float]] = {}
+    textual: dict[str, list[float]] = {}
     load = os.getloadavg()[0]
     print(f"bench_pudb: dgym-tui PATH picks the {default} terminal here; measuring "
           f"{', '.join(name for name, _, _ in variants)}", flush=True)
@@ -288,6 +309,7 @@ def main() -> int:
                 if variant is None:
                     if has_pudb:
                         _add(theirs, pudb_round(work, size))
+                    _add(textual, floor_round(work, size))
                     continue
                 name, terminal, root = variant
                 _add(ours[name], dgym_round(work, size, terminal, root))
@@ -300,18 +322,19 @@ def main() -> int:
     print()
     names = [name for name, _, _ in variants]
     print("| | " + " | ".join(f"dgym-tui {name}" for name in names) + " | pudb | "
-          + " | ".join(f"{name} / pudb" for name in names) + " |")
-    print("|---|" + "---:|" * (2 * len(names) + 1))
+          + " | ".join(f"{name} / pudb" for name in names)
+          + " | Textual floor | Textual floor / pudb |")
+    print("|---|" + "---:|" * (2 * len(names) + 3))
     for row in ("first screen", "c to a breakpoint", "n, key to screen"):
         print(f"| {row} | " + " | ".join(_ms(ours[name].get(row)) for name in names)
               + f" | {_ms(theirs.get(row))} | "
               + " | ".join(_ratio(ours[name].get(row), theirs.get(row)) for name in names)
-              + " |")
+              + f" | {_ms(textual.get(row))} | {_ratio(textual.get(row), theirs.get(row))} |")
     print("| x, one eval (pudb column: bare pytest) | "
           + " | ".join(_ms(ours[name].get("x")) for name in names)
           + f" | {_ms(floor.get('bare pytest'))} | "
           + " | ".join(_ratio(ours[name].get("x"), floor.get("bare pytest")) for name in names)
-          + " |")
+          + " | - | - |")
     return 0
 
 
