@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 from dgym_tui.core.fs.gitpatch import MODE_EXEC, MODE_LINK, Blob, blob_id, file_patch, git_mode, merge3
 from dgym_tui.core.fs.idcache import BlobIdCache, key_of
+from dgym_tui.core.fs.ignorecache import ignored_entries
 from dgym_tui.core.fs.overlay import LOWER, MERGED, UPPER, Overlay
 from dgym_tui.core.fs.safefs import (
     DIR_FLAGS,
@@ -287,8 +288,9 @@ class Workspace:
             remove_stale_workspaces()
         import pathspec  # here, not at import: a front end starts without it
 
-        self._ignore = pathspec.GitIgnoreSpec.from_lines(
-            [*ALWAYS_IGNORED, *_read_patterns(self.source / IGNORE_FILE), *ignore])
+        self._ignore_lines = [*ALWAYS_IGNORED, *_read_patterns(self.source / IGNORE_FILE),
+                              *ignore]
+        self._ignore = pathspec.GitIgnoreSpec.from_lines(self._ignore_lines)
         self._readonly = pathspec.GitIgnoreSpec.from_lines(
             [*_read_patterns(self.source / READONLY_FILE), *readonly])
         self._visible_cache: dict[tuple[str, bool], bool] = {}
@@ -305,7 +307,7 @@ class Workspace:
         self._use_overlay, self.run_as, self._bindable = overlay, run_as, bindable
         self._upper: TreeIndex | None = None  # an overlay's upper layer: what changed
         self._candidates_cache: set[str] | None = None
-        self._user_ignore = bool(_read_patterns(self.source / IGNORE_FILE) or list(ignore))
+        self._user_ignore = len(self._ignore_lines) > len(ALWAYS_IGNORED)
         self._fill(None)
         self._initial: dict[str, Stamp] | _LowerStart = (
             _LowerStart(self._src, self._visible) if self.overlay is not None  # type: ignore[arg-type]
@@ -368,32 +370,17 @@ class Workspace:
         ``.git`` folders and the rule files always; with ``.debugignore`` or
         ``ignore=`` patterns, every entry they hide. Caches (``__pycache__``,
         ``.pytest_cache``, ``*.pyc``) are the tests' to write: not masked.
-        Names only (no ``stat``), folders opened without following links.
+        One walk of names, kept per original while its folders stay the same
+        (:mod:`.ignorecache`).
         """
-        found: list[str] = []
         always = {".git", IGNORE_FILE, READONLY_FILE}
-        stack = [(os.dup(self._src.fd), "")]  # type: ignore[union-attr]
-        while stack:
-            fd, prefix = stack.pop()
-            try:
-                with os.scandir(fd) as entries:
-                    for entry in entries:
-                        name = entry.name
-                        is_dir = entry.is_dir(follow_symlinks=False)
-                        if name in ("__pycache__", ".pytest_cache") or name.endswith(".pyc"):
-                            continue
-                        rel = prefix + name
-                        if name in always or (self._user_ignore and not self._visible(rel, is_dir)):
-                            found.append(rel)
-                        elif is_dir:
-                            sub = open_subdir(fd, name)
-                            if sub is not None:
-                                stack.append((sub, rel + "/"))
-            except OSError:
-                pass
-            finally:
-                os.close(fd)
-        return sorted(found)
+        user = self._user_ignore
+
+        def hidden(rel: str, is_dir: bool) -> bool:
+            return rel.rpartition("/")[2] in always or (user and not self._visible(rel, is_dir))
+
+        return ignored_entries(self.source, self._src.fd, self._ignore_lines, user,  # type: ignore[union-attr]
+                               hidden)
 
     def _candidates(self) -> set[str]:
         """Paths an overlay's upper layer says may differ from the original.
@@ -514,6 +501,7 @@ class Workspace:
         child = Workspace.__new__(Workspace)
         child.source = self.source
         child._ignore, child._readonly = self._ignore, self._readonly  # never changed
+        child._ignore_lines = self._ignore_lines
         child._visible_cache = dict(self._visible_cache)
         child._readonly_cache = dict(self._readonly_cache)
         child.skipped = list(self.skipped)
