@@ -723,6 +723,16 @@ class Session:
         """The shell command that runs the tests (eval)."""
         return self.env.entrypoint
 
+    def entry_script_preview(self) -> tuple[str, str] | None:
+        """The entrypoint's script as read from the original repository before the working
+        copy exists (:func:`dgym_tui.episode.entry_source.read_entry_script`): ``(relative
+        path, text)``, or None (not a ``python SCRIPT.py`` entrypoint, or a file the working
+        copy would hide or show otherwise). Never raises."""
+        from dgym_tui.episode.entry_source import read_entry_script
+
+        return read_entry_script(self.env.path, self.entrypoint,
+                                 getattr(self.env, "ignore", None))
+
     @property
     def eval_timeout(self) -> float:
         """Seconds the entrypoint may run before it is stopped."""

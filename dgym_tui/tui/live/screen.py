@@ -132,6 +132,7 @@ class LiveScreen(EpisodeScreen):
         self._quit_confirmed = False  # "quit anyway" was answered
         self._hinted_no_tests = False
         self._frame_stale = False  # files changed under a stopped pdb: it restarts
+        self._early_path: str | None = None  # the entrypoint's script shown before the copy
         self._bridge = SessionBridge(self.session, self.post_message, lambda: self._current_path)
 
     @property
@@ -162,6 +163,11 @@ class LiveScreen(EpisodeScreen):
         # the source) is ready sooner; the first frame comes a little later for it (the two
         # share the GIL), the source shown less CPU and time after the start.
         self._call(session.start, name="start", failed=self._start_failed)
+        # the entrypoint's script, from the original, in the first frame (until the copy)
+        early = session.entry_script_preview()
+        if early is not None:
+            self._early_path = early[0]
+            self.show_text(early[0], 1, early[1], "")
         # pygments and the lexer's rules load while the reset waits for its eval, not when
         # the first file is shown
         self.app.call_after_refresh(warm_up_in_background)
@@ -344,11 +350,22 @@ class LiveScreen(EpisodeScreen):
         self._refresh_tree(None)
         if message.location is not None:
             self.open_file(message.location[0], message.location[1], message.source)
+        else:
+            self._drop_early_source()
         limit = message.eval_timeout
         self.status.set_busy("first eval", limit=limit)
         self.pdb_console.set_notice(
             f"the first eval runs{f' (stopped after {limit:g} s)' if limit else ''}: "
             f"{one_line(self.session.entrypoint)}")
+
+    def _drop_early_source(self) -> None:
+        """The working copy has no file to show first: the entrypoint's script read from
+        the original (:meth:`Session.entry_script_preview`) does not stay on screen."""
+        if self._early_path is not None and self._current_path == self._early_path:
+            self.source_view.load(None, "")
+            self.source_view.border_title = None
+            self._current_path = None
+        self._early_path = None
 
     @on(SessionStarted)
     def _started(self, message: SessionStarted) -> None:
@@ -361,6 +378,8 @@ class LiveScreen(EpisodeScreen):
         self._refresh_tree(result)
         if message.location is not None:
             self.open_file(message.location[0], message.location[1], message.source)
+        else:
+            self._drop_early_source()
         self.refresh_marks(result)
         self._update_status(result)
         self.debug_panel.show(None, result)
