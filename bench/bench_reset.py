@@ -15,7 +15,9 @@ turn (A B C ..., then backwards), so all share the machine's load:
   part of reset that depends on the repository's size.
 
 Each environment is closed untimed. Prints median, p90 and mean milliseconds
-per case and size with the machine's load before and after, then issue 28's
+per case and size with the machine's load before and after, the CPU time of
+each reset (this process and the children it waited for: on ``local`` the
+eval's pytest too; steadier than wall time on a shared machine), then issue 28's
 two goals for each terminal's overlay: reset at the largest size / at the
 smallest (<= 1.1), and the overlay's reset / the copy's at the smallest size
 (<= 1.0, "no slower than today").
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import sys
 import tempfile
@@ -40,14 +43,22 @@ from dgym_tui.core.fs.workspace import Workspace  # noqa: E402
 from dgym_tui.core.terminals.identity import sandbox_ids  # noqa: E402
 
 
-def _reset(repo: Path, terminal: str, overlay: bool) -> Callable[[], float]:
+def _cpu() -> float:
+    """CPU seconds of this process and of its children waited for so far."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(
+        resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def _reset(repo: Path, terminal: str, overlay: bool, cpu: list[float]) -> Callable[[], float]:
     def run() -> float:
         env = RepoEnv(repo, entrypoint=ENTRYPOINT, terminal=terminal,
                       terminal_options={"overlay": overlay})
         try:
-            started = time.perf_counter()
+            started, cpu_started = time.perf_counter(), _cpu()
             result = env.reset()
             elapsed = time.perf_counter() - started
+            cpu.append(_cpu() - cpu_started)
             if " passed" not in result.observation and " failed" not in result.observation:
                 raise SystemExit(f"reset's eval did not run: {result.observation[-300:]}")
         finally:
@@ -81,13 +92,15 @@ def main() -> None:
     terminals = args.terminals.split(",")
     kinds = args.kinds.split(",")
     cases: dict[str, Callable[[], float]] = {}
+    cpu: dict[str, list[float]] = {}
     with tempfile.TemporaryDirectory(prefix="dgym-bench-reset-") as tmp:
         for size in sizes:
             repo = make_repo(Path(tmp) / f"repo{size}", size)
             for terminal in terminals:
                 for kind in kinds:
-                    cases[f"{size:>6} files reset {terminal} {kind}"] = _reset(
-                        repo, terminal, overlay=kind == "overlay")
+                    name = f"{size:>6} files reset {terminal} {kind}"
+                    cpu[name] = []
+                    cases[name] = _reset(repo, terminal, kind == "overlay", cpu[name])
             for kind in kinds:
                 cases[f"{size:>6} files workspace {kind}"] = _workspace(repo, kind == "overlay")
         samples, load_before, load_after = interleaved(cases, args.rounds)
@@ -95,9 +108,11 @@ def main() -> None:
                 f"{os.cpu_count()} cores, load {load_before:.2f} before / {load_after:.2f} "
                 f"after, {args.rounds} rounds, interleaved, uid {os.geteuid()}", samples,
                 width=36)
+    print_table("CPU time of the same resets (dgym's process and the children it waited for: "
+                "the local terminal's eval; not a sandbox's processes)", cpu, width=36)
 
-    def median(size: int, case: str) -> float:
-        return statistics.median(samples[f"{size:>6} files {case}"])
+    def median(size: int, case: str, data: dict[str, list[float]] = samples) -> float:
+        return statistics.median(data[f"{size:>6} files {case}"])
 
     small, big = min(sizes), max(sizes)
     for terminal in terminals:
@@ -107,7 +122,8 @@ def main() -> None:
                 case = f"reset {terminal} {kind}"
                 print(f"{case}: at {big} files / at {small} files = "
                       f"{median(big, case) / median(small, case):.2f}"
-                      + ("  (goal <= 1.1)" if kind == "overlay" else ""))
+                      + ("  (goal <= 1.1)" if kind == "overlay" else "")
+                      + f"; CPU time {median(big, case, cpu) / median(small, case, cpu):.2f}")
         if len(kinds) == 2:
             print(f"{overlay} / {copy} at {small} files = "
                   f"{median(small, overlay) / median(small, copy):.2f}  (goal <= 1.0)")
