@@ -99,6 +99,22 @@ def test_first_paint_leaves_step_libraries_unloaded(tmp_path):
     assert seen["workers"] == ["start"] and seen["began"] and seen["started"]
 
 
+RUN_FOLDER_CHECK = """
+import sys
+from dgym_tui.runs.index import is_run_folder
+heavy = ("yaml", "dgym_tui.runs.runner", "dgym_tui.runs.config", "dgym_tui.policies")
+print(is_run_folder(sys.argv[1]), *[name for name in heavy if name in sys.modules])
+"""
+
+
+def test_the_run_folder_check_of_every_start_imports_no_runner(tmp_path):
+    # dgym-tui PATH first asks whether PATH is a run folder (the run browser's index):
+    # the headless runner (its configuration imports PyYAML, its policies, executors)
+    # was imported with it
+    (tmp_path / "calc.py").write_text("x = 1\n")
+    assert _run(RUN_FOLDER_CHECK, str(tmp_path)) == "False"
+
+
 WARM_UP = """
 import asyncio, json, sys
 from dgym_tui.cli.tui import build_app, build_parser

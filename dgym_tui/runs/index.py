@@ -29,8 +29,8 @@ from typing import Any
 
 from dgym_tui.episode.records import Usage
 from dgym_tui.episode.trajectory import SUPPORTED_VERSIONS, decode_lines
+from dgym_tui.runs.files import PATCH_FILE, STATUS_FILE, TRAJECTORY_FILE
 from dgym_tui.runs.reviews import REVIEWS_FILE, read_reviews
-from dgym_tui.runs.runner import PATCH_FILE, STATUS_FILE, TRAJECTORY_FILE
 
 #: Status states after which an episode's values no longer change.
 FINAL_STATES = ("done", "error", "interrupted", "skipped")

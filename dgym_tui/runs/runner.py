@@ -34,13 +34,11 @@ from dgym_tui.policies import make_policy
 from dgym_tui.runs.config import ConfigError, RunConfig
 from dgym_tui.runs.executors.local import LocalExecutor
 from dgym_tui.runs.executors.stop import INTERRUPTED, StopSignal
+from dgym_tui.runs.files import PATCH_FILE, STATUS_FILE, TRAJECTORY_FILE
 from dgym_tui.support.paths import slug
 
 log = logging.getLogger(__name__)
 
-STATUS_FILE = "status.json"
-TRAJECTORY_FILE = "trajectory.jsonl"
-PATCH_FILE = "patch.diff"
 
 #: task -> Policy; lets callers (and tests) choose the policy per task.
 PolicyFactory = Callable[[Any], Policy]
