@@ -13,8 +13,11 @@ times, in turn (the order reversed every other round):
   runs a script (its UI, urwid, pygments...; only with pudb installed): what ``import
   pytest`` costs under the same trace when most of the standard library is already loaded,
   as in pudb's process;
+- ``pdb alone, the session's cheap continue``: the same after the command a session sends at
+  its start (its prompt and :mod:`dgym_tui.core.pdb.fastcontinue`);
 - ``RepoEnv step`` per terminal: ``RepoEnv.step`` of ``c`` (the pdb started by a ``b`` step
-  before, from its preloaded spare; the next spare's imports waited for);
+  before, from its preloaded spare; the next spare's imports waited for), and the same with
+  the session's cheap ``continue`` off (``session.FAST_CONTINUE``: bdb's plain trace);
 - ``app`` per terminal: the app in tmux (bench_pudb's session: ``b`` in the console, then
   ``c`` until line 7 is marked), started through ``bench/c_hops.py``, which timestamps each
   hop: key to the screen's action, action to pdb's command written, pdb, the reply to the
@@ -46,6 +49,8 @@ from bench_pudb import ROOT, Tmux, _env, _task  # noqa: E402
 from c_hops import tree_cpu  # noqa: E402
 
 from dgym_tui.core.env import RepoEnv  # noqa: E402
+from dgym_tui.core.pdb import session  # noqa: E402
+from dgym_tui.core.pdb.session import _prompt_setter  # noqa: E402
 
 BREAK = "test_pagination.py:7"
 #: what pudb imports before it runs a script (its debugger, UI and their libraries)
@@ -56,9 +61,10 @@ PUDB_FIRST = (f"{PUDB_MODULES}; import sys, pdb; sys.argv[:] = ['pdb', 'run_test
 HOPS = Path(__file__).resolve().parent / "c_hops.py"
 
 
-def pdb_alone(work: Path, first: str = "") -> tuple[float, float]:
+def pdb_alone(work: Path, first: str = "", fast: bool = False) -> tuple[float, float]:
     """(wall, CPU) seconds of ``c`` in a pdb spawned on the host; ``first``: Python code
-    run instead of ``-m pdb`` (it starts pdb itself)."""
+    run instead of ``-m pdb`` (it starts pdb itself); ``fast``: pdb given the session's
+    cheap ``continue`` first (the command a session sends at its start)."""
     repo = _task(work)
     env = _env()
     env["PYTHONDONTWRITEBYTECODE"] = "1"
@@ -68,6 +74,9 @@ def pdb_alone(work: Path, first: str = "") -> tuple[float, float]:
     try:
         child.delaybeforesend = None
         child.expect_exact("(Pdb) ")
+        if fast:
+            child.sendline(_prompt_setter("(Pdb) ", True))
+            child.expect_exact("\n(Pdb) ")  # not the echo's "'(Pdb) '"
         child.sendline(f"b {repo / BREAK}")
         child.expect_exact("(Pdb) ")
         time.sleep(0.3)
@@ -81,11 +90,13 @@ def pdb_alone(work: Path, first: str = "") -> tuple[float, float]:
         child.close(force=True)
 
 
-def env_step(work: Path, terminal: str) -> tuple[float, float]:
-    """(wall, CPU of the pdb process) seconds of ``RepoEnv.step`` of ``c``."""
+def env_step(work: Path, terminal: str, fast: bool = True) -> tuple[float, float]:
+    """(wall, CPU of the pdb process) seconds of ``RepoEnv.step`` of ``c``; ``fast``: the
+    session's cheap ``continue`` on (as dgym runs) or off (bdb's plain trace)."""
     repo = _task(work)
     path = os.environ.get("PATH", "")
     os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{path}"  # as tui_main
+    session.FAST_CONTINUE = fast
     try:
         with RepoEnv(str(repo), entrypoint="python run_tests.py", terminal=terminal) as env:
             env.reset()
@@ -100,6 +111,7 @@ def env_step(work: Path, terminal: str) -> tuple[float, float]:
             return wall, tree_cpu(pid) - cpu
     finally:
         os.environ["PATH"] = path
+        session.FAST_CONTINUE = True
 
 
 def _hops(log: Path, key: float, screen: float) -> dict[str, float]:
@@ -172,11 +184,15 @@ def main() -> int:
         has_pudb = True
     except ImportError:
         has_pudb = False
-    jobs: list[tuple[str, object]] = [("pdb alone", lambda w: pdb_alone(w))]
+    jobs: list[tuple[str, object]] = [("pdb alone", lambda w: pdb_alone(w)),
+                                      ("pdb alone, the session's cheap continue",
+                                       lambda w: pdb_alone(w, fast=True))]
     if has_pudb:
         jobs.append(("pdb, pudb's modules first", lambda w: pdb_alone(w, PUDB_FIRST)))
     for terminal in terminals:
         jobs.append((f"RepoEnv step, {terminal}", lambda w, t=terminal: env_step(w, t)))
+        jobs.append((f"RepoEnv step, {terminal}, bdb's plain continue",
+                     lambda w, t=terminal: env_step(w, t, fast=False)))
         if not args.no_app:
             jobs.append((f"app, {terminal}", lambda w, t=terminal: app_round(w, t)))
     results: dict[str, list[object]] = {name: [] for name, _ in jobs}

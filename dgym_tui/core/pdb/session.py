@@ -23,6 +23,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from dgym_tui.core.pdb import fastcontinue
 from dgym_tui.core.terminals.base import DEFAULT_MAX_OUTPUT, child_alive
 from dgym_tui.core.terminals.output import BoundedOutput, read_until
 
@@ -45,12 +46,20 @@ _TOKEN_PROMPT = re.compile(r"\(+(dgym-[0-9a-f]{32})\)+ ")
 _KEEP = max(48, *(len(q) for q in CONFIRMATIONS)) - 1
 
 
-def _prompt_setter(prompt: str) -> str:
-    """The pdb command giving every debugger of the process ``prompt``; prints nothing."""
+#: Give the debugger of each pdb process the cheap ``continue`` of
+#: :mod:`dgym_tui.core.pdb.fastcontinue` at its start (tests compare with it off).
+FAST_CONTINUE = True
+
+
+def _prompt_setter(prompt: str, fast_continue: bool = True) -> str:
+    """The pdb command giving every debugger of the process ``prompt`` and, with
+    ``fast_continue``, the cheap ``continue`` (:data:`fastcontinue.SCRIPT`); prints nothing."""
     code = ("import gc, pdb\n"
-            "for o in gc.get_objects():\n"
-            "    if isinstance(o, pdb.Pdb):\n"
-            f"        o.prompt = {prompt!r}\n")
+            + (fastcontinue.packed() if fast_continue else "")
+            + "for o in gc.get_objects():\n"
+            " if isinstance(o, pdb.Pdb):\n"
+            f"  o.prompt = {prompt!r}\n"
+            + ("  install(o)\n" if fast_continue else ""))
     return f"!exec({code!r}, {{}})"
 
 _ML = re.MULTILINE
@@ -221,7 +230,7 @@ class PdbSession:
             # Nothing of the program ran yet: this prompt is pdb's. From now on
             # pdb prompts with a token only this session knows.
             token = f"dgym-{secrets.token_hex(16)}"
-            self.child.send(_prompt_setter(f"({token}) ") + "\n")
+            self.child.send(_prompt_setter(f"({token}) ", FAST_CONTINUE) + "\n")
             self._token = token
             switched = self._read_reply(deadline, started, accept_plain=True)
             if switched.ok:

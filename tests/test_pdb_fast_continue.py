@@ -1,0 +1,279 @@
+"""The session's cheap ``continue`` (core/pdb/fastcontinue.py) against real pdb processes.
+
+Every sequence of commands runs four times per terminal (local, bwrap): with the cheap
+``continue`` and with bdb's plain trace (``session.FAST_CONTINUE``), each once from a cold
+start and once from a preloaded spare; pdb's replies must be the same (memory addresses
+blanked). Two more tests show the cheap path is the one running (the global trace
+function's name, the count of bdb's Python-level ``dispatch_call``), so the comparisons
+cannot pass with it silently off.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+
+import pexpect
+import pytest
+
+from dgym_tui.core.pdb import session as pdb_session
+from dgym_tui.core.pdb.session import PdbSession, _prompt_setter
+from dgym_tui.core.terminals.bwrap import BwrapTerminal
+from dgym_tui.core.terminals.local import LocalTerminal
+
+FILES = {
+    "main.py": """\
+import helper
+
+
+def gen(n):
+    for i in range(n):
+        yield helper.double(i)
+
+
+def run():
+    total = 0
+    for v in gen(3):
+        total += v
+    import late
+    total += late.triple(total)
+    print("total", total)
+    return total
+
+
+if __name__ == "__main__":
+    run()
+    print("done")
+""",
+    "helper.py": """\
+def double(x):
+    y = x * 2
+    return y
+
+
+def unused():
+    return 0
+""",
+    "late.py": """\
+def triple(x):
+    z = x * 3
+    return z
+""",
+    "boom.py": """\
+import helper
+
+
+def f():
+    helper.double(1)
+    raise ValueError("boom")
+
+
+f()
+""",
+    # many calls in a file without breakpoints: what the cheap path skips
+    "busy.py": """\
+import helper
+
+
+def step(i):
+    return i + 1
+
+
+def spin(n):
+    total = 0
+    for i in range(n):
+        total = step(total)
+    return total
+
+
+spin(3000)
+helper.double(5)
+""",
+}
+
+#: (script, commands) run from pdb's first prompt
+SEQUENCES = {
+    "several files, the end and a restart": (
+        "main.py", ["b helper.py:2", "b late.py:2", "c", "p x", "c", "c", "c", "p z", "c",
+                    "c", "p x"]),
+    "a function breakpoint": (
+        "main.py", ["n", "b helper.double", "c", "where", "c", "clear 1", "c", "c"]),
+    "a condition and a temporary breakpoint": (
+        "main.py", ["b helper.py:3, x == 2", "tbreak late.py:3", "c", "p x, y", "c", "p z",
+                    "c", "c", "c"]),
+    "s into another file after c": (
+        "main.py", ["b main.py:14", "c", "s", "s", "s", "s", "n", "c", "b main.py:6", "c",
+                    "s", "s", "s", "c"]),
+    "disable, clear, then c to the end": (
+        "main.py", ["b helper.py:2", "b late.py:2", "c", "disable 1", "c", "clear 2", "c",
+                    "c", "enable 1", "c", "condition 1 x == 1", "c", "p x", "c"]),
+    "until and return": (
+        "main.py", ["b main.py:11", "c", "until", "until", "until", "until 15", "b helper.py:2",
+                    "c", "r", "r", "n", "c"]),
+    "jump and post mortem": (
+        "boom.py", ["b helper.py:2", "c", "j 3", "c", "c", "p 1", "c", "c", "c"]),
+    "a nested debugger": (
+        "main.py", ["b helper.py:2", "c", "debug double(7)", "s", "s", "p x", "c", "c", "p x",
+                    "c"]),
+    "a breakpoint added while stopped elsewhere": (
+        "busy.py", ["b busy.py:16", "c", "b helper.py:3", "c", "p y", "c", "c"]),
+}
+
+
+def _terminal(kind: str):
+    return LocalTerminal() if kind == "local" else BwrapTerminal()
+
+
+def _normal(text: str) -> str:
+    return re.sub(r"0x[0-9a-f]+", "0x?", text)
+
+
+def _transcripts(kind: str, root, script: str, commands: list[str],
+                 order: tuple[bool, bool]) -> tuple[dict[bool, list[str]], list[str]]:
+    """Run ``commands`` twice in one terminal: first cold with ``FAST_CONTINUE =
+    order[0]``, then from the spare the first session started, with ``order[1]``."""
+    replies: dict[bool, list[str]] = {}
+    starts = []
+    with _terminal(kind) as term:
+        term.start(str(root))
+        for fast in order:
+            old, pdb_session.FAST_CONTINUE = pdb_session.FAST_CONTINUE, fast
+            try:
+                session = PdbSession(term, f"python -m pdb {script}")
+                out = [_normal(session.start(20).output)]
+                starts.append(session.started_as)
+                for command in commands:
+                    reply = session.send(command, 20)
+                    assert reply.ok, (command, reply.output)
+                    out.append(f"{command} -> {_normal(reply.output)}")
+                session.close()
+                term.wait_spares(30)
+            finally:
+                pdb_session.FAST_CONTINUE = old
+            replies[fast] = out
+    return replies, starts
+
+
+@pytest.fixture(params=["local", "bwrap"])
+def kind(request) -> str:
+    if request.param == "bwrap":
+        request.getfixturevalue("bwrap_ready")
+    return request.param
+
+
+@pytest.mark.parametrize("name", list(SEQUENCES))
+def test_stops_and_replies_are_bdbs(make_repo, kind, name):
+    root = make_repo(FILES)
+    script, commands = SEQUENCES[name]
+    first, first_starts = _transcripts(kind, root, script, commands, (True, False))
+    second, second_starts = _transcripts(kind, root, script, commands, (False, True))
+    assert first_starts == second_starts == ["cold", "preloaded"]
+    plain = second[False]
+    assert first[True] == plain, "cold, cheap continue"
+    assert first[False] == plain, "preloaded, bdb's continue"
+    assert second[True] == plain, "preloaded, cheap continue"
+    assert any("->" in line and "> " in line.split("->", 1)[1] for line in plain[1:])
+
+
+def _trace_name(session: PdbSession) -> str:
+    return session.send("p getattr(__import__('sys').gettrace(), '__name__', None)",
+                        10).output.strip()
+
+
+def test_the_cheap_path_is_the_global_trace_only_while_continuing(make_repo, kind):
+    root = make_repo(FILES)
+    with _terminal(kind) as term:
+        term.start(str(root))
+        session = PdbSession(term, "python -m pdb main.py")
+        session.start(20)
+        assert _trace_name(session) == "'trace_dispatch'"
+        session.send_many(["b helper.py:2", "c"], 20)
+        assert _trace_name(session) == "'_dgym_continue'"
+        session.send("s", 20)
+        assert _trace_name(session) == "'trace_dispatch'"
+        session.send("c", 20)
+        assert _trace_name(session) == "'_dgym_continue'"
+        session.send_many(["n", "n"], 20)
+        assert _trace_name(session) == "'trace_dispatch'"
+        session.send_many(["clear 1", "c"], 20)  # no breakpoint: bdb's own (no trace)
+        session.send("b late.py:2", 20)
+        replies = session.send_many(["c", "c"], 20)
+        assert "The program finished" in replies[1].output
+        assert _trace_name(session) == "'trace_dispatch'"  # restarted, stopped at line 1
+        session.close()
+
+
+def _dispatch_calls(fast: bool, kind: str, root) -> tuple[int, str]:
+    """bdb's ``dispatch_call`` runs during one ``c`` over busy.py's 3,000 calls."""
+    old, pdb_session.FAST_CONTINUE = pdb_session.FAST_CONTINUE, fast
+    try:
+        with _terminal(kind) as term:
+            term.start(str(root))
+            session = PdbSession(term, "python -m pdb busy.py")
+            session.start(20)
+            count = ("!import bdb; bdb._n = [0]; bdb._f = bdb.Bdb.dispatch_call; "
+                     "bdb.Bdb.dispatch_call = lambda s, f, a: "
+                     "(bdb._n.__setitem__(0, bdb._n[0] + 1), bdb._f(s, f, a))[1]")
+            replies = session.send_many(["b helper.py:2", count, "c", "p __import__('bdb')._n[0]",
+                                         "p x"], 20)
+            session.close()
+    finally:
+        pdb_session.FAST_CONTINUE = old
+    return int(replies[3].output.strip()), replies[4].output.strip()
+
+
+def test_bdb_dispatches_only_the_files_with_breakpoints(make_repo, kind):
+    root = make_repo(FILES)
+    plain, plain_x = _dispatch_calls(False, kind, root)
+    fast, fast_x = _dispatch_calls(True, kind, root)
+    assert plain_x == fast_x == "5"
+    assert plain > 3000
+    assert fast < 10
+
+
+def _raw(root, fast: bool) -> list[str]:
+    """``commands``, ``interact`` and ``debug`` (prompts of their own) through pexpect."""
+    child = pexpect.spawn(sys.executable, ["-m", "pdb", "main.py"], cwd=str(root),
+                          encoding="utf-8", timeout=20)
+    prompt = "\n(Pdb) "
+    out = []
+
+    def say(line: str, until: str = prompt) -> None:
+        child.sendline(line)
+        child.expect_exact(until)
+        out.append(_normal(child.before.replace("\r\n", "\n")))
+
+    try:
+        child.expect_exact("(Pdb) ")
+        child.sendline(_prompt_setter("(Pdb) ", fast))
+        child.expect_exact(prompt)
+        say("b helper.py:2")
+        say("b late.py:2")
+        say("commands 1", "(com) ")
+        say("silent", "(com) ")
+        say("p 'hit', x", "(com) ")
+        say("continue")  # a resuming command ends the list
+        say("c")
+        say("interact", ">>> ")
+        say("print(x * 10)", ">>> ")
+        child.sendeof()
+        child.expect_exact(prompt)
+        say("debug triple(2)", "\n((Pdb)) ")
+        say("c", "\n((Pdb)) ")
+        say("c")
+        say("commands 2", "(com) ")
+        say("p 'two'", "(com) ")
+        say("end")
+        say("c")
+        say("c")
+        say("c")
+    finally:
+        child.close(force=True)
+    return out
+
+
+def test_commands_interact_and_debug(make_repo):
+    root = make_repo(FILES)
+    plain, fast = _raw(root, False), _raw(root, True)
+    assert fast == plain
+    assert "('hit', 0)" in "".join(plain) and "('hit', 2)" in "".join(plain)
