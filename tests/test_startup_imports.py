@@ -1,14 +1,15 @@
 """``dgym-tui PATH`` paints its first screen before it needs the libraries of the first
 step: jsonschema (argument checks, trajectory reading), RE2 (grep) and pathspec (the
 working copy's ignore rules) are imported by the reset or the first step, not at start;
-nor do the modules of what the first frame does not show: pygments' Python lexer (no file
-yet), Textual's RichLog (rich.pretty: the console's log is mounted after the first frame)
+nor do the modules of what the first frame does not show: Textual's RichLog (rich.pretty: the console's log is mounted after the first frame)
 and the edit dialogs' text area (bench/bench_tui.py measures the first paint; this keeps
-what it gained); nor importlib.metadata (plugins are looked up only for a tool or
-benchmark that is not built in), rich.syntax (the Diff tab, hidden), the Docker terminal,
+what it gained); nor the Docker terminal,
 PyYAML (the themes are TOML; a folder's dgym.yaml is read when there is one) or psutil (the
 terminal's clean-up at its close).
-The first frame already has the footer's keys (Textual's footer builds them only after the
+The first frame shows the first source file, read from the original repository
+(dgym_tui.episode.first_file): pygments' Python lexer, rich.syntax's token colours and
+importlib.metadata (pygments.lexers imports it; no plugin is looked up for a .py file)
+are imported for it. The first frame already has the footer's keys (Textual's footer builds them only after the
 first refresh; the app builds them before). The episode's reset starts before it, in its
 worker, when the screen is mounted (the working copy, and so the source, is ready sooner):
 here it is held until the first frame, so that the modules counted are the app's own."""
@@ -22,9 +23,8 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-DEFERRED = ("jsonschema", "re2", "pathspec", "pygments.lexers.python", "rich.pretty",
-            "textual.widgets._rich_log", "textual.widgets._text_area", "importlib.metadata",
-            "rich.syntax", "dgym_tui.core.terminals.docker", "yaml", "psutil")
+DEFERRED = ("jsonschema", "re2", "pathspec", "rich.pretty", "textual.widgets._rich_log",
+            "textual.widgets._text_area", "dgym_tui.core.terminals.docker", "yaml", "psutil")
 
 def _run(script: str, *args: str) -> str:
     """Run ``script`` in a fresh interpreter importing this checkout; its output (it must
@@ -60,6 +60,7 @@ async def main():
         if update is not None and not app._batch_count and not seen:
             seen["modules"] = sorted(sys.modules)
             seen["keys"] = [key.key for key in screen.query("FooterKey") if key.region]
+            seen["shown"] = app.source_view.path
             seen["workers"] = [worker.name for worker in app.workers]
             seen["began"] = bool(began)
             drawn.set()
@@ -70,6 +71,7 @@ async def main():
         await app.workers.wait_for_complete()
         await pilot.pause()
         print(json.dumps({"modules": seen["modules"], "keys": seen["keys"],
+                          "shown": seen["shown"],
                           "workers": seen["workers"], "began": seen["began"],
                           "started": app.started,
                           "later": "rich.pretty" in sys.modules}))
@@ -90,11 +92,10 @@ def test_first_paint_leaves_step_libraries_unloaded(tmp_path):
     assert "dgym_tui.core.env" in modules and "textual.app" in modules  # the app was built
     loaded = [name for name in DEFERRED if name in modules]
     assert not loaded, f"imported before the first paint: {loaded}"
-    # built-in tools and benchmark: no read of every installed package's metadata (its
-    # module is not even imported)
     assert seen["later"]  # the console's log was mounted after the first frame
     # the footer's keys (the focused source view's first) are drawn in the first frame
     assert seen["keys"][:3] == ["b", "n", "s"] and "q" in seen["keys"]
+    assert seen["shown"] == "calc.py"  # the first source file, from the original
     # the reset's worker runs (here held) when the first frame is drawn, then completes
     assert seen["workers"] == ["start"] and seen["began"] and seen["started"]
 

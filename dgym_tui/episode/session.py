@@ -723,15 +723,18 @@ class Session:
         """The shell command that runs the tests (eval)."""
         return self.env.entrypoint
 
-    def entry_script_preview(self) -> tuple[str, str] | None:
-        """The entrypoint's script as read from the original repository before the working
-        copy exists (:func:`dgym_tui.episode.entry_source.read_entry_script`): ``(relative
-        path, text)``, or None (not a ``python SCRIPT.py`` entrypoint, or a file the working
-        copy would hide or show otherwise). Never raises."""
-        from dgym_tui.episode.entry_source import read_entry_script
+    def first_file_preview(self, pick: Callable[[list[str]], str | None]
+                           ) -> tuple[str, str] | None:
+        """The file ``pick`` chooses among the original repository's visible files, read
+        before the working copy exists (:func:`dgym_tui.episode.first_file.read_first_file`):
+        ``(relative path, text)``, or None. Never raises.
 
-        return read_entry_script(self.env.path, self.entrypoint,
-                                 getattr(self.env, "ignore", None))
+        Args:
+            pick: ``pick(files) -> path or None`` over sorted relative POSIX paths (the
+                front end's choice of the first file to show)."""
+        from dgym_tui.episode.first_file import read_first_file
+
+        return read_first_file(self.env.path, getattr(self.env, "ignore", None), pick)
 
     @property
     def eval_timeout(self) -> float:

@@ -29,7 +29,7 @@ from dgym_tui.tui.bridge import SessionBridge
 from dgym_tui.tui.episode_screen import EpisodeScreen
 from dgym_tui.tui.keys import bindings_of, keys_of, tool_syntax
 from dgym_tui.tui.live.session_worker import GROUP, Outcome, SessionWorker
-from dgym_tui.tui.locate import no_tests_hint
+from dgym_tui.tui.locate import first_source_file, no_tests_hint
 from dgym_tui.tui.messages import (
     AgentThinking,
     CopyReady,
@@ -132,7 +132,7 @@ class LiveScreen(EpisodeScreen):
         self._quit_confirmed = False  # "quit anyway" was answered
         self._hinted_no_tests = False
         self._frame_stale = False  # files changed under a stopped pdb: it restarts
-        self._early_path: str | None = None  # the entrypoint's script shown before the copy
+        self._early_path: str | None = None  # the file shown before the copy (the original's)
         self._bridge = SessionBridge(self.session, self.post_message, lambda: self._current_path)
 
     @property
@@ -163,8 +163,8 @@ class LiveScreen(EpisodeScreen):
         # the source) is ready sooner; the first frame comes a little later for it (the two
         # share the GIL), the source shown less CPU and time after the start.
         self._call(session.start, name="start", failed=self._start_failed)
-        # the entrypoint's script, from the original, in the first frame (until the copy)
-        early = session.entry_script_preview()
+        # the first file, read from the original, in the first frame (until the copy)
+        early = session.first_file_preview(first_source_file)
         if early is not None:
             self._early_path = early[0]
             self.show_text(early[0], 1, early[1], "")
@@ -359,8 +359,8 @@ class LiveScreen(EpisodeScreen):
             f"{one_line(self.session.entrypoint)}")
 
     def _drop_early_source(self) -> None:
-        """The working copy has no file to show first: the entrypoint's script read from
-        the original (:meth:`Session.entry_script_preview`) does not stay on screen."""
+        """The working copy has no file to show first: the file read from
+        the original (:meth:`Session.first_file_preview`) does not stay on screen."""
         if self._early_path is not None and self._current_path == self._early_path:
             self.source_view.load(None, "")
             self.source_view.border_title = None
