@@ -27,7 +27,9 @@ pdb resumes through ``_set_stopinfo`` afterwards.
 
 The program can see it: ``sys.gettrace()`` returns the function (named
 ``_dgym_continue``) while it runs between breakpoints, and the instance's
-``_set_stopinfo`` is an attribute of the instance. A program that replaces or calls them
+``_set_stopinfo`` is an attribute of the instance. The function's ``__module__`` is
+``bdb``, as ``trace_dispatch``'s: what libraries ask to tell a debugger is on (pytest-timeout's
+``is_debugging``: the module of ``sys.gettrace()``) gets bdb's answer. A program that replaces or calls them
 gets no more than it could already do to pdb from inside: pdb's replies stay data to dgym.
 A nested debugger (``debug``) is a new instance and keeps bdb's plain trace.
 """
@@ -51,6 +53,7 @@ def install(P):
                 quiet.add(name)
                 return None
         return dispatch(frame, event, arg)
+    _dgym_continue.__module__ = "bdb"
     def _set_stopinfo(*args, **kwargs):
         base(*args, **kwargs)
         quiet.clear()
