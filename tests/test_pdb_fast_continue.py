@@ -1,9 +1,9 @@
 """The session's cheap ``continue`` (core/pdb/fastcontinue.py) against real pdb processes.
 
-Every sequence of commands runs four times per terminal (local, bwrap): with the cheap
-``continue`` and with bdb's plain trace (``session.FAST_CONTINUE``), each once from a cold
-start and once from a preloaded spare; pdb's replies must be the same (memory addresses
-blanked). Two more tests show the cheap path is the one running (the global trace
+Every sequence of commands runs four times per terminal (local, bwrap, docker marked
+``docker``): with the cheap ``continue`` and with bdb's plain trace
+(``session.FAST_CONTINUE``), each once from a cold start and once from a preloaded spare;
+pdb's replies must be the same (memory addresses blanked). Two more tests show the cheap path is the one running (the global trace
 function's name, the count of bdb's Python-level ``dispatch_call``), so the comparisons
 cannot pass with it silently off.
 """
@@ -19,6 +19,7 @@ import pytest
 from dgym_tui.core.pdb import session as pdb_session
 from dgym_tui.core.pdb.session import PdbSession, _prompt_setter
 from dgym_tui.core.terminals.bwrap import BwrapTerminal
+from dgym_tui.core.terminals.docker import DockerTerminal
 from dgym_tui.core.terminals.local import LocalTerminal
 
 FILES = {
@@ -122,7 +123,13 @@ SEQUENCES = {
 }
 
 
+#: the sandbox image of the docker cases (set by the ``kind`` fixture)
+_IMAGE: list[str] = []
+
+
 def _terminal(kind: str):
+    if kind == "docker":
+        return DockerTerminal(_IMAGE[0])
     return LocalTerminal() if kind == "local" else BwrapTerminal()
 
 
@@ -156,9 +163,11 @@ def _transcripts(kind: str, root, script: str, commands: list[str],
     return replies, starts
 
 
-@pytest.fixture(params=["local", "bwrap"])
+@pytest.fixture(params=["local", "bwrap", pytest.param("docker", marks=pytest.mark.docker)])
 def kind(request) -> str:
-    if request.param == "bwrap":
+    if request.param == "docker":
+        _IMAGE[:] = [request.getfixturevalue("docker_ready")]
+    elif request.param == "bwrap":
         request.getfixturevalue("bwrap_ready")
     return request.param
 
