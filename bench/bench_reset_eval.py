@@ -1,23 +1,27 @@
 """What of the reset's eval grows with repository size: pytest itself, or the overlay under it.
 
-    python bench/bench_reset_eval.py [--sizes 100,10000] [--rounds 15]
+    python bench/bench_reset_eval.py [--sizes 100,10000] [--rounds 15] [--terminals local,bwrap]
 
 On bench/repo_size_plan.py's repositories, each round runs the entrypoint's
 pytest (its arguments and environment) through ``LocalTerminal.run``, the
-cases in turn (A B C ..., then backwards):
+cases in turn (A B C ..., then backwards), on each terminal asked for
+(``--terminals local,bwrap``: ``LocalTerminal.run`` / ``BwrapTerminal.run``):
 
 - ``plain``: in the original folder (no overlay, no dgym working copy);
 - ``overlay``: in a fresh overlay of it (``core/fs/overlay.Overlay``, mounted
   untimed for each run, as each reset mounts its own), the command joining
-  its namespaces as the local terminal's do.
+  its namespaces as the terminal's commands do.
 
 pytest runs in-process under a ``python -c`` wrapper (same ``sys.path[0]``
 as ``-m``) that times its root folder's collection (``_pytest.main.Dir.collect``:
 pytest lists the folder named on the command line's parent, and runs its
 ignore hook and makes a ``Dir`` node for every subfolder, even those it then
-does not collect). Prints median / p90 / mean ms of the run's wall time, of
-that collection and of the rest per case and size, with the machine's load,
-then the growth from the smallest to the largest size of each.
+does not collect). Prints median / p90 / mean ms per case and size, with the
+machine's load, of the run's wall time and of its parts: ``start`` (from the
+call to the wrapper's first line: the shell, the sandbox's setup, Python's
+start), ``root collection``, the ``rest of Python`` (imports, the test,
+exit handlers) and ``exit`` (from pytest's end to the call's return); then
+each one's growth from the smallest size to the largest.
 """
 
 from __future__ import annotations
@@ -37,10 +41,15 @@ sys.path.insert(0, str(Path(__file__).parent))
 from repo_size_plan import ENTRYPOINT, ENV, interleaved, make_repo, print_table  # noqa: E402
 
 from dgym_tui.core.fs.overlay import Overlay  # noqa: E402
+from dgym_tui.core.terminals.bwrap import BwrapTerminal  # noqa: E402
+from dgym_tui.core.terminals.identity import sandbox_ids  # noqa: E402
 from dgym_tui.core.terminals.local import LocalTerminal  # noqa: E402
 
-#: pytest with the entrypoint's arguments, printing how long its root folder's collection took.
-WRAPPER = r'''import os, sys, time
+#: pytest with the entrypoint's arguments, printing the clock when Python reaches it, how
+#: long its root folder's collection took, and the clock when pytest is done.
+WRAPPER = r'''import time
+print("PY-START %.6f" % time.time())
+import os, sys
 import _pytest.main as m
 real, spent = m.Dir.collect, [0.0]
 def collect(self):
@@ -51,33 +60,47 @@ def collect(self):
 m.Dir.collect = collect
 import pytest
 code = pytest.main(sys.argv[1:])
-print("ROOT-COLLECT %.6f" % spent[0])
+print("ROOT-COLLECT %.6f PY-END %.6f" % (spent[0], time.time()))
 '''
 ARGS = ENTRYPOINT.split("python -m pytest ", 1)[1]
 
 
-def _run(repo: Path, overlay: bool, tmp: Path, collect: list[float]) -> Callable[[], float]:
+def _terminal(kind: str, repo: Path, ov: Overlay | None, ids: tuple[int, int] | None):
+    if kind == "bwrap":
+        return BwrapTerminal(source=str(repo), overlay=ov, run_as=ids)
+    return LocalTerminal(overlay=ov)
+
+
+def _run(repo: Path, terminal_kind: str, overlay: bool, tmp: Path,
+         parts: dict[str, list[float]]) -> Callable[[], float]:
+    ids = sandbox_ids() if terminal_kind == "bwrap" and os.geteuid() == 0 else None
+
     def run() -> float:
         ov = None
         if overlay:
             base = Path(tempfile.mkdtemp(dir=tmp))
-            ov = Overlay(str(repo), str(base))
-        terminal = LocalTerminal(overlay=ov)
+            ov = Overlay(str(repo), str(base), run_as=ids)
+        terminal = _terminal(terminal_kind, repo, ov, ids)
         try:
             terminal.start(ov.merged if ov else str(repo))
             command = f"python -c '{WRAPPER}' {ARGS}"
-            started = time.perf_counter()
+            started, launched = time.perf_counter(), time.time()
             res = terminal.run(command, timeout=120, env=ENV)
-            elapsed = time.perf_counter() - started
+            elapsed, returned = time.perf_counter() - started, time.time()
         finally:
             terminal.close()
             if ov is not None:
                 ov.close()
                 shutil.rmtree(base, ignore_errors=True)
-        found = re.search(r"ROOT-COLLECT ([0-9.]+)", res.output)
-        if found is None or (" passed" not in res.output and " failed" not in res.output):
+        first = re.search(r"PY-START ([0-9.]+)", res.output)
+        found = re.search(r"ROOT-COLLECT ([0-9.]+) PY-END ([0-9.]+)", res.output)
+        if first is None or found is None or (" passed" not in res.output
+                                              and " failed" not in res.output):
             raise SystemExit(f"pytest did not run: {res.output[-300:]}")
-        collect.append(float(found.group(1)))
+        begin, collect, end = float(first.group(1)), float(found.group(1)), float(found.group(2))
+        for part, value in (("start", begin - launched), ("root collection", collect),
+                            ("rest of Python", end - begin - collect), ("exit", returned - end)):
+            parts.setdefault(part, []).append(value)
         return elapsed
     return run
 
@@ -86,34 +109,37 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", default="100,10000")
     parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--terminals", default="local", help="local, bwrap or both")
     args = parser.parse_args()
     os.environ.update(ENV)
     sizes = [int(s) for s in args.sizes.split(",")]
     cases: dict[str, Callable[[], float]] = {}
-    collects: dict[str, list[float]] = {}
+    parts: dict[str, dict[str, list[float]]] = {}
     with tempfile.TemporaryDirectory(prefix="dgym-bench-reset-eval-") as tmp:
         for size in sizes:
             repo = make_repo(Path(tmp) / f"repo{size}", size)
-            for kind in ("plain", "overlay"):
-                name = f"{size:>6} files pytest {kind}"
-                collects[name] = []
-                cases[name] = _run(repo, kind == "overlay", Path(tmp), collects[name])
+            for terminal in args.terminals.split(","):
+                for kind in ("plain", "overlay"):
+                    name = f"{size:>6} files {terminal} {kind}"
+                    parts[name] = {}
+                    cases[name] = _run(repo, terminal, kind == "overlay", Path(tmp), parts[name])
         samples, load_before, load_after = interleaved(cases, args.rounds)
     title = (f"on {time.strftime('%Y-%m-%d %H:%M')}, {os.cpu_count()} cores, load "
              f"{load_before:.2f} before / {load_after:.2f} after, {args.rounds} rounds, "
              f"interleaved, uid {os.geteuid()}")
     print_table(f"the entrypoint's pytest, wall time, {title}", samples, width=30)
-    print_table("pytest's root folder collection (Dir.collect), same runs", collects, width=30)
-    rest = {name: [w - c for w, c in zip(samples[name], collects[name], strict=True)]
-            for name in samples}
-    print_table("the rest (wall time minus that collection), same runs", rest, width=30)
+    names = ("start", "root collection", "rest of Python", "exit")
+    for part in names:
+        print_table(f"{part}, same runs", {name: parts[name][part] for name in samples}, width=30)
     small, big = min(sizes), max(sizes)
-    for kind in ("plain", "overlay"):
-        for label, data in (("wall", samples), ("root collection", collects), ("rest", rest)):
-            a, b = (statistics.median(data[f"{n:>6} files pytest {kind}"]) * 1000
+    for case in dict.fromkeys(name.split(" files ")[1] for name in samples):
+        growth = []
+        for part, data in (("wall", samples),
+                           *((part, {n: p[part] for n, p in parts.items()}) for part in names)):
+            a, b = (statistics.median(data[f"{n:>6} files {case}"]) * 1000
                     for n in (small, big))
-            print(f"{kind} {label}: {a:.1f} -> {b:.1f} ms ({b - a:+.1f} ms) "
-                  f"from {small} to {big} files")
+            growth.append(f"{part} {a:.1f} -> {b:.1f} ({b - a:+.1f})")
+        print(f"{case}, ms from {small} to {big} files: " + "; ".join(growth))
 
 
 if __name__ == "__main__":
