@@ -32,7 +32,6 @@ import os
 import posixpath
 import shutil
 import stat
-import sys
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
@@ -218,17 +217,32 @@ def _open_overlay_work(base: str) -> None:
 
 
 def _rmtree(path: str) -> None:
-    def _retry(func, failed, _exc):
-        # A read-only folder (made by a test, say) blocks deletion: open it up.
-        os.chmod(os.path.dirname(failed), stat.S_IRWXU)
-        func(failed)
+    """Delete the folder ``path`` (a working copy's) and what is in it, as far as possible.
+
+    Never changes anything outside ``path`` and never follows a link: ``shutil.rmtree``
+    (descriptor-based) first; where it stops (a folder the sandbox made unwritable or
+    unreadable), :func:`~dgym_tui.core.fs.safefs.remove_at` goes on below the parent's
+    descriptor, opening such folders up through their own descriptors; what is still left
+    (a mount point, a tree deeper than it goes) is left. Never raises.
+    """
     try:
-        if sys.version_info >= (3, 12):
-            shutil.rmtree(path, onexc=_retry)
-        else:
-            shutil.rmtree(path, onerror=_retry)
+        shutil.rmtree(path)
+        return
+    except FileNotFoundError:
+        return
+    except OSError:
+        pass
+    parent, name = os.path.split(os.path.abspath(path))
+    try:
+        fd = os.open(parent, DIR_FLAGS)
+    except OSError:
+        return
+    try:
+        remove_at(fd, name)
     except OSError:
         shutil.rmtree(path, ignore_errors=True)
+    finally:
+        os.close(fd)
 
 
 class Workspace:
