@@ -1,4 +1,4 @@
-"""Deleting a working copy changes nothing outside it (workspace._rmtree).
+"""Deleting a working copy changes nothing outside it (workspace._rmtree); the stale sweep.
 
 It once opened up the folder above a path it could not delete (``chmod 0700``): when the
 working copy's own folder could not be removed, that was the system's temporary folder,
@@ -13,7 +13,8 @@ import subprocess
 
 import pytest
 
-from dgym_tui.core.fs.workspace import _rmtree
+from dgym_tui.core.fs.workspace import _rmtree, remove_stale_workspaces
+from dgym_tui.core.types import SANDBOX_UID_RANGE
 
 
 def _mode(path) -> int:
@@ -65,3 +66,24 @@ def test_folders_made_unwritable_inside_are_deleted_and_links_not_followed(tmp_p
 def test_a_missing_copy_is_nothing(tmp_path):
     _rmtree(str(tmp_path / "gone"))
     assert os.listdir(tmp_path) == []
+
+
+def test_the_sweep_deletes_stale_copies_a_root_sandbox_owned_and_no_others(tmp_path):
+    """A copy handed to a root-started sandbox's uid and left behind (its dgym killed, or
+    its sandbox writing into it while it was deleted) is swept like dgym's own; a folder of
+    another user with the same kind of name is not."""
+    if os.geteuid() != 0:
+        pytest.skip("only root hands working copies to other uids")
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    handed = tmp_path / f"dgym-ws-{dead.pid}-abc"
+    (handed / ".pytest_cache").mkdir(parents=True)
+    (handed / ".pytest_cache" / "README.md").write_text("x\n")
+    other = tmp_path / f"dgym-ws-{dead.pid}-def"
+    other.mkdir()
+    sandbox_uid = SANDBOX_UID_RANGE.start + 4321
+    for path in (handed, handed / ".pytest_cache", handed / ".pytest_cache" / "README.md"):
+        os.lchown(path, sandbox_uid, sandbox_uid)
+    os.lchown(other, 4321, 4321)
+    assert remove_stale_workspaces(str(tmp_path)) == [str(handed)]
+    assert not handed.exists() and other.exists()

@@ -11,6 +11,11 @@ import uuid
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+#: uids (and gids, the same number) a root-started sandbox draws its own from
+#: (:func:`dgym_tui.core.terminals.identity.sandbox_ids`). A working copy handed to one of
+#: them is still dgym's: the stale sweep (``workspace.remove_stale_workspaces``) deletes it.
+SANDBOX_UID_RANGE = range(1_500_000_000, 1_600_000_000)
+
 #: Task text used when none is given (``RepoEnv(task=None)``; the app corrects it on screen
 #: when every test passes at the start).
 DEFAULT_TASK = ("The entrypoint's tests fail. Find the bug in the repository, fix it, and "

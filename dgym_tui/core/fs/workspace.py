@@ -55,7 +55,11 @@ from dgym_tui.core.fs.safefs import (
     write_all,
 )
 from dgym_tui.core.fs.treeindex import Stamp, TreeIndex, stamp
-from dgym_tui.core.types import ApplyConflictError, WorkspaceError  # defined with the shared types
+from dgym_tui.core.types import (  # defined with the shared types
+    SANDBOX_UID_RANGE,
+    ApplyConflictError,
+    WorkspaceError,
+)
 
 if TYPE_CHECKING:
     import pathspec
@@ -106,8 +110,11 @@ def is_binary(data: bytes) -> bool:
 def remove_stale_workspaces(folder: str | None = None) -> list[str]:
     """Delete working copies (``dgym-ws-<pid>-*``) whose owner process is gone.
 
-    (A process killed with SIGKILL cannot delete its working copy.) Only
-    folders owned by this user are touched; deletion never follows links.
+    (A process killed with SIGKILL cannot delete its working copy, nor can one whose
+    sandbox wrote into the copy while it was deleted.) Only folders owned by this user
+    are touched, or, when dgym runs as root, by a uid of :data:`SANDBOX_UID_RANGE` (a
+    root-started sandbox's own, to which the copy was handed); deletion never follows
+    links.
 
     Args:
         folder: where to look; the system's temporary folder by default.
@@ -134,7 +141,9 @@ def remove_stale_workspaces(folder: str | None = None) -> list[str]:
             st = os.lstat(path)
         except OSError:
             continue
-        if stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid():
+        ours = st.st_uid == os.getuid() or (os.geteuid() == 0
+                                             and st.st_uid in SANDBOX_UID_RANGE)
+        if stat.S_ISDIR(st.st_mode) and ours:
             _unmount_stale(path)
             _open_overlay_work(path)
             _rmtree(path)

@@ -17,8 +17,10 @@ import contextlib
 import os
 import secrets
 
+from dgym_tui.core.types import SANDBOX_UID_RANGE
+
 #: uids (and gids, the same number) a root-started sandbox draws its own from.
-UID_RANGE = range(1_500_000_000, 1_600_000_000)
+UID_RANGE = SANDBOX_UID_RANGE
 
 
 def sandbox_ids() -> tuple[int, int] | None:
