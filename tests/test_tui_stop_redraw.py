@@ -171,6 +171,32 @@ class TestStopRedraw:
             assert app.status.status.step == step + 1
             assert "total = 4" in screen_text(app)  # the answer's frame has the panes
 
+    async def test_the_answer_is_drawn_in_one_frame(self, calc_session, monkeypatch):
+        """The frame that first shows a quick step's end (the status bar's step count) also
+        draws the source view's marker and the Debug tab: the screen is released once the
+        widgets have handled the step's changes, not a frame (40-60 ms) before some."""
+        monkeypatch.setattr(screen_hold, "GRACE", 60.0)
+        app = DgymApp(session=calc_session())
+        async with app.run_test(size=SIZE) as pilot:
+            await stop_at(app, pilot, "calc.py:4")
+            frames: list[tuple[int, set[int]]] = []  # (step shown, rows drawn) per frame
+            display = app._display
+
+            def spy(screen, update):
+                if update is not None and not app._batch_count:
+                    frames.append((app.status.status.step, {y for y, _, _ in update.spans}))
+                return display(screen, update)
+
+            monkeypatch.setattr(app, "_display", spy)
+            source, stack = app.source_view.region, app.query_one("#stack").region
+            for _ in range(4):
+                step = app.status.status.step
+                assert app.episode_screen.act(pdb_call("n"))
+                await settle(app, pilot)
+                rows = next(rows for shown, rows in frames if shown == step + 1)
+                assert rows & set(range(source.y, source.bottom)), "source drawn later"
+                assert rows & set(range(stack.y, stack.bottom)), "stack drawn later"
+
     async def test_a_step_draws_only_the_rows_that_changed(self, calc_session, monkeypatch):
         """A step's start and end (the busy label set and cleared) repaint no whole screen:
         each frame from the key to the settled answer draws the changed regions only (a

@@ -6,6 +6,7 @@ app to settle, typing in the console, reading a trajectory, a stub-backed agent.
 
 from __future__ import annotations
 
+import asyncio
 import html
 import json
 import re
@@ -40,11 +41,23 @@ async def settle(app, pilot, rounds: int = 400) -> None:
     """Wait until no session call runs and every posted message was handled."""
     for _ in range(rounds):
         await app.workers.wait_for_complete()
+        await session_idle(app)
         await pilot.pause()
         if not app.busy and not app.workers:
             await pilot.pause()
             return
     raise AssertionError("the app stayed busy")
+
+
+async def session_idle(app, limit: float = 600.0) -> None:
+    """Wait until the live session's thread has no call queued or running (its calls are
+    not Textual workers; ``limit`` seconds at most)."""
+    worker = getattr(app, "worker", None)
+    for _ in range(int(limit / 0.005)):
+        if worker is None or worker.idle:
+            return
+        await asyncio.sleep(0.005)
+    raise AssertionError("a session call did not return")
 
 
 async def stop_at(app, pilot, where: str) -> None:

@@ -118,6 +118,8 @@ class DgymApp(OrderedKeys, App[int]):
             self.replay_screen.close()
             self.replay_screen = None
         self.unfreeze_gc()
+        if self.worker is not None and self.worker is not worker:
+            self.worker.retire()  # a branch's parent: its thread ends after its last call
         self.worker = worker
         allowed = self.can_apply if can_apply is None else can_apply
         screen = self._sized(LiveScreen(worker, self.ask_apply, allowed, live))

@@ -1,7 +1,7 @@
 """The session subscriber of the app: session events in, typed Textual messages out.
 
 :class:`SessionBridge` is called by the session from the thread that drives it
-(a worker of the app). It reads what the UI will need — file list, read-only
+(the app's session thread). It reads what the UI will need — file list, read-only
 set, patch, the text of the file to show, pdb's stack and variables — right
 there, holding the session's lock, and posts one message of
 :mod:`dgym_tui.tui.messages` per event (``post_message`` is thread-safe).

@@ -1,9 +1,9 @@
 """The live screen: watch, step, approve, edit, reject or take over each turn of a session.
 
 Every action, human or agent, goes through the :class:`~dgym_tui.episode.session.Session`
-(:class:`~dgym_tui.tui.live.session_worker.SessionWorker` runs its blocking calls in
-thread workers); a :class:`~dgym_tui.tui.bridge.SessionBridge` turns its events into the
-typed messages of :mod:`dgym_tui.tui.messages`, read in the worker under the session's
+(:class:`~dgym_tui.tui.live.session_worker.SessionWorker` runs its blocking calls on the
+session's thread); a :class:`~dgym_tui.tui.bridge.SessionBridge` turns its events into the
+typed messages of :mod:`dgym_tui.tui.messages`, read on that thread under the session's
 lock, so the UI thread never touches the environment.
 """
 
@@ -19,7 +19,6 @@ from textual import on, work
 from textual.binding import BindingType
 from textual.timer import Timer
 from textual.widgets import Input
-from textual.worker import Worker, WorkerState
 
 from dgym_tui.core.errors import first_line
 from dgym_tui.core.safetext import one_line
@@ -28,7 +27,7 @@ from dgym_tui.tui.actions import console_action, pdb_call
 from dgym_tui.tui.bridge import SessionBridge
 from dgym_tui.tui.episode_screen import EpisodeScreen
 from dgym_tui.tui.keys import bindings_of, keys_of, tool_syntax
-from dgym_tui.tui.live.session_worker import GROUP, Outcome, SessionWorker
+from dgym_tui.tui.live.session_worker import CallDone, SessionCall, SessionWorker
 from dgym_tui.tui.locate import first_source_file, no_tests_hint
 from dgym_tui.tui.messages import (
     AgentThinking,
@@ -120,7 +119,7 @@ class LiveScreen(EpisodeScreen):
         self._live = running
         self._workspace = running.state if running else WorkspaceState([], frozenset(), "")
         self._inspection: Any = running.inspection if running else None
-        self._followups: dict[Worker[Outcome], _Followups] = {}
+        self._followups: dict[SessionCall, _Followups] = {}
         self._typed_ahead: collections.deque[str] = collections.deque()  # run after the step
         self._agent_error: str | None = None  # the last failed proposal's error
         self._agent_failures = 0  # failed proposals in a row (backoff)
@@ -159,7 +158,7 @@ class LiveScreen(EpisodeScreen):
         self.app.sub_title = session.task_name or ""
         session.subscribe(self._bridge)
         self.busy = "starting the episode"
-        # The reset's worker starts now, before the first frame: the working copy (and so
+        # The reset starts now, before the first frame: the working copy (and so
         # the source) is ready sooner; the first frame comes a little later for it (the two
         # share the GIL), the source shown less CPU and time after the start.
         self._call(session.start, name="start", failed=self._start_failed)
@@ -206,28 +205,35 @@ class LiveScreen(EpisodeScreen):
 
     # -- session calls -----------------------------------------------------------------------
     def _call(self, fn: Callable[[], Any], name: str = "", done: Callable[[Any], None] | None = None,
-              failed: Callable[[BaseException], None] | None = None) -> Worker[Outcome]:
-        """Run ``fn`` (a blocking session call) in a thread worker; ``done(result)`` or
-        ``failed(exception)`` follow on the UI thread (not once the session is closed)."""
-        worker = self.worker.call(self, fn, name)
-        self._followups[worker] = (done, failed)
-        return worker
+              failed: Callable[[BaseException], None] | None = None) -> SessionCall:
+        """Run ``fn`` (a blocking session call) on the session's thread; ``done(result)``
+        or ``failed(exception)`` follow on the UI thread (not once the session is closed)."""
+        call = self.worker.call(self, fn, name)
+        self._followups[call] = (done, failed)
+        return call
 
-    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        worker = event.worker
-        if worker.group != GROUP or event.state not in (
-                WorkerState.SUCCESS, WorkerState.ERROR, WorkerState.CANCELLED):
-            return
-        done, failed = self._followups.pop(worker, (None, None))
-        if worker.name != "apply":  # the calls that set busy
+    @on(CallDone)
+    def _call_done(self, message: CallDone) -> None:
+        # One turn of the event loop later, through the app's queue: the session's thread
+        # posts CallDone right behind the step's TurnRecorded, so the widgets that message
+        # changed have not handed their refreshes to the screen yet (each does in its own
+        # turn). Released now, the screen drew the console and the status bar in one frame
+        # and the source view's marker and the Debug tab 40-60 ms later in another.
+        self.app.call_later(self._call_finished, message.call)
+
+    def _call_finished(self, call: SessionCall) -> None:
+        """A session call returned: busy ends (the screen is drawn), then its follow-up
+        (``done`` / ``failed``) and what comes after a step."""
+        done, failed = self._followups.pop(call, (None, None))
+        if call.name != "apply":  # the calls that set busy
             self.busy = ""
-        result = worker.result if event.state == WorkerState.SUCCESS else None
+        result = call.outcome
         if result is not None and result.error is not None:
             if failed is not None:
                 failed(result.error)
         elif result is not None and done is not None:
             done(result.value)
-        if worker.name in ("start", "step"):
+        if call.name in ("start", "step"):
             self._after_session_call()
 
     def call_refused(self) -> str | None:

@@ -1,32 +1,46 @@
 """The live episode's session, driven from one place: each blocking call (pdb, eval, Docker,
-the LLM) in a Textual thread worker, and closing it whatever runs."""
+the LLM) on the session's own thread, one after the other, and closing it whatever runs."""
 
 from __future__ import annotations
 
 import logging
+import queue
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from textual.dom import DOMNode
-from textual.worker import Worker
+from textual.message import Message
+from textual.message_pump import MessagePump
 
 if TYPE_CHECKING:
     from dgym_tui.episode.session import Session
 
 log = logging.getLogger(__name__)
 
-#: The worker group of session calls (the screen tells their ends from other workers').
-GROUP = "session"
-
 
 @dataclass
 class Outcome:
-    """What a call in a worker gave: ``value``, or the ``error`` it raised."""
+    """What a session call gave: ``value``, or the ``error`` it raised."""
 
     value: Any = None
     error: Exception | None = None
+
+
+@dataclass(eq=False)
+class SessionCall:
+    """One call handed to :meth:`SessionWorker.call`: its ``name``; ``outcome`` once done."""
+
+    name: str
+    outcome: Outcome | None = None
+
+
+@dataclass
+class CallDone(Message):
+    """A session call returned (or raised: ``call.outcome.error``), posted to the node
+    that made it from the session's thread."""
+
+    call: SessionCall
 
 
 def outcome(fn: Callable[[], Any]) -> Outcome:
@@ -40,9 +54,16 @@ def outcome(fn: Callable[[], Any]) -> Outcome:
 class SessionWorker:
     """Owns a :class:`~dgym_tui.episode.session.Session` for the app.
 
-    :meth:`call` runs a blocking session call in a thread worker of a node (the live
-    screen, which gets the worker's ``StateChanged`` messages); :meth:`close` writes the
-    footer and closes the environment from any thread, cutting a running call short.
+    :meth:`call` runs a blocking session call on the session's own thread (one for the
+    session's life, started at the first call), which posts :class:`CallDone` to the
+    node that asked once the call returned; :meth:`close` writes the footer and closes
+    the environment from any thread, cutting a running call short.
+
+    One long-lived thread instead of a Textual thread worker per call: a worker started
+    after the key's handler returned and the event loop ran its task, and its end came
+    back through the executor's future, the worker's task and three ``StateChanged``
+    messages, each an event-loop turn on the app's thread between pdb's answer and the
+    frame that shows it (docs/performance.md).
 
     Args:
         session: the session (started or not).
@@ -57,21 +78,44 @@ class SessionWorker:
         self._state_lock = threading.Lock()
         self._running = threading.Lock()  # held while a call runs in its thread
         self._close_done = threading.Event()
+        self._calls: queue.SimpleQueue[tuple[MessagePump, SessionCall, Callable[[], Any]] | None]
+        self._calls = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._pending = 0  # calls queued or running (read by idle)
 
-    def call(self, node: DOMNode, fn: Callable[[], Any], name: str = "") -> Worker[Outcome]:
-        """Run ``fn()`` in a thread worker of ``node`` (group :data:`GROUP`).
+    @property
+    def idle(self) -> bool:
+        """True when no call is queued or running."""
+        return self._pending == 0
 
-        Calls run one after the other; one that would start after :meth:`close` does not
-        run. The worker never fails: its result is an :class:`Outcome` (``fn``'s value or
-        what it raised), which reaches ``node`` in ``Worker.StateChanged``.
+    def call(self, node: MessagePump, fn: Callable[[], Any], name: str = "") -> SessionCall:
+        """Run ``fn()`` on the session's thread; ``node`` then gets :class:`CallDone`.
+
+        Calls run one after the other, in the order made; one that would start after
+        :meth:`close` does not run (its outcome is empty). A call never fails: its
+        outcome is ``fn``'s value or what it raised (:class:`Outcome`).
         """
-        def run() -> Outcome:
-            with self._running:
-                if self.closed:
-                    return Outcome()
-                return outcome(fn)
+        handle = SessionCall(name)
+        with self._state_lock:
+            self._pending += 1
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._serve, name="dgym-session",
+                                                 daemon=True)
+                self._thread.start()
+        self._calls.put((node, handle, fn))
+        return handle
 
-        return node.run_worker(run, name=name, group=GROUP, thread=True, exit_on_error=False)
+    def _serve(self) -> None:
+        """The session's thread: run the calls in turn until :meth:`close`."""
+        while (item := self._calls.get()) is not None:
+            node, handle, fn = item
+            try:
+                with self._running:
+                    handle.outcome = Outcome() if self.closed else outcome(fn)
+            finally:
+                with self._state_lock:
+                    self._pending -= 1
+            node.post_message(CallDone(handle))  # thread-safe; False once node closed
 
     def close(self, reason: str = "quit", timeout: float = 10.0) -> None:
         """Write the trajectory footer and close the environment. Idempotent.
@@ -103,7 +147,16 @@ class SessionWorker:
         finally:
             if idle:
                 self._running.release()
+            self.retire()
             self._close_done.set()
+
+    def retire(self) -> None:
+        """End the session's thread once the calls queued so far ran (a call made later
+        starts another). Idempotent."""
+        with self._state_lock:
+            if self._thread is not None:
+                self._thread = None
+                self._calls.put(None)
 
     def wait_closed(self, timeout: float) -> bool:
         """Wait for a :meth:`close` running in another thread (True: it finished)."""
