@@ -677,7 +677,10 @@ class SourceView(QuietKeys, ScrollView, can_focus=True):
         self._toggle(self.cursor_line)
 
     def action_pdb(self, command: str) -> None:
-        self.post_message(self.PdbCommand(command))
+        # Posted to the screen, which acts on it: bubbled up through the two containers
+        # in between (neither handles it), it took one turn of the event loop each between
+        # the key and the step (docs/performance.md).
+        self.screen.post_message(self.PdbCommand(command))
 
     def action_select_lines(self) -> None:
         """Start a line selection at the cursor, or end the one in progress."""
