@@ -120,3 +120,25 @@ async def test_keys_typed_while_a_step_runs_are_echoed_once_each(calc_session):
         assert ran == 3
         assert console_text(app).count('pdb(command="n")') - echoed == ran
     app.close_session()
+
+
+async def test_escape_then_keys_typed_together_leave_the_console_in_order(calc_session):
+    """Escape, n, n, n typed at once in the console (a terminal sends Escape and the next
+    key as one alt+KEY): the three n ran as pdb steps. The keys behind the alt+KEY were
+    typed into the console, which still had the focus when they were handled."""
+    session = calc_session()
+    app = DgymApp(session=session)
+    async with app.run_test(size=SIZE) as pilot:
+        await stop_at(app, pilot, "calc.py:4")
+        before = len(_commands(session))
+        app.pdb_console.input.focus()
+        await pilot.pause()
+        app.post_message(events.Key("alt+n", "n"))
+        burst(app, "nn")
+        await settle(app, pilot)
+        await settle(app, pilot)
+        await settle(app, pilot)
+        assert _commands(session)[before:] == ["n", "n", "n"], _commands(session)
+        assert app.pdb_console.input.value == ""
+        assert app.focused is app.source_view
+    app.close_session()

@@ -69,6 +69,18 @@ class OrderedKeys(MessagePump):
             return
         await super().on_event(event)  # type: ignore[misc]
 
+    def type_next(self, *keys: events.Key) -> None:
+        """Make ``keys`` the next keys handled, in this order, before the keys already
+        waiting: what the key being handled stands for (the console's ``alt+KEY``, which
+        is Escape then KEY). With no key being handled they are posted to the app."""
+        if not self._key_in_flight:
+            for key in keys:
+                self.post_message(key)
+            return
+        if self._held_keys is None:
+            self._held_keys = deque()
+        self._held_keys.extendleft(reversed(keys))
+
     async def _let_next_key_in(self, looks: int = 0) -> None:
         """Once the screen and the app settled, hand the next waiting key (if any) to
         the app. Not settled: look again after the app's other messages (the key bubbled

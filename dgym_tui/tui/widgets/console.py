@@ -67,15 +67,21 @@ class HistoryInput(Input):
         terminal sends Escape as the byte that starts such a key; tmux holds it up to
         half a second to see what follows): it typed the key into the console, and the
         console kept the focus. Here it is what was meant: Escape, then the key (both
-        go back through the app, in this order). Textual reads Escape then a digit or
-        a sign as another key (``:`` alone): those cannot be told apart."""
+        go back through the app, in this order, before the keys typed after them:
+        :meth:`~dgym_tui.tui.key_order.OrderedKeys.type_next`). Textual reads Escape then
+        a digit or a sign as another key (``:`` alone): those cannot be told apart."""
         if event.key.startswith("alt+") and event.character and len(event.character) == 1 \
                 and event.character.isprintable():
             event.stop()
             event.prevent_default()
             character = event.character
-            self.app.post_message(events.Key("escape", "\x1b"))
-            self.app.post_message(events.Key(_character_to_key(character), character))
+            keys = (events.Key("escape", "\x1b"), events.Key(_character_to_key(character), character))
+            type_next = getattr(self.app, "type_next", None)
+            if type_next is not None:
+                type_next(*keys)
+            else:
+                for key in keys:
+                    self.app.post_message(key)
             return
         await super()._on_key(event)
 
