@@ -171,6 +171,17 @@ def dgym_round(work: Path, size: tuple[int, int], terminal: str = "local",
         t.close()
 
 
+def _n_twice(t: Tmux, pattern: str) -> list[float]:
+    """``n`` at line 7, then at line 8 (0.3 s apart), each timed until the next line is
+    marked: ``pattern`` with ``{number}`` (8, 9) and ``{line}`` (its escaped code) filled in."""
+    times = []
+    for number, line in ((8, LINE8), (9, LINE9)):
+        times.append(t.wait(pattern.format(number=number, line=re.escape(line)), t.keys("n")))
+        if number == 8:
+            time.sleep(0.3)
+    return times
+
+
 def pudb_round(work: Path, size: tuple[int, int]) -> dict[str, list[float]]:
     """One pudb session on run_tests.py, with a saved breakpoint at test_pagination.py:7."""
     repo = _task(work)
@@ -188,10 +199,8 @@ def pudb_round(work: Path, size: tuple[int, int]) -> dict[str, list[float]]:
         time.sleep(0.3)
         cont = t.wait(r"^>\*? +paginator = Paginator", t.keys("c"))
         time.sleep(0.3)
-        n8 = t.wait(rf"^> +{re.escape(LINE8)}", t.keys("n"))
-        time.sleep(0.3)
-        n9 = t.wait(rf"^> +{re.escape(LINE9)}", t.keys("n"))
-        return {"first screen": [first], "c to a breakpoint": [cont], "n, key to screen": [n8, n9]}
+        steps = _n_twice(t, r"^> +{line}")
+        return {"first screen": [first], "c to a breakpoint": [cont], "n, key to screen": steps}
     finally:
         t.close()
 
@@ -206,10 +215,8 @@ def floor_round(work: Path, size: tuple[int, int]) -> dict[str, list[float]]:
     try:
         first = t.wait(r"│ *\d+ │\S", t.started)
         time.sleep(0.3)
-        n8 = t.wait(rf"▶ *8 │ +{re.escape(LINE8)}", t.keys("n"))
-        time.sleep(0.3)
-        n9 = t.wait(rf"▶ *9 │ +{re.escape(LINE9)}", t.keys("n"))
-        return {"first screen": [first], "n, key to screen": [n8, n9]}
+        steps = _n_twice(t, r"▶ *{number} │ +{line}")
+        return {"first screen": [first], "n, key to screen": steps}
     finally:
         t.close()
 
