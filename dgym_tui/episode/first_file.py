@@ -33,6 +33,7 @@ from dgym_tui.core.fs.workspace import (
     NOT_COPIED,
     READONLY_FILE,
     is_binary,
+    pattern_names,
 )
 
 #: Largest file (and ``.debugignore``), in bytes, read.
@@ -55,9 +56,10 @@ def visible_files(tree: SafeTree, patterns: Sequence[str]) -> list[str] | None:
         import pathspec  # only for a repository with rules: ~40 ms to import
 
         spec = pathspec.GitIgnoreSpec.from_lines([*ALWAYS_IGNORED, *patterns])
+        cache: dict[tuple[str, bool], bool] = {}
 
         def hidden(rel: str, folder: bool) -> bool:
-            return bool(spec.match_file(rel) or (folder and spec.match_file(rel + "/")))
+            return pattern_names(spec, cache, rel, folder)
     else:  # ALWAYS_IGNORED alone: these folders, the rule files, bytecode
         def hidden(rel: str, folder: bool) -> bool:
             name = rel.rsplit("/", 1)[-1]

@@ -619,7 +619,7 @@ class Workspace:
 
     def _readonly_entry(self, rel: str, is_dir: bool) -> bool:
         """Does a ``.debugreadonly`` pattern name entry ``rel`` itself (not a parent)? Cached."""
-        return _names(self._readonly, self._readonly_cache, rel, is_dir)
+        return pattern_names(self._readonly, self._readonly_cache, rel, is_dir)
 
     def _copy_file(self, src: int, dst: int, name: str, rel: str, record: bool) -> None:
         try:
@@ -671,7 +671,7 @@ class Workspace:
 
     def _visible(self, rel: str, is_dir: bool) -> bool:
         """Is entry ``rel`` itself visible (its folders are known to be)? Cached."""
-        return not _names(self._ignore, self._visible_cache, rel, is_dir)
+        return not pattern_names(self._ignore, self._visible_cache, rel, is_dir)
 
     def _match(self, spec: pathspec.PathSpec, rel: str) -> bool:
         if rel == ".":
@@ -1460,7 +1460,7 @@ class Workspace:
             _rmtree(str(base))
 
 
-def _names(spec: pathspec.PathSpec, cache: dict[tuple[str, bool], bool], rel: str,
+def pattern_names(spec: pathspec.PathSpec, cache: dict[tuple[str, bool], bool], rel: str,
            is_dir: bool) -> bool:
     """Does a pattern of ``spec`` name entry ``rel`` itself (a folder also as ``rel/``)?
     Answers are kept in ``cache`` (at most 200,000)."""
