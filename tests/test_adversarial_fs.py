@@ -26,7 +26,7 @@ from dgym_tui import ToolCall
 from dgym_tui.core.fs.workspace import (
     ApplyConflictError,
     Workspace,
-    remove_stale_workspaces,
+    remove_stale_folders,
 )
 
 _spec = importlib.util.spec_from_file_location(
@@ -244,7 +244,7 @@ def test_stale_working_copies_are_swept(tmp_path):
     live.mkdir()
     other = tmp_path / "dgym-ws-notapid"
     other.mkdir()
-    assert remove_stale_workspaces(str(tmp_path)) == [str(stale)]
+    assert remove_stale_folders(str(tmp_path)) == [str(stale)]
     assert not stale.exists() and live.exists() and other.exists()
     assert os.path.exists("/etc/passwd")
 

@@ -279,7 +279,7 @@ def test_a_killed_owners_mounted_overlay_is_unmounted_then_deleted(make_repo, tm
     """A process killed between mounting a bindable overlay and its container's start
     leaves it mounted: the sweep of stale working copies unmounts it before deleting, so
     only the working copy goes (the original's files are untouched)."""
-    from dgym_tui.core.fs.workspace import Workspace, remove_stale_workspaces
+    from dgym_tui.core.fs.workspace import Workspace, remove_stale_folders
 
     if os.geteuid() != 0:
         pytest.skip("a bindable overlay is mounted by root")
@@ -292,7 +292,7 @@ def test_a_killed_owners_mounted_overlay_is_unmounted_then_deleted(make_repo, tm
     os.rename(base, stale)  # as if its owner (now gone) had made it
     assert os.path.ismount(stale / "merged")
     try:
-        assert remove_stale_workspaces(str(tmp_path)) == [str(stale)]
+        assert remove_stale_folders(str(tmp_path)) == [str(stale)]
         assert not stale.exists()
         assert (repo / "a.py").read_text() == "A = 1\n" and (repo / "pkg/m.py").exists()
     finally:

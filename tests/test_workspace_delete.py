@@ -1,4 +1,4 @@
-"""Deleting a working copy changes nothing outside it (workspace._rmtree); the stale sweep.
+"""Deleting a working copy changes nothing outside it (safefs.remove_tree); the stale sweep.
 
 It once opened up the folder above a path it could not delete (``chmod 0700``): when the
 working copy's own folder could not be removed, that was the system's temporary folder,
@@ -13,7 +13,8 @@ import subprocess
 
 import pytest
 
-from dgym_tui.core.fs.workspace import _rmtree, remove_stale_workspaces
+from dgym_tui.core.fs.safefs import remove_tree
+from dgym_tui.core.fs.workspace import remove_stale_folders
 from dgym_tui.core.types import SANDBOX_UID_RANGE
 
 
@@ -37,7 +38,7 @@ def test_a_copy_that_cannot_be_removed_leaves_its_parent_alone(tmp_path):
     try:
         (copy / "inner").mkdir()
         (copy / "inner" / "f.py").write_text("x = 1\n")
-        _rmtree(str(copy))  # never raises
+        remove_tree(str(copy))  # never raises
         assert _mode(parent) == 0o1777
         assert copy.is_dir() and not (copy / "inner").exists()  # emptied, the mount left
     finally:
@@ -57,14 +58,14 @@ def test_folders_made_unwritable_inside_are_deleted_and_links_not_followed(tmp_p
     (copy / "a" / "up").symlink_to(tmp_path)
     os.chmod(copy / "a" / "b", 0o500)
     os.chmod(copy / "a", 0o000)
-    _rmtree(str(copy))
+    remove_tree(str(copy))
     assert not os.path.lexists(copy)
     assert (outside / "keep.txt").read_text() == "keep\n"
     assert _mode(outside) == 0o755 and _mode(tmp_path) == before
 
 
 def test_a_missing_copy_is_nothing(tmp_path):
-    _rmtree(str(tmp_path / "gone"))
+    remove_tree(str(tmp_path / "gone"))
     assert os.listdir(tmp_path) == []
 
 
@@ -85,5 +86,5 @@ def test_the_sweep_deletes_stale_copies_a_root_sandbox_owned_and_no_others(tmp_p
     for path in (handed, handed / ".pytest_cache", handed / ".pytest_cache" / "README.md"):
         os.lchown(path, sandbox_uid, sandbox_uid)
     os.lchown(other, 4321, 4321)
-    assert remove_stale_workspaces(str(tmp_path)) == [str(handed)]
+    assert remove_stale_folders(str(tmp_path)) == [str(handed)]
     assert not handed.exists() and other.exists()

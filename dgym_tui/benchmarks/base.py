@@ -29,6 +29,8 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from dgym_tui.core import tempdirs
+
 if TYPE_CHECKING:
     from dgym_tui.core.env import RepoEnv
 
@@ -262,7 +264,7 @@ def stage_copy(folder: str | Path, exclude: Iterable[str] = ()) -> Path:
         raise FileNotFoundError(f"task folder {str(folder)!r} does not exist")
     with _stage_lock:
         if _stage_root is None:
-            _stage_root = Path(tempfile.mkdtemp(prefix="dgym-tasks-"))
+            _stage_root = Path(tempdirs.make("tasks"))
             atexit.register(shutil.rmtree, _stage_root, True)
         target = Path(tempfile.mkdtemp(prefix=f"{folder.name}-", dir=_stage_root)) / folder.name
     shutil.copytree(folder, target, ignore=shutil.ignore_patterns(

@@ -35,6 +35,7 @@ from typing import Any
 
 from dgym_tui.benchmarks.base import Benchmark, Task, patched_copy
 from dgym_tui.benchmarks.swebench_harness import HarnessGrader, HarnessSpec, harness_spec
+from dgym_tui.core import tempdirs
 from dgym_tui.core.fs.patches import parse_patch, patched_files
 from dgym_tui.support.resources import resource_dir
 
@@ -701,7 +702,7 @@ def build_fixture_image(instance_id: str = "dgym__calc-1", base: str | None = No
                   f"RUN {env_lines} sh -c 'git init -q -b main . && git add -A && "
                   "git commit -q -m base'\n"
                   + (f"RUN {run}\n" if run else ""))
-    with tempfile.TemporaryDirectory(prefix="dgym-fixture-") as ctx:
+    with tempfile.TemporaryDirectory(prefix=tempdirs.prefix("fixture")) as ctx:
         shutil.copytree(source, Path(ctx) / "repo",
                         ignore=shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache"))
         (Path(ctx) / "Dockerfile").write_text(dockerfile)

@@ -25,6 +25,8 @@ mount.argtypes = (ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ul
 umount2 = libc.umount2
 umount2.argtypes = (ctypes.c_char_p, ctypes.c_int)
 MNT_DETACH = 0x2
+#: ``umount2`` flag: do not follow a link in the last component of the target.
+UMOUNT_NOFOLLOW = 0x8
 #: ``unshare(flags)``.
 unshare = libc.unshare
 unshare.argtypes = (ctypes.c_int,)

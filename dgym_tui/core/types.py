@@ -13,7 +13,7 @@ from typing import Any
 
 #: uids (and gids, the same number) a root-started sandbox draws its own from
 #: (:func:`dgym_tui.core.terminals.identity.sandbox_ids`). A working copy handed to one of
-#: them is still dgym's: the stale sweep (``workspace.remove_stale_workspaces``) deletes it.
+#: them is still dgym's: the stale sweep (``workspace.remove_stale_folders``) deletes it.
 SANDBOX_UID_RANGE = range(1_500_000_000, 1_600_000_000)
 
 #: Task text used when none is given (``RepoEnv(task=None)``; the app corrects it on screen

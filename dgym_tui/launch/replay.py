@@ -24,6 +24,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from dgym_tui.core import tempdirs
 from dgym_tui.core.fs.gitpatch import blob_id
 from dgym_tui.core.fs.safefs import SafeTree
 from dgym_tui.core.types import StepResult, ToolCall
@@ -260,7 +261,7 @@ def fork(trajectory: Trajectory | str | os.PathLike[str], until: int, policy: An
     if restore or changed:
         # the original changed since the recording: the fork starts from a copy of it
         # with the recorded start of every file the recording knows put back
-        copy = Path(tempfile.mkdtemp(prefix="dgym-fork-source-"))
+        copy = Path(tempdirs.make("fork-source"))
         try:
             shutil.copytree(task.path, copy, symlinks=True, dirs_exist_ok=True)
             # the paths come from the trajectory: written through the copy's descriptor,

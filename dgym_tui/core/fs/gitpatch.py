@@ -22,6 +22,8 @@ import tempfile
 import zlib
 from dataclasses import dataclass
 
+from dgym_tui.core import tempdirs
+
 MODE_FILE = 0o100644
 MODE_EXEC = 0o100755
 MODE_LINK = 0o120000
@@ -207,7 +209,7 @@ def merge3(base: bytes, ours: bytes, theirs: bytes) -> bytes | None:
     """
     if not all(is_text(d) for d in (base, ours, theirs)):
         return None
-    with tempfile.TemporaryDirectory(prefix="dgym-merge-") as tmp:
+    with tempfile.TemporaryDirectory(prefix=tempdirs.prefix("merge")) as tmp:
         paths = []
         for name, data in (("ours", ours), ("base", base), ("theirs", theirs)):
             path = os.path.join(tmp, name)

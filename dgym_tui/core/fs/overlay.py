@@ -46,9 +46,11 @@ import contextlib
 import ctypes
 import functools
 import os
+import stat
 import subprocess
 import time
 
+from dgym_tui.core.fs.safefs import DIR_FLAGS, remove_tree
 from dgym_tui.core.namespaces import (
     CLONE_NEWNS,
     CLONE_NEWUSER,
@@ -60,6 +62,7 @@ from dgym_tui.core.namespaces import (
     MS_RDONLY,
     MS_REC,
     MS_REMOUNT,
+    UMOUNT_NOFOLLOW,
     libc,
 )
 from dgym_tui.core.namespaces import mount as _mount
@@ -348,24 +351,59 @@ class Overlay:
         self._ns, self.root_fd = [], -1
 
 
+def unmount_stale(base: str) -> None:
+    """Unmount what a killed owner left mounted in the base folder ``base`` of an overlay
+    (a bindable overlay and its lower layer; root only), so that deleting ``base``
+    deletes only it. Only a real folder is unmounted, never through a link: the folder
+    may be one a sandbox wrote into (a copy's ``merged`` made a link to a host mount).
+    Never raises."""
+    if os.geteuid() != 0:
+        return
+    for name in (MERGED, LOWER):
+        path = os.path.join(base, name)
+        with contextlib.suppress(OSError):
+            if stat.S_ISDIR(os.lstat(path).st_mode) and os.path.ismount(path):
+                _umount2(os.fsencode(path), MNT_DETACH | UMOUNT_NOFOLLOW)
+
+
+def open_work(base: str) -> None:
+    """Make ``base/work/work`` (overlayfs leaves it mode 000) deletable; only a real folder.
+
+    The base folder of an overlay is never shown to a sandbox. Never raises.
+    """
+    with contextlib.suppress(OSError):
+        fd = os.open(os.path.join(base, WORK), DIR_FLAGS)
+        try:
+            st = os.stat(WORK, dir_fd=fd, follow_symlinks=False)
+            if stat.S_ISDIR(st.st_mode):
+                os.chmod(f"/proc/self/fd/{fd}/{WORK}", stat.S_IRWXU)
+        finally:
+            os.close(fd)
+
+
+def remove_base(base: str) -> None:
+    """Delete the base folder ``base`` of a closed (or abandoned) overlay with all it holds:
+    :func:`unmount_stale`, :func:`open_work`, then ``safefs.remove_tree``. Never raises."""
+    unmount_stale(base)
+    open_work(base)
+    remove_tree(base)
+
+
 @functools.lru_cache(maxsize=2)
 def overlay_problem(bindable: bool = False) -> str | None:
     """Why an overlay working copy (``bindable``: one for a container engine) cannot be
-    made here (one line), or None (cached)."""
-    import tempfile
+    made here (one line), or None (cached). The probe's folder is deleted whole."""
+    from dgym_tui.core import tempdirs
 
-    base = tempfile.mkdtemp(prefix="dgym-overlay-probe-")
+    base = tempdirs.make("overlay-probe")
     try:
         src = os.path.join(base, "src")
         os.mkdir(src)
-        os.mkdir(os.path.join(base, "ws"))
-        ov = Overlay(src, os.path.join(base, "ws"),
-                     (65534, 65534) if os.geteuid() == 0 else None, bindable=bindable)
+        ov = Overlay(src, base, (65534, 65534) if os.geteuid() == 0 else None,
+                     bindable=bindable)
         ov.close()
         return None
     except OSError as exc:
         return str(exc)
     finally:
-        import shutil
-
-        shutil.rmtree(base, ignore_errors=True)
+        remove_base(base)

@@ -32,6 +32,7 @@ import contextlib
 import errno
 import os
 import posixpath
+import shutil
 import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -532,6 +533,35 @@ def remove_at(dir_fd: int, name: str, max_depth: int = MAX_DEPTH) -> None:
     finally:
         for _, _, fd in fds:
             os.close(fd)
+
+
+def remove_tree(path: str) -> None:
+    """Delete the folder ``path`` (one of dgym's own) and what is in it, as far as possible.
+
+    Never changes anything outside ``path`` and never follows a link: ``shutil.rmtree``
+    (descriptor-based) first; where it stops (a folder a sandbox made unwritable or
+    unreadable, overlayfs's ``work/work``), :func:`remove_at` goes on below the parent's
+    descriptor, opening such folders up through their own descriptors; what is still left
+    (a mount point, a tree deeper than it goes) is left. Never raises.
+    """
+    try:
+        shutil.rmtree(path)
+        return
+    except FileNotFoundError:
+        return
+    except OSError:
+        pass
+    parent, name = os.path.split(os.path.abspath(path))
+    try:
+        fd = os.open(parent, DIR_FLAGS)
+    except OSError:
+        return
+    try:
+        remove_at(fd, name)
+    except OSError:
+        shutil.rmtree(path, ignore_errors=True)
+    finally:
+        os.close(fd)
 
 
 def _open_to_remove(dir_fd: int, name: str) -> int | None:

@@ -30,17 +30,17 @@ import contextlib
 import errno
 import os
 import posixpath
-import shutil
 import stat
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from dgym_tui.core import tempdirs
 from dgym_tui.core.fs.gitpatch import MODE_EXEC, MODE_LINK, Blob, blob_id, file_patch, git_mode, merge3
 from dgym_tui.core.fs.idcache import BlobIdCache, key_of
 from dgym_tui.core.fs.ignorecache import ignored_entries
-from dgym_tui.core.fs.overlay import LOWER, MERGED, UPPER, Overlay
+from dgym_tui.core.fs.overlay import UPPER, Overlay, open_work, remove_base
 from dgym_tui.core.fs.safefs import (
     DIR_FLAGS,
     EscapeError,
@@ -50,6 +50,7 @@ from dgym_tui.core.fs.safefs import (
     open_subdir,
     read_fd,
     remove_at,
+    remove_tree,
     scan_fd,
     walk,
     write_all,
@@ -107,14 +108,18 @@ def is_binary(data: bytes) -> bool:
     return False
 
 
-def remove_stale_workspaces(folder: str | None = None) -> list[str]:
-    """Delete working copies (``dgym-ws-<pid>-*``) whose owner process is gone.
+def remove_stale_folders(folder: str | None = None) -> list[str]:
+    """Delete dgym's temporary folders (``dgym-<kind>-<pid>-*``, :mod:`dgym_tui.core.tempdirs`)
+    whose owner process is gone.
 
-    (A process killed with SIGKILL cannot delete its working copy, nor can one whose
-    sandbox wrote into the copy while it was deleted.) Only folders owned by this user
-    are touched, or, when dgym runs as root, by a uid of :data:`SANDBOX_UID_RANGE` (a
-    root-started sandbox's own, to which the copy was handed); deletion never follows
-    links.
+    A process killed with SIGKILL deletes none of what it made (working copies, scratch,
+    plugin and support folders, overlay probes, staged tasks), nor can one whose sandbox
+    wrote into a folder while it was deleted. Only real folders (never a link) owned by
+    this user are touched, or, when dgym runs as root, by a uid of
+    :data:`SANDBOX_UID_RANGE` (a root-started sandbox's own, to which the folder was
+    handed); a mount a killed root owner left in an overlay's base is unmounted first;
+    deletion never follows links (``safefs.remove_tree``). A folder whose pid now belongs
+    to another live process (pid reuse) is kept until that process is gone too.
 
     Args:
         folder: where to look; the system's temporary folder by default.
@@ -131,10 +136,8 @@ def remove_stale_workspaces(folder: str | None = None) -> list[str]:
     except OSError:
         return removed
     for name in names:
-        if not name.startswith(WS_PREFIX):
-            continue
-        pid = name[len(WS_PREFIX):].split("-", 1)[0]
-        if not pid.isdigit() or psutil.pid_exists(int(pid)):
+        pid = tempdirs.owner_pid(name)
+        if pid is None or psutil.pid_exists(pid):
             continue
         path = os.path.join(folder, name)
         try:
@@ -144,9 +147,7 @@ def remove_stale_workspaces(folder: str | None = None) -> list[str]:
         ours = st.st_uid == os.getuid() or (os.geteuid() == 0
                                              and st.st_uid in SANDBOX_UID_RANGE)
         if stat.S_ISDIR(st.st_mode) and ours:
-            _unmount_stale(path)
-            _open_overlay_work(path)
-            _rmtree(path)
+            remove_base(path)
             removed.append(path)
     return removed
 
@@ -195,63 +196,6 @@ def _copy_range(fd_in: int, fd_out: int, offset: int, count: int) -> None:
             while written < len(chunk):
                 written += os.pwrite(fd_out, chunk[written:], offset + done + written)
             done += len(chunk)
-
-
-def _unmount_stale(base: str) -> None:
-    """Unmount what a killed owner left mounted in working copy ``base`` (a bindable
-    overlay and its lower layer; root only), so that deleting it deletes only it."""
-    if os.geteuid() != 0:
-        return
-    from dgym_tui.core.namespaces import MNT_DETACH, umount2
-
-    for name in (MERGED, LOWER):
-        path = os.path.join(base, name)
-        if os.path.ismount(path):
-            umount2(os.fsencode(path), MNT_DETACH)
-
-
-def _open_overlay_work(base: str) -> None:
-    """Make ``base/work/work`` (overlayfs leaves it mode 000) deletable; only a real folder.
-
-    The base folder of an overlay working copy is never shown to a sandbox.
-    """
-    with contextlib.suppress(OSError):
-        fd = os.open(os.path.join(base, "work"), DIR_FLAGS)
-        try:
-            st = os.stat("work", dir_fd=fd, follow_symlinks=False)
-            if stat.S_ISDIR(st.st_mode):
-                os.chmod(f"/proc/self/fd/{fd}/work", stat.S_IRWXU)
-        finally:
-            os.close(fd)
-
-
-def _rmtree(path: str) -> None:
-    """Delete the folder ``path`` (a working copy's) and what is in it, as far as possible.
-
-    Never changes anything outside ``path`` and never follows a link: ``shutil.rmtree``
-    (descriptor-based) first; where it stops (a folder the sandbox made unwritable or
-    unreadable), :func:`~dgym_tui.core.fs.safefs.remove_at` goes on below the parent's
-    descriptor, opening such folders up through their own descriptors; what is still left
-    (a mount point, a tree deeper than it goes) is left. Never raises.
-    """
-    try:
-        shutil.rmtree(path)
-        return
-    except FileNotFoundError:
-        return
-    except OSError:
-        pass
-    parent, name = os.path.split(os.path.abspath(path))
-    try:
-        fd = os.open(parent, DIR_FLAGS)
-    except OSError:
-        return
-    try:
-        remove_at(fd, name)
-    except OSError:
-        shutil.rmtree(path, ignore_errors=True)
-    finally:
-        os.close(fd)
 
 
 class Workspace:
@@ -306,9 +250,9 @@ class Workspace:
         if not self.source.is_dir():
             raise WorkspaceError(f"repository folder {str(source)!r} does not exist; "
                                  "give the path of a folder")
-        if not _swept:  # once per process: working copies of killed owners
+        if not _swept:  # once per process: temporary folders of killed owners
             _swept = True
-            remove_stale_workspaces()
+            remove_stale_folders()
         import pathspec  # here, not at import: a front end starts without it
 
         self._ignore_lines = [*ALWAYS_IGNORED, *_read_patterns(self.source / IGNORE_FILE),
@@ -342,7 +286,7 @@ class Workspace:
     def _fill(self, parent: Workspace | None) -> None:
         """Make ``root`` (a fresh temporary folder), copy the source or ``parent``'s working
         copy into it and index it; on failure delete it and raise."""
-        self.root = Path(tempfile.mkdtemp(prefix=f"{WS_PREFIX}{os.getpid()}-")).resolve()
+        self.root = Path(tempdirs.make("ws")).resolve()
         self.folder = self.root
         try:
             self._src = SafeTree(self.source)
@@ -1455,9 +1399,9 @@ class Workspace:
         if self.overlay is not None:
             self.overlay.close()
         base = getattr(self, "folder", self.root)
-        _open_overlay_work(str(base))
+        open_work(str(base))
         if base.exists():
-            _rmtree(str(base))
+            remove_tree(str(base))
 
 
 def pattern_names(spec: pathspec.PathSpec, cache: dict[tuple[str, bool], bool], rel: str,

@@ -65,10 +65,11 @@ import os
 import shutil
 import stat
 import subprocess
-import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
+
+from dgym_tui.core import tempdirs
 
 from . import allowlist, hostview, identity, seccomp
 from .base import TerminalError
@@ -302,7 +303,7 @@ class BwrapTerminal(LocalTerminal):
                 if self.overlay is None:  # an overlay shows the files as run_as's already
                     identity.chown_tree(self.workdir, *self.run_as)
                 identity.chown_tree(self.scratch, *self.run_as)
-            self._support = tempfile.mkdtemp(prefix="dgym-sandbox-")
+            self._support = tempdirs.make("sandbox")
             os.chmod(self._support, 0o755)
             self._static = self._static_args()
         except BaseException:

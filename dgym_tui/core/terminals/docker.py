@@ -52,7 +52,6 @@ import shlex
 import shutil
 import socket
 import struct
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -62,6 +61,7 @@ from typing import Any
 import psutil
 from pexpect.fdpexpect import fdspawn
 
+from dgym_tui.core import tempdirs
 from dgym_tui.core.errors import first_line
 
 from . import cleanup, identity, preload
@@ -296,10 +296,10 @@ class DockerTerminal(preload.Preloading, Terminal):
             _forget_client()  # the daemon may come back: ping again next time
             raise _unreachable(first_line(exc, 160)) from None
 
-        self.scratch = tempfile.mkdtemp(prefix="dgym-scratch-")
-        self.plugin_dir = tempfile.mkdtemp(prefix="dgym-plugin-")
+        self.scratch = tempdirs.make("scratch")
+        self.plugin_dir = tempdirs.make("plugin")
         os.chmod(self.plugin_dir, 0o755)
-        self._support = tempfile.mkdtemp(prefix="dgym-sandbox-")  # never writable inside
+        self._support = tempdirs.make("sandbox")  # never writable inside
         empty = os.path.join(self._support, "empty")
         with open(empty, "w"):
             pass

@@ -23,7 +23,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -31,6 +30,8 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 import pexpect
+
+from dgym_tui.core import tempdirs
 
 from . import cleanup, hostview, preload, procs
 from .base import DEFAULT_MAX_OUTPUT, RunResult, Terminal, TerminalError
@@ -102,9 +103,9 @@ class LocalTerminal(preload.Preloading, Terminal):
             self._open = True
         cleanup.register(self)
         if not self.scratch:
-            self.scratch = tempfile.mkdtemp(prefix="dgym-scratch-")
+            self.scratch = tempdirs.make("scratch")
         if not self.plugin_dir:
-            self.plugin_dir = tempfile.mkdtemp(prefix="dgym-plugin-")
+            self.plugin_dir = tempdirs.make("plugin")
             os.chmod(self.plugin_dir, 0o755)
 
     # -- hooks for sandboxed subclasses -----------------------------------

@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import shutil
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -21,6 +20,7 @@ import ray
 from ray.exceptions import RayError, RayTaskError, TaskCancelledError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+from dgym_tui.core import tempdirs
 from dgym_tui.runs.executors.stop import StopSignal
 
 #: Seconds between two shipments of an episode's new trajectory lines.
@@ -149,7 +149,7 @@ def _episode(job: Any, task: str, attempt: int, sink: Any, shared: bool) -> Any:
     if key in _loaded:
         job = dataclasses.replace(job, benchmark=_loaded[key])
     stop = StopSignal()
-    root = Path(job.output_dir) if shared else Path(tempfile.mkdtemp(prefix="dgym-ray-"))
+    root = Path(job.output_dir) if shared else Path(tempdirs.make("ray"))
     shipper = _Shipper(sink, task, attempt, root, stop, shared)
     shipper.start()
     info: dict[str, Any] = {"node": ray.get_runtime_context().get_node_id()}

@@ -1,0 +1,29 @@
+"""Nothing outlives an episode: a whole episode, started as root and as a user, leaves
+nothing in the host's temporary folder (``$TMPDIR``), also when a sandbox's commands
+leave folders they made unreadable in their scratch folder (the sandbox's /tmp).
+
+Before, every episode started as a user left its overlay probe behind (overlayfs's
+``work/work`` is mode 000, which ``shutil.rmtree(ignore_errors=True)`` skipped).
+"""
+
+from __future__ import annotations
+
+import os
+
+LITTER = "mkdir -p $TMPDIR/d/e && touch $TMPDIR/d/e/f && chmod 000 $TMPDIR/d/e $TMPDIR/d; echo done"
+
+
+def _leaves_nothing(prober, command: str) -> None:
+    tmp = prober.host_folder()
+    probe = prober.run([command], host_env={"TMPDIR": str(tmp)})
+    assert "done" in probe[0].output, probe[0].output
+    assert os.listdir(tmp) == []
+
+
+def test_a_sandboxed_episode_leaves_nothing_in_the_temporary_folder(prober):
+    _leaves_nothing(prober, LITTER)
+
+
+def test_a_local_episode_leaves_nothing_in_the_temporary_folder(local_prober):
+    """(The local terminal's commands are trusted and share the host's ``$TMPDIR``.)"""
+    _leaves_nothing(local_prober, "echo done")
