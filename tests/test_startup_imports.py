@@ -7,9 +7,9 @@ what it gained); nor the Docker terminal,
 PyYAML (the themes are TOML; a folder's dgym.yaml is read when there is one) or psutil (the
 terminal's clean-up at its close).
 The first frame shows the first source file, read from the original repository
-(dgym_tui.episode.first_file): pygments' Python lexer, rich.syntax's token colours and
-importlib.metadata (pygments.lexers imports it; no plugin is looked up for a .py file)
-are imported for it. The first frame already has the footer's keys (Textual's footer builds them only after the
+(dgym_tui.episode.first_file), without its syntax colours: pygments (its Python lexer's
+rules), rich.syntax's token colours and importlib.metadata (pygments.lexers imports it)
+are imported right after the first frame, which the colours follow. The first frame already has the footer's keys (Textual's footer builds them only after the
 first refresh; the app builds them before). The episode's reset starts before it, in its
 worker, when the screen is mounted (the working copy, and so the source, is ready sooner):
 here it is held until the first frame, so that the modules counted are the app's own."""
@@ -24,7 +24,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFERRED = ("jsonschema", "re2", "pathspec", "rich.pretty", "textual.widgets._rich_log",
-            "textual.widgets._text_area", "dgym_tui.core.terminals.docker", "yaml", "psutil")
+            "textual.widgets._text_area", "dgym_tui.core.terminals.docker", "yaml", "psutil",
+            "pygments", "rich.syntax", "importlib.metadata")
 
 def _run(script: str, *args: str) -> str:
     """Run ``script`` in a fresh interpreter importing this checkout; its output (it must

@@ -164,3 +164,39 @@ async def test_a_breakpoint_set_on_the_early_view_waits_and_runs_in_order(make_r
         gate.set()
         await settle(app, pilot)
         assert ("calc.py", 3) in [(p, int(n)) for p, n in session.last.breakpoints]
+
+
+async def test_the_first_file_is_drawn_plain_then_in_its_colours(make_repo, tmp_path):
+    """The first frame draws the first file without syntax colours (pygments loads after
+    it); a later frame, before the episode started, draws the same text highlighted."""
+    repo = make_repo({"calc.py": CALC, "test_calc.py": TESTS})
+    session, gate = _gated_session(repo, tmp_path, ENTRYPOINT)
+    app = DgymApp(session=session)
+    frames: list[tuple[str, int, bool]] = []  # (row 0's text, its code's colours, started)
+    display = app._display
+
+    def record(screen, update):
+        display(screen, update)
+        if update is not None:
+            strip = app.source_view.render_line(0)
+            text = strip.text
+            code = [s for s in strip if s.text.strip() and s.text in CALC.splitlines()[0]]
+            colours = {s.style.color for s in code if s.style is not None}
+            frames.append((text, len(colours), app.started))
+
+    app._display = record
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            for _ in range(200):
+                if any(colours > 1 for _, colours, _ in frames):
+                    break
+                await pilot.pause(0.01)
+            gate.set()
+            await settle(app, pilot)
+    finally:
+        gate.set()
+        app.close_session()
+    assert "def average(xs):" in frames[0][0] and frames[0][1] == 1  # plain
+    highlighted = [frame for frame in frames if frame[1] > 1]
+    assert highlighted and not highlighted[0][2]  # coloured before the start
+    assert all("def average(xs):" in text for text, _, _ in frames)  # never other text

@@ -145,9 +145,11 @@ class EpisodeScreen(QuietKeys, Screen[None]):
         """Show ``path`` at ``line`` (subclasses find the text)."""
         raise NotImplementedError
 
-    def show_text(self, path: str, line: int | None, text: str | None, why: str) -> None:
+    def show_text(self, path: str, line: int | None, text: str | None, why: str,
+                  highlight: bool = True) -> None:
         """Show ``text`` (the file's, read from the sandbox: data) at ``line``; None shows
-        ``why`` it cannot be shown instead."""
+        ``why`` it cannot be shown instead. ``highlight=False``: without syntax colours
+        until ``source_view.highlight()`` (:meth:`SourceView.load`)."""
         view = self.source_view
         if text is None:
             view.placeholder = f"({one_line(path)}: {why})"
@@ -156,7 +158,7 @@ class EpisodeScreen(QuietKeys, Screen[None]):
             self._current_path = None
             return
         self._current_path = path
-        view.load(path, strip_controls(text, keep_lines=True), line)
+        view.load(path, strip_controls(text, keep_lines=True), line, highlight)
         view.border_title = Text(one_line(path))
         self.query_one(FileTree).select_path(path)
         if self._last_result is not None:

@@ -162,14 +162,21 @@ class LiveScreen(EpisodeScreen):
         # the source) is ready sooner; the first frame comes a little later for it (the two
         # share the GIL), the source shown less CPU and time after the start.
         self._call(session.start, name="start", failed=self._start_failed)
-        # the first file, read from the original, in the first frame (until the copy)
+        # the first file, read from the original, in the first frame (until the copy),
+        # without its syntax colours: pygments' import and the Python lexer's rules (~50 ms
+        # of the app's thread) come right after the first frame, while the reset runs
         early = session.first_file_preview(first_source_file)
         if early is not None:
             self._early_path = early[0]
-            self.show_text(early[0], 1, early[1], "")
-        # pygments and the lexer's rules load while the reset waits for its eval, not when
-        # the first file is shown
-        self.app.call_after_refresh(warm_up_in_background)
+            self.show_text(early[0], 1, early[1], "", highlight=False)
+        self.call_after_refresh(self._after_first_frame)
+
+    def _after_first_frame(self) -> None:
+        """The first file's syntax colours; then pygments and rich's syntax themes (the
+        other theme's too) load in a thread while the reset waits for its eval, not when
+        the next file is shown."""
+        self.source_view.highlight()
+        warm_up_in_background()
 
     def _start_failed(self, error: BaseException) -> None:
         if not self.worker.closed:  # quit while starting: not an error

@@ -249,7 +249,8 @@ class SourceView(QuietKeys, ScrollView, can_focus=True):
         self._pass: tuple | None = None  # what every row needs, while render_lines runs
 
     # -- content -----------------------------------------------------------------
-    def load(self, path: str | None, text: str, line: int | None = None) -> None:
+    def load(self, path: str | None, text: str, line: int | None = None,
+             highlight: bool = True) -> None:
         """Show ``text`` as the content of ``path`` and move the cursor to ``line``.
 
         Args:
@@ -258,6 +259,9 @@ class SourceView(QuietKeys, ScrollView, can_focus=True):
             text: file content.
             line: 1-based line to put the cursor on and scroll to (None keeps
                 the cursor when the same file is reloaded, else line 1).
+            highlight: False shows the text without syntax colours until
+                :meth:`highlight` (the app's first frame: pygments and the lexer's rules
+                cost ~50 ms, paid right after it).
         """
         same = path == self.path
         if same and path is not None and text == self._text:
@@ -266,7 +270,7 @@ class SourceView(QuietKeys, ScrollView, can_focus=True):
             if line is not None:
                 self.go_to(line)
             return
-        if self.path is not None and self._text is not None:
+        if self.path is not None and self._text is not None and self._lexer is not None:
             self._recent[(self.path, self._text)] = (self._chunks, self._cache, self._strips)
             while len(self._recent) > RECENT_FILES:
                 del self._recent[next(iter(self._recent))]
@@ -279,12 +283,23 @@ class SourceView(QuietKeys, ScrollView, can_focus=True):
         self.lines = text.split("\n") if path is not None else []
         if self.lines and self.lines[-1] == "" and len(self.lines) > 1:
             self.lines.pop()
-        self._lexer = lexer_for(path or "", len(text))
+        self._lexer = lexer_for(path or "", len(text)) if highlight else None
         self._added = self._lex_added()
         self._resize()
         if line is None:
             line = self.cursor_line if same else 1
         self.go_to(line)
+        self.refresh()
+
+    def highlight(self) -> None:
+        """Colour the file shown without syntax colours (``load(..., highlight=False)``);
+        nothing when it has them already."""
+        if self._lexer is not None or self._text is None:
+            return
+        self._lexer = lexer_for(self.path or "", len(self._text))
+        self._cache.clear()
+        self._added = self._lex_added()
+        self._forget_rows()
         self.refresh()
 
     def set_marks(self, breakpoints: dict[int, str | None], frame: int | None,
@@ -343,6 +358,8 @@ class SourceView(QuietKeys, ScrollView, can_focus=True):
         rewrite = self._rewrite()
         if rewrite is None:
             return []
+        if self._lexer is None:  # not highlighted yet
+            return [[Segment(line.expandtabs(4))] for line in rewrite.new_lines]
         lexed = lex_lines(self._lexer, "\n".join(line.expandtabs(4)
                                                  for line in rewrite.new_lines))
         return [[Segment(text, self._style_for(ttype)) for ttype, text in tokens]
@@ -465,6 +482,8 @@ class SourceView(QuietKeys, ScrollView, can_focus=True):
 
     def _code_segments(self, index: int) -> list[Segment]:
         segments = self._cache.get(index)
+        if segments is None and self._lexer is None:  # not highlighted yet (load)
+            return [Segment(self.lines[index])]
         if segments is None:
             chunk = index // LEX_CHUNK
             lexed = self._chunks.get(chunk)
