@@ -274,6 +274,10 @@ class RepoEnv:
                  f"Initial eval of `{self.entrypoint}`:\n{output.rstrip()}",
                  describe_score(summary)]
         self.workspace.refresh()
+        # the tools' argument checks (jsonschema's import: ~50 ms of CPU) are built by the
+        # reset (a front end resets in a worker), not at step 1, and after the eval: before
+        # it they shared the GIL with a front end's first frame
+        self._validators  # noqa: B018
         self.last = self._result("\n\n".join(parts), None, started)
         self.last.start = self.last_eval_start
         for tool in self.tools.values():
@@ -297,7 +301,6 @@ class RepoEnv:
         notes = [*self.terminal.notes, *self._run_setup(self.terminal)]
         for tool in self.tools.values():
             tool.on_reset()
-        self._validators  # noqa: B018  built here (a front end resets in a worker), not at step 1
         return notes
 
     def _stop_if_closed(self, terminal: Terminal) -> None:
