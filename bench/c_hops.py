@@ -2,13 +2,18 @@
 
 Run as ``python bench/c_hops.py ARGS`` (the arguments of ``dgym-tui``) with ``C_HOPS_LOG``
 naming a file: each line is ``TIME NAME [DETAIL]``, ``TIME`` from ``time.perf_counter()``
-(the system's monotonic clock: comparable with the driver's own timestamps). The hops: the
-screen's action (``act``), the worker's session call (``session``), pdb's command written
-and its reply read (``pdb``, with the CPU seconds the pdb process and its children used
-meanwhile, and the app's own), the bridge reading the state after the step (``turn``), and
-each write of a frame to the terminal (``frame``, with its size in bytes).
+(the system's monotonic clock: comparable with the driver's own timestamps). The hops: a
+key read by Textual's input thread (``key``, with the key's name), the screen's action
+(``act``), the worker's session call (``session``), pdb's command written and its reply
+read (``pdb``, with the CPU seconds the pdb process and its children used meanwhile, and
+the app's own), the step's line written to the trajectory (``record``), the bridge
+reading the state after the step (``turn``), the screen handling the call's end
+(``done``: busy cleared, the screen released), and each write of a frame to the
+terminal (``frame``, with its size in bytes).
 
-Nothing of dgym-tui is changed but these wrappers, installed before the app starts.
+Nothing of dgym-tui is changed but these wrappers, installed before the app starts. The
+checkout imported is the one on ``PYTHONPATH`` (bench_n_key's ``--baseline``), else this
+file's.
 """
 
 from __future__ import annotations
@@ -20,7 +25,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+if not os.environ.get("PYTHONPATH"):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import psutil  # noqa: E402
 
@@ -64,16 +70,30 @@ def around(cls: type, attr: str, name: str) -> None:
 def install() -> None:
     """Open ``C_HOPS_LOG`` and wrap the hops (see the module docstring)."""
     _LOG.append(open(os.environ["C_HOPS_LOG"], "a", buffering=1))  # noqa: SIM115
+    from textual import events
     from textual.drivers import linux_driver
 
     from dgym_tui.core.pdb import session as pdb_session
     from dgym_tui.episode import session as episode_session
+    from dgym_tui.episode import trajectory
     from dgym_tui.tui import bridge
     from dgym_tui.tui.live import screen
 
     around(screen.LiveScreen, "act", "act")
+    around(screen.LiveScreen, "_call_finished", "done")
     around(episode_session.Session, "act", "session")
     around(bridge.SessionBridge, "_turn", "turn")
+    around(trajectory.TrajectoryWriter, "write_step", "record")
+
+    process_message = linux_driver.LinuxDriver.process_message
+
+    @functools.wraps(process_message)
+    def timed_process_message(self: Any, message: Any) -> None:
+        if isinstance(message, events.Key):
+            mark("key", message.key)
+        process_message(self, message)
+
+    linux_driver.LinuxDriver.process_message = timed_process_message
 
     send_many = pdb_session.PdbSession.send_many
 
