@@ -217,6 +217,109 @@ class TestStopRedraw:
             assert "partial" in kinds and "full" not in kinds
             assert "total = 4" in screen_text(app)
 
+    async def test_a_quick_step_starts_neither_label_nor_spinner(self, calc_session,
+                                                                monkeypatch):
+        """A step that ends within ``screen_hold.GRACE`` never shows its busy label or
+        starts the spinner: both were started and stopped unseen (two timers), and the
+        answer's frame drew the spinner's cells for nothing. Its frame still shows the new
+        step count; the busy state itself (keys typed meanwhile wait) is there from the
+        key on."""
+        monkeypatch.setattr(screen_hold, "GRACE", 60.0)
+        app = DgymApp(session=calc_session())
+        async with app.run_test(size=SIZE) as pilot:
+            await stop_at(app, pilot, "calc.py:4")
+            labels: list[str | None] = []
+            set_busy = app.status.set_busy
+            monkeypatch.setattr(app.status, "set_busy",
+                                lambda label, limit=None: labels.append(label)
+                                or set_busy(label, limit))
+            spinner = app.query_one(StatusSpinner)
+            spun: list[bool] = []
+            monkeypatch.setattr(spinner, "watch_spinning",
+                                lambda spinning: spun.append(spinning))
+            for _ in range(2):
+                step = app.status.status.step
+                assert app.episode_screen.act(pdb_call("n"))
+                assert app.episode_screen.busy == "pdb"  # keys typed now wait for the step
+                await settle(app, pilot)
+                assert app.status.status.step == step + 1
+                assert f"step {step + 1}" in screen_text(app)
+            assert not any(labels) and not spun  # never shown, never spun
+            assert "pdb… " not in screen_text(app)
+
+    async def test_a_persons_step_sends_no_step_started(self, calc_session):
+        """The session's thread posts no StepStarted for a person's step (the busy label
+        already names its tool): each message posted mid-step woke the app's thread,
+        which then held the GIL while the step went on to pdb. A step whose label names
+        something else (an approved proposal: ``approved step``) still gets it."""
+        from dgym_tui.tui.messages import StepStarted
+
+        app = DgymApp(session=calc_session())
+        async with app.run_test(size=SIZE) as pilot:
+            await stop_at(app, pilot, "calc.py:4")
+            screen = app.episode_screen
+            posted: list[object] = []
+            post = screen._bridge.post
+            screen._bridge.post = lambda message: posted.append(message) or post(message)
+            assert screen.act(pdb_call("n"))
+            await settle(app, pilot)
+            assert posted and not any(isinstance(m, StepStarted) for m in posted)
+            assert "total = 4" in screen_text(app)
+            screen.busy = "approved step"
+            assert not screen._step_shown(pdb_call("n"))
+            screen.busy = ""
+            assert not screen._step_shown(pdb_call("n"))
+
+    async def test_the_step_is_handed_over_before_its_echo(self, calc_session, monkeypatch):
+        """A key's step is queued for the session's thread before the screen writes its
+        echo (~1 ms of wrapping and rendering a console line): pdb works on it meanwhile.
+        The console still shows the echo before the answer."""
+        from tui_helpers import console_text
+
+        app = DgymApp(session=calc_session())
+        async with app.run_test(size=SIZE) as pilot:
+            await stop_at(app, pilot, "calc.py:4")
+            queued: list[bool] = []
+            console = app.pdb_console
+            write = console.write
+            monkeypatch.setattr(console, "write", lambda text, style="": queued.append(
+                not app.worker.idle) or write(text, style))
+            assert app.episode_screen.act(pdb_call("n"))
+            assert queued == [True]  # the echo: written once the call was queued
+            await settle(app, pilot)
+            text = console_text(app)
+            assert text.rindex('› pdb(command="n")') < text.rindex("calc.py(3)average()")
+
+    async def test_console_and_variables_compute_their_style_once_a_frame(self, calc_session,
+                                                                        monkeypatch):
+        """The console's and the variables' lines are drawn with their style computed once
+        per ``render_lines`` (Textual's RichLog and Tree ask for it at each line: a walk
+        of the widget's ancestors, half of the console's drawing); the lines are the same
+        as Textual draws them."""
+        from textual.dom import DOMNode
+        from textual.geometry import Region
+        from textual.widgets import RichLog, Tree
+
+        app = DgymApp(session=calc_session())
+        async with app.run_test(size=SIZE) as pilot:
+            await stop_at(app, pilot, "calc.py:4")
+            calls: list[object] = []
+            textual_style = DOMNode.rich_style
+            monkeypatch.setattr(DOMNode, "rich_style", property(
+                lambda node: calls.append(node) or textual_style.fget(node)))
+            for widget, base in ((app.pdb_console.log_widget, RichLog),
+                                 (app.query_one("#variables"), Tree)):
+                crop = Region(0, 0, *widget.size)
+                widget.refresh()
+                calls.clear()
+                ours = widget.render_lines(crop)
+                assert len(ours) == widget.size.height > 1 and calls.count(widget) == 1
+                widget.refresh()
+                calls.clear()
+                theirs = base.render_lines(widget, crop)  # Textual's own, line by line
+                assert calls.count(widget) >= widget.size.height
+                assert [list(strip) for strip in ours] == [list(strip) for strip in theirs]
+
     async def test_a_slow_step_shows_its_busy_label_after_the_grace(self, calc_session,
                                                                    monkeypatch):
         """A step still running after ``screen_hold.GRACE`` is drawn busy: the echoed

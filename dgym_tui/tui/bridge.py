@@ -71,13 +71,19 @@ class SessionBridge:
         post: thread-safe ``post(message)`` (the app's ``post_message``).
         shown_path: returns the file the source view shows now (read from the
             worker thread: a plain attribute read).
+        step_shown: ``step_shown(action)`` True when the app already shows that step
+            running, so :class:`StepStarted` would change nothing and is not posted
+            (called on the session's thread). Each message posted mid-step wakes the
+            app's thread, which then takes the GIL from the step on its way to pdb.
     """
 
     def __init__(self, session: Session, post: Callable[[Message], Any],
-                 shown_path: Callable[[], str | None]) -> None:
+                 shown_path: Callable[[], str | None],
+                 step_shown: Callable[[Any], bool] | None = None) -> None:
         self.session = session
         self.post = post
         self.shown_path = shown_path
+        self.step_shown = step_shown
         self.generation: int | None = None
 
     def __call__(self, event: SessionEvent) -> None:
@@ -91,7 +97,8 @@ class SessionBridge:
             case events.Proposed(proposal=proposal):
                 self.post(ProposalReady(proposal))
             case events.Stepping(action=action):
-                self.post(StepStarted(action))
+                if self.step_shown is None or not self.step_shown(action):
+                    self.post(StepStarted(action))
             case events.TurnRecorded(turn=turn):
                 self.post(self._turn(turn))
             case events.ModeChanged(mode=mode):

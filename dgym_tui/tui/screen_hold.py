@@ -12,6 +12,7 @@ result, and a slow one shows its echo and spinner after :data:`GRACE`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any
 
@@ -25,10 +26,14 @@ class ScreenHold:
 
     Args:
         app: the Textual ``App``.
+        on_grace: called when a hold's grace ran out, just before the screen is released
+            (what a slow step shows: its busy label and spinner); not when
+            :meth:`release` comes first.
     """
 
-    def __init__(self, app: Any) -> None:
+    def __init__(self, app: Any, on_grace: Callable[[], None] | None = None) -> None:
         self._app = app
+        self._on_grace = on_grace
         self._batch: AbstractContextManager[None] | None = None
         self._timer: Any = None
 
@@ -45,7 +50,13 @@ class ScreenHold:
         grace = GRACE if grace is None else grace
         self._batch = self._app.batch_update()
         self._batch.__enter__()
-        self._timer = self._app.set_timer(grace, self.release, name="screen-hold")
+        self._timer = self._app.set_timer(grace, self._grace_over, name="screen-hold")
+
+    def _grace_over(self) -> None:
+        self._timer = None
+        if self._batch is not None and self._on_grace is not None:
+            self._on_grace()
+        self.release()
 
     def release(self) -> None:
         """Draw what changed meanwhile (at the screen's next tick). Idempotent."""

@@ -132,19 +132,34 @@ class LiveScreen(EpisodeScreen):
         self._hinted_no_tests = False
         self._frame_stale = False  # files changed under a stopped pdb: it restarts
         self._early_path: str | None = None  # the file shown before the copy (the original's)
-        self._bridge = SessionBridge(self.session, self.post_message, lambda: self._current_path)
+        #: ``busy`` as a plain attribute (the session's thread reads it)
+        self._busy_label = ""
+        self._bridge = SessionBridge(self.session, self.post_message, lambda: self._current_path,
+                                     step_shown=self._step_shown)
 
     @property
     def started(self) -> bool:
         return self.worker.started
 
     def on_mount(self) -> None:  # before EpisodeScreen.on_mount (Textual calls both)
-        self._screen_hold = ScreenHold(self.app)
+        self._screen_hold = ScreenHold(self.app, on_grace=self._show_busy)
 
     def watch_busy(self, label: str) -> None:
-        super().watch_busy(label)
+        self._busy_label = label
         if not label:
+            super().watch_busy(label)
             self._screen_hold.release()  # the call's end and its result: one frame
+        elif not self._screen_hold.held:
+            super().watch_busy(label)
+        # else: a held step shows its label and spinner when the hold's grace ends
+        # (_show_busy); a quick step never does: its frame drew neither the spinner
+        # started and stopped (6 cells, ~1 ms of the frame) nor the two timers they start
+
+    def _show_busy(self) -> None:
+        """The hold's grace ran out with a call still running: show its label and
+        spinner (in the frame the release draws)."""
+        if self.busy:
+            super().watch_busy(self.busy)
 
     # -- start -------------------------------------------------------------------------------
     def show_episode(self) -> None:
@@ -271,10 +286,6 @@ class LiveScreen(EpisodeScreen):
         if refused is not None:
             self.notify(refused, severity="warning")
             return False
-        self._screen_hold.hold()  # a quick call is drawn once, with its result
-        self.busy = label
-        if self.source_view.preview is not None:  # a decision (or a step) ends the preview
-            self.source_view.set_preview(None)
 
         def tell(error: BaseException) -> None:  # the session already emitted LoopFailed
             if not self.worker.closed:
@@ -284,7 +295,13 @@ class LiveScreen(EpisodeScreen):
                 else:
                     self.notify(text, severity="error", title="step failed")
 
+        self._screen_hold.hold()  # a quick call is drawn once, with its result
+        self.busy = label
+        # the call before the rest of the step's start (the echo): the session's thread
+        # works on it meanwhile; its end is handled after this handler returns
         self._call(fn, "step", failed=tell)
+        if self.source_view.preview is not None:  # a decision (or a step) ends the preview
+            self.source_view.set_preview(None)
         return True
 
     def act(self, action: ToolCall) -> bool:
@@ -295,37 +312,45 @@ class LiveScreen(EpisodeScreen):
         if refused is not None and not session.done:
             self.notify(refused, severity="warning")
             return False
-        self.pdb_console.write(f"› {format_action(action)}", style="bold")
+        echo = f"› {format_action(action)}"
         if session.done:
+            self.pdb_console.write(echo, style="bold")
             why = (f"the episode is over ({session.reason or 'done'}): nothing runs; "
                    "p shows the diff, q quits")
             self.pdb_console.write(why, style="italic")
             self.notify(why, severity="warning")
             return False
+        notes: list[tuple[str, str]] = []
         if action.name == "pdb" and self._frame_stale:
-            action = self._after_restart(action)
+            action = self._after_restart(action, notes)
+        run = action
+        if not self.session_call(_BUSY.get(run.name, run.name), lambda: session.act(run)):
+            return False
+        # written while the session's thread runs the step: its answer comes after these
+        for text, style in [(echo, "bold"), *notes]:
+            self.pdb_console.write(text, style=style)
         self.query_one(ApprovePanel).hide()
-        return self.session_call(_BUSY.get(action.name, action.name),
-                                 lambda: session.act(action))
+        return True
 
-    def _after_restart(self, action: ToolCall) -> ToolCall:
+    def _after_restart(self, action: ToolCall, notes: list[tuple[str, str]]) -> ToolCall:
         """pdb restarts at this command (the code changed under it): a step key would step
         through the test runner's start, so n / s / r / u / d run to the breakpoints (c).
         Any other command but ``c`` runs at the program's top: the console says so (``p x``
-        answers NameError there)."""
+        answers NameError there). The console's lines are appended to ``notes`` as
+        ``(text, style)``."""
         command = str(action.arguments.get("command", "")).strip()
         breakpoints = self._last_result.breakpoints if self._last_result else []
         if command in ("n", "s", "r", "u", "d", "next", "step", "return") and breakpoints:
-            self.pdb_console.write(f"[pdb restarts on the changed code: `c` to your breakpoint "
-                                   f"instead of `{command}`]", style="italic")
+            notes.append((f"[pdb restarts on the changed code: `c` to your breakpoint "
+                          f"instead of `{command}`]", "italic"))
             return pdb_call("c")
         verb = command.split(" ", 1)[0]
         if verb not in ("c", "cont", "continue", "b", "break", "tbreak", "cl", "clear",
                         "condition", "disable", "enable", "restart", "run"):
-            self.pdb_console.write(
+            notes.append((
                 f"[pdb restarts on the changed code, at the top of the program: `{command}` "
                 "runs there, not where pdb stood (names of that frame are not defined yet: "
-                "NameError); `c` runs to your breakpoints]", style="bold yellow")
+                "NameError); `c` runs to your breakpoints]", "bold yellow"))
         return action
 
     def _after_session_call(self) -> None:
@@ -413,6 +438,11 @@ class LiveScreen(EpisodeScreen):
         self._update_status(self._last_result)
         if self.session.mode == "approve" and self.session.pending is message.proposal:
             self._show_proposal(self.session.pending)
+
+    def _step_shown(self, action: ToolCall) -> bool:
+        """True when :class:`StepStarted` for ``action`` would change nothing: the busy
+        label already names its tool (a person's step). Called on the session's thread."""
+        return self._busy_label == _BUSY.get(action.name, action.name)
 
     @on(StepStarted)
     def _step_started(self, message: StepStarted) -> None:

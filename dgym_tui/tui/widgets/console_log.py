@@ -17,6 +17,8 @@ from textual.geometry import Size
 from textual.reactive import Reactive
 from textual.widgets import RichLog
 
+from dgym_tui.tui.widgets.line_style import StyleOncePerRender
+
 #: A separator line of pytest's: one of ``=_-`` repeated, maybe with a title in the middle.
 _RULE = re.compile(r"^([=_-])\1{2,}(?: (.+) \1{2,})?$")
 
@@ -51,7 +53,7 @@ def fit_rules(text: Text, width: int) -> Text:
     return out
 
 
-class ConsoleLog(RichLog):
+class ConsoleLog(StyleOncePerRender, RichLog):
     """A RichLog that wraps its newest lines again when its width changes and keeps its
     newest line in view after any resize. (RichLog keeps each line at the width it was
     written at: after the terminal shrank, the ends of long lines were cut off.)

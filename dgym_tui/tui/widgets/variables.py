@@ -16,6 +16,8 @@ from textual.message import Message
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
+from dgym_tui.tui.widgets.line_style import StyleOncePerRender
+
 
 def _label(var: Any, changed: bool) -> Text:
     text = Text()
@@ -72,7 +74,7 @@ def _walk(items: Any, depth: int = 0) -> Iterator[tuple[int, Any]]:
         yield from _walk(item.children, depth + 1)
 
 
-class VariablesPane(Tree[Any]):
+class VariablesPane(StyleOncePerRender, Tree[Any]):
     """Locals of the selected frame. ``v`` switches between locals and globals.
 
     Messages:
