@@ -7,10 +7,15 @@ pytest (its arguments and environment) through ``LocalTerminal.run``, the
 cases in turn (A B C ..., then backwards), on each terminal asked for
 (``--terminals local,bwrap``: ``LocalTerminal.run`` / ``BwrapTerminal.run``):
 
-- ``plain``: in the original folder (no overlay, no dgym working copy);
-- ``overlay``: in a fresh overlay of it (``core/fs/overlay.Overlay``, mounted
-  untimed for each run, as each reset mounts its own), the command joining
-  its namespaces as the terminal's commands do.
+- ``plain``: in a plain folder holding the same repository (no overlay, no
+  dgym working copy; a twin of the original, because a bwrap terminal without
+  an overlay hands its folder to the sandbox's uid with ``chown`` at its start);
+- ``overlay``: in a fresh overlay of the original (``core/fs/overlay.Overlay``,
+  mounted untimed for each run, as each reset mounts its own), the command
+  joining its namespaces as the terminal's commands do;
+- ``lookahead``: the same with the working copy's look-ahead thread
+  (``core/fs/lookahead.LookAhead``) started on the merged view when it is
+  mounted, as ``Workspace`` does: it runs while the terminal and Python start.
 
 pytest runs in-process under a ``python -c`` wrapper (same ``sys.path[0]``
 as ``-m``) that times its root folder's collection (``_pytest.main.Dir.collect``:
@@ -20,8 +25,10 @@ does not collect). Prints median / p90 / mean ms per case and size, with the
 machine's load, of the run's wall time and of its parts: ``start`` (from the
 call to the wrapper's first line: the shell, the sandbox's setup, Python's
 start), ``root collection``, the ``rest of Python`` (imports, the test,
-exit handlers) and ``exit`` (from pytest's end to the call's return); then
-each one's growth from the smallest size to the largest.
+exit handlers) and ``exit`` (from pytest's end to the call's return), and the
+root collection's CPU time (its thread's: steadier than wall time on a shared
+machine; the kernel's lookups count); then each one's growth from the
+smallest size to the largest.
 """
 
 from __future__ import annotations
@@ -40,6 +47,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 from repo_size_plan import ENTRYPOINT, ENV, interleaved, make_repo, print_table  # noqa: E402
 
+from dgym_tui.core.fs.lookahead import LookAhead  # noqa: E402
 from dgym_tui.core.fs.overlay import Overlay  # noqa: E402
 from dgym_tui.core.terminals.bwrap import BwrapTerminal  # noqa: E402
 from dgym_tui.core.terminals.identity import sandbox_ids  # noqa: E402
@@ -51,16 +59,17 @@ WRAPPER = r'''import time
 print("PY-START %.6f" % time.time())
 import os, sys
 import _pytest.main as m
-real, spent = m.Dir.collect, [0.0]
+real, spent, cpu = m.Dir.collect, [0.0], [0.0]
 def collect(self):
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.thread_time()
     out = list(real(self))
     spent[0] += time.perf_counter() - started
+    cpu[0] += time.thread_time() - cpu_started
     return out
 m.Dir.collect = collect
 import pytest
 code = pytest.main(sys.argv[1:])
-print("ROOT-COLLECT %.6f PY-END %.6f" % (spent[0], time.time()))
+print("ROOT-COLLECT %.6f PY-END %.6f CPU %.6f" % (spent[0], time.time(), cpu[0]))
 '''
 ARGS = ENTRYPOINT.split("python -m pytest ", 1)[1]
 
@@ -71,15 +80,17 @@ def _terminal(kind: str, repo: Path, ov: Overlay | None, ids: tuple[int, int] | 
     return LocalTerminal(overlay=ov)
 
 
-def _run(repo: Path, terminal_kind: str, overlay: bool, tmp: Path,
+def _run(repo: Path, terminal_kind: str, kind: str, tmp: Path,
          parts: dict[str, list[float]]) -> Callable[[], float]:
     ids = sandbox_ids() if terminal_kind == "bwrap" and os.geteuid() == 0 else None
 
     def run() -> float:
-        ov = None
-        if overlay:
+        ov = ahead = None
+        if kind != "plain":
             base = Path(tempfile.mkdtemp(dir=tmp))
             ov = Overlay(str(repo), str(base), run_as=ids)
+            if kind == "lookahead":
+                ahead = LookAhead(ov.root_fd)
         terminal = _terminal(terminal_kind, repo, ov, ids)
         try:
             terminal.start(ov.merged if ov else str(repo))
@@ -89,17 +100,20 @@ def _run(repo: Path, terminal_kind: str, overlay: bool, tmp: Path,
             elapsed, returned = time.perf_counter() - started, time.time()
         finally:
             terminal.close()
+            if ahead is not None:
+                ahead.stop()
             if ov is not None:
                 ov.close()
                 shutil.rmtree(base, ignore_errors=True)
         first = re.search(r"PY-START ([0-9.]+)", res.output)
-        found = re.search(r"ROOT-COLLECT ([0-9.]+) PY-END ([0-9.]+)", res.output)
+        found = re.search(r"ROOT-COLLECT ([0-9.]+) PY-END ([0-9.]+) CPU ([0-9.]+)", res.output)
         if first is None or found is None or (" passed" not in res.output
                                               and " failed" not in res.output):
             raise SystemExit(f"pytest did not run: {res.output[-300:]}")
         begin, collect, end = float(first.group(1)), float(found.group(1)), float(found.group(2))
         for part, value in (("start", begin - launched), ("root collection", collect),
-                            ("rest of Python", end - begin - collect), ("exit", returned - end)):
+                            ("rest of Python", end - begin - collect), ("exit", returned - end),
+                            ("root collection CPU", float(found.group(3)))):
             parts.setdefault(part, []).append(value)
         return elapsed
     return run
@@ -118,17 +132,19 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="dgym-bench-reset-eval-") as tmp:
         for size in sizes:
             repo = make_repo(Path(tmp) / f"repo{size}", size)
+            twin = make_repo(Path(tmp) / f"plain{size}", size)
             for terminal in args.terminals.split(","):
-                for kind in ("plain", "overlay"):
+                for kind in ("plain", "overlay", "lookahead"):
                     name = f"{size:>6} files {terminal} {kind}"
                     parts[name] = {}
-                    cases[name] = _run(repo, terminal, kind == "overlay", Path(tmp), parts[name])
+                    cases[name] = _run(twin if kind == "plain" else repo, terminal, kind,
+                                       Path(tmp), parts[name])
         samples, load_before, load_after = interleaved(cases, args.rounds)
     title = (f"on {time.strftime('%Y-%m-%d %H:%M')}, {os.cpu_count()} cores, load "
              f"{load_before:.2f} before / {load_after:.2f} after, {args.rounds} rounds, "
              f"interleaved, uid {os.geteuid()}")
     print_table(f"the entrypoint's pytest, wall time, {title}", samples, width=30)
-    names = ("start", "root collection", "rest of Python", "exit")
+    names = ("start", "root collection", "rest of Python", "exit", "root collection CPU")
     for part in names:
         print_table(f"{part}, same runs", {name: parts[name][part] for name in samples}, width=30)
     small, big = min(sizes), max(sizes)

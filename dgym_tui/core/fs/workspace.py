@@ -40,6 +40,7 @@ from dgym_tui.core import tempdirs
 from dgym_tui.core.fs.gitpatch import MODE_EXEC, MODE_LINK, Blob, blob_id, file_patch, git_mode, merge3
 from dgym_tui.core.fs.idcache import BlobIdCache, key_of
 from dgym_tui.core.fs.ignorecache import ignored_entries
+from dgym_tui.core.fs.lookahead import LookAhead
 from dgym_tui.core.fs.overlay import UPPER, Overlay, open_work, remove_base
 from dgym_tui.core.fs.safefs import (
     DIR_FLAGS,
@@ -273,6 +274,7 @@ class Workspace:
         self.overlay: Overlay | None = None
         self._use_overlay, self.run_as, self._bindable = overlay, run_as, bindable
         self._upper: TreeIndex | None = None  # an overlay's upper layer: what changed
+        self._lookahead: LookAhead | None = None  # an overlay's first lookups, in a thread
         self._candidates_cache: set[str] | None = None
         self._user_ignore = len(self._ignore_lines) > len(ALWAYS_IGNORED)
         self._fill(None)
@@ -321,6 +323,9 @@ class Workspace:
         self._tree = SafeTree.from_fd(os.dup(self.overlay.root_fd), self.overlay.merged)
         # the merged view through our own descriptor: on the host, base/merged is empty
         self.root = Path(f"/proc/{os.getpid()}/fd/{self._tree.fd}")
+        # made while the terminal and Python start: the sandbox's first lookups (pytest
+        # collecting the root) find them in the kernel's cache
+        self._lookahead = LookAhead(self._tree.fd)
         self._upper = TreeIndex(SafeTree(self.overlay.upper), self._visible)
         if parent is None:
             self._record_readonly()
@@ -478,6 +483,7 @@ class Workspace:
         child._index = None
         child._tree = child._src = None
         child.overlay, child._upper, child._candidates_cache = None, None, None
+        child._lookahead = None
         child._user_ignore = self._user_ignore
         child._use_overlay = self.overlay is not None
         child._bindable = self._bindable
@@ -1388,6 +1394,9 @@ class Workspace:
 
     def cleanup(self) -> None:
         """Delete the working copy. Idempotent."""
+        lookahead = getattr(self, "_lookahead", None)
+        if lookahead is not None:  # before the overlay goes: it looks up in the merged view
+            lookahead.stop()
         for index in (self._index, self._upper):
             if index is not None:
                 index.close()
