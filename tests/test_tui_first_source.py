@@ -200,3 +200,24 @@ async def test_the_first_file_is_drawn_plain_then_in_its_colours(make_repo, tmp_
     highlighted = [frame for frame in frames if frame[1] > 1]
     assert highlighted and not highlighted[0][2]  # coloured before the start
     assert all("def average(xs):" in text for text, _, _ in frames)  # never other text
+
+
+@pytest.mark.parametrize("size", [SIZE, (80, 24)])
+async def test_the_first_frame_is_styled_as_a_full_restyle_styles_it(make_repo, tmp_path, size):
+    """The screen's first showing skips Textual's restyle of every widget (their mount
+    styled them just before): each widget's styles are those a full restyle gives."""
+    repo = make_repo({"calc.py": CALC, "test_calc.py": TESTS})
+    session, gate = _gated_session(repo, tmp_path, ENTRYPOINT)
+    app = DgymApp(session=session)
+    try:
+        async with app.run_test(size=size) as pilot:
+            await pilot.pause()
+            nodes = list(app.screen.walk_children(with_self=True))
+            first = [(node, node.styles.get_rules(), node.display) for node in nodes]
+            app.stylesheet.update_nodes(nodes, animate=False)
+            assert [(node, node.styles.get_rules(), node.display) for node in nodes] == first
+            gate.set()
+            await settle(app, pilot)
+    finally:
+        gate.set()
+        app.close_session()

@@ -8,7 +8,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.text import Text
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult, SystemCommand
 from textual.containers import Horizontal, Vertical
 from textual.keys import format_key
@@ -88,6 +88,7 @@ class EpisodeScreen(QuietKeys, Screen[None]):
         self.first_tab = first_tab  # the side column's tab shown first
         self._current_path: str | None = None
         self._last_result: StepResult | None = None
+        self._shown = False  # shown once (on_screen_resume)
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="body"):
@@ -106,6 +107,15 @@ class EpisodeScreen(QuietKeys, Screen[None]):
                     yield DiffView(id="diff")
         yield StatusBar(id="status")
         yield KeyFooter()
+
+    def on_screen_resume(self, event: events.ScreenResume) -> None:
+        """Shown: Textual's own handler (after this one) styles every widget again, which
+        the first time only repeats what their mount just did (the app's stylesheet and
+        theme are set before the screen is built): ~15-40 ms of the first frame for ~55
+        widgets, skipped then (tests/test_tui_first_source.py checks the styles)."""
+        if not self._shown:
+            event.refresh_styles = False
+        self._shown = True
 
     def on_mount(self) -> None:
         # Focus at once, not after the next refresh (Widget.focus), so that the footer
