@@ -6,6 +6,8 @@ step runs wait for it and run after it, each echoed once."""
 
 from __future__ import annotations
 
+import asyncio
+
 from textual import events
 from tui_helpers import SIZE, console_text, settle, stop_at
 
@@ -141,4 +143,38 @@ async def test_escape_then_keys_typed_together_leave_the_console_in_order(calc_s
         assert _commands(session)[before:] == ["n", "n", "n"], _commands(session)
         assert app.pdb_console.input.value == ""
         assert app.focused is app.source_view
+    app.close_session()
+
+
+async def test_a_lone_key_is_not_looked_after_until_it_settles(calc_session, monkeypatch):
+    """A key with no key behind it gets one look at the app (has its handling settled?),
+    not a look after every other task until it has: those looks kept the app's thread
+    busy while the key's step went to pdb on the session's thread (the GIL passed at
+    Python's 5 ms switch interval). Keys a step apart still each run, in order, and keys
+    typed together still wait for the ones before them."""
+    from dgym_tui.tui import key_order
+
+    session = calc_session()
+    app = DgymApp(session=session)
+    async with app.run_test(size=SIZE) as pilot:
+        await stop_at(app, pilot, "calc.py:4")
+        looks: list[bool] = []
+        settled = key_order._settled
+        monkeypatch.setattr(key_order, "_settled", lambda app: looks.append(True)
+                            or settled(app))
+        before = len(session.turns)
+        for _ in range(3):
+            await asyncio.sleep(0.05)  # a key a while after the last one
+            looks.clear()
+            app.post_message(events.Key("n", "n"))
+            await settle(app, pilot)
+            # at most: a look as it arrives (the last key settled?), one before it is
+            # let in (when not: Pilot's waits leave messages in the widgets' queues), its
+            # own look (5 before: one after each of the other tasks until it settled)
+            assert len(looks) <= 3, len(looks)
+        assert _commands(session)[-3:] == ["n", "n", "n"] and len(session.turns) == before + 3
+        burst(app, "nn")
+        await settle(app, pilot)
+        await settle(app, pilot)
+        assert _commands(session)[-2:] == ["n", "n"] and len(session.turns) == before + 5
     app.close_session()

@@ -46,28 +46,46 @@ class OrderedKeys(MessagePump):
 
     The first key of a burst is handled at once (no delay for a single key); the ones
     that arrive while it is being handled wait in order (:attr:`_held_keys`).
+
+    The app is looked at (is it settled?) only while a key waits: a key's handling with
+    no other key behind it is looked at once, and if it has not settled by then, again
+    when the next key arrives. Looking until settled after every key kept the app's
+    thread busy (a look, then the other tasks once, 5-7 times a key), so the GIL went to
+    the session's thread, whose step the key had just started, only at Python's switch
+    interval (5 ms).
     """
 
     _key_in_flight = False
     _held_keys: deque[events.Event] | None = None
     _next_key: events.Event | None = None  # the held key handed back to the app
+    _looking = False  # a look (_let_next_key_in) is scheduled
 
     async def on_event(self, event: events.Event) -> None:
         if isinstance(event, (events.Key, events.Paste)) and not event.is_forwarded:
             if event is self._next_key:
                 self._next_key = None
+            elif self._key_in_flight and not self._looking and not self._held_keys \
+                    and not self._message_queue.qsize() and _settled(self):
+                pass  # the last key's handling settled since its look: this one goes on
             elif self._key_in_flight:
                 if self._held_keys is None:
                     self._held_keys = deque()
                 self._held_keys.append(event)
+                self._look()
                 return
             self._key_in_flight = True
             try:
                 await super().on_event(event)  # type: ignore[misc]
             finally:
-                self.call_later(self._let_next_key_in)
+                self._look()
             return
         await super().on_event(event)  # type: ignore[misc]
+
+    def _look(self) -> None:
+        """Schedule a look at the app (:meth:`_let_next_key_in`) unless one is."""
+        if not self._looking:
+            self._looking = True
+            self.call_later(self._let_next_key_in)
 
     def type_next(self, *keys: events.Key) -> None:
         """Make ``keys`` the next keys handled, in this order, before the keys already
@@ -80,16 +98,23 @@ class OrderedKeys(MessagePump):
         if self._held_keys is None:
             self._held_keys = deque()
         self._held_keys.extendleft(reversed(keys))
+        self._look()
 
     async def _let_next_key_in(self, looks: int = 0) -> None:
         """Once the screen and the app settled, hand the next waiting key (if any) to
         the app. Not settled: look again after the app's other messages (the key bubbled
-        back for its binding, what that binding posted)."""
+        back for its binding, what that binding posted) while a key waits; with none
+        waiting, the key stays in flight and the next key to arrive looks again."""
         await asyncio.sleep(0)  # the widgets' tasks run
-        if looks < SETTLE_LOOKS and (self._message_queue.qsize() or not _settled(self)):
-            self.call_later(self._let_next_key_in, looks + 1)
-            return
         held = self._held_keys
+        settled = not self._message_queue.qsize() and _settled(self)
+        if not settled and looks < SETTLE_LOOKS:
+            if held:
+                self.call_later(self._let_next_key_in, looks + 1)
+            else:
+                self._looking = False
+            return
+        self._looking = False
         if not held:
             self._key_in_flight = False
             return
