@@ -22,6 +22,7 @@ import json
 import logging
 import os
 import posixpath
+import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Self
@@ -228,6 +229,9 @@ class RepoEnv:
         self.last_eval_output = ""
         self.done = False
         self._closed = False
+        # one thread at a time ends an episode (close() from another thread during a reset):
+        # the working copy's descriptors are closed once, never a number reused meanwhile
+        self._ending = threading.RLock()
         self._grading_terminal: Terminal | None = None  # while submit grades in a fresh copy
 
     # --------------------------------------------------------------- episode
@@ -245,11 +249,30 @@ class RepoEnv:
 
         Raises:
             WorkspaceError: the repository cannot be copied.
-            TerminalError: the terminal cannot start (e.g. Docker unreachable).
+            TerminalError: the terminal cannot start (e.g. Docker unreachable), or
+                :meth:`close` ran from another thread while the episode started (what
+                the start had made is removed; whatever failed under it is the cause).
         """
         started = time.monotonic()
         self._end_episode()
         self._closed = False
+        try:
+            result = self._start_episode(on_copy, started)
+            if self._closed:  # during the first eval: its result is cut off
+                raise TerminalError("the environment was closed while it started")
+            return result
+        except Exception as exc:
+            if not self._closed:
+                raise
+            # close() ran meanwhile and may have missed what was not made yet
+            self._end_episode()
+            cleanup.unregister(self)
+            if isinstance(exc, TerminalError):
+                raise
+            raise TerminalError("the environment was closed while it started") from exc
+
+    def _start_episode(self, on_copy: Callable[[], None] | None, started: float) -> StepResult:
+        """:meth:`reset` past ending the last episode (same arguments and result)."""
         if self._mcp_specs and not self._mcp_connections:
             self._open_mcp_servers()
         cleanup.register(self)  # SIGTERM / exit also delete the working copy
@@ -833,6 +856,10 @@ class RepoEnv:
                 log.exception("closing a terminal on stop failed")
 
     def _end_episode(self) -> None:
+        with self._ending:
+            self._end_episode_now()
+
+    def _end_episode_now(self) -> None:
         grading = self._grading_terminal  # a submit being graded (close() from another thread)
         if grading is not None:
             try:

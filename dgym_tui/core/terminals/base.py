@@ -9,11 +9,33 @@ container at ``workdir``.
 from __future__ import annotations
 
 import abc
+import functools
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 #: Default cap on the output a command may return, in bytes. Past it the output
 #: keeps its head and tail and says how much was cut (memory stays bounded).
 DEFAULT_MAX_OUTPUT = 64 * 1024
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def holding_lock(method: F) -> F:
+    """Run ``method`` holding its terminal's ``self._lock`` (a ``threading.RLock``).
+
+    ``start`` and ``close`` are wrapped so they never interleave: a ``close()`` from
+    another thread (a give-up while the episode starts) waits until ``start()`` has
+    made its folders and descriptors, then removes all of them, instead of removing
+    them under the running ``start()``.
+    """
+    @functools.wraps(method)
+    def locked(self, *args, **kwargs):
+        with self._lock:
+            return method(self, *args, **kwargs)
+
+    return locked  # type: ignore[return-value]
 
 
 class TerminalError(RuntimeError):

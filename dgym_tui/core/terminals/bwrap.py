@@ -72,7 +72,7 @@ from typing import TypeVar
 from dgym_tui.core import tempdirs
 
 from . import allowlist, hostview, identity, seccomp
-from .base import TerminalError
+from .base import TerminalError, holding_lock
 from .environ import SANDBOX_HOME, SANDBOX_USER_NAME, sandbox_environ
 from .limits import Limits
 from .local import Launch, LocalTerminal
@@ -285,6 +285,7 @@ class BwrapTerminal(LocalTerminal):
         self._root_fd = -1
         self._empty = ""  # an empty read-only file of the terminal's own (masks)
 
+    @holding_lock
     def start(self, host_root: str) -> None:
         """Check bwrap, hand the working copy to the sandbox's user, open the mount sources.
 
@@ -329,6 +330,8 @@ class BwrapTerminal(LocalTerminal):
 
         def parents(dest: str) -> list[str]:
             """``--dir`` (mode 0755) for the folders above ``dest`` not made yet."""
+            if not os.path.isabs(dest):  # ("" would never reach "/")
+                raise TerminalError(f"mount point {dest!r} is not an absolute path")
             out: list[str] = []
             folder = os.path.dirname(dest)
             todo = []
@@ -476,6 +479,7 @@ class BwrapTerminal(LocalTerminal):
         # --die-with-parent fires when the starting *thread* ends.
         return _launcher_pool().submit(start).result()
 
+    @holding_lock
     def close(self) -> None:
         super().close()
         fds, self._fds = self._fds, []

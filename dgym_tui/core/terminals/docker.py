@@ -65,7 +65,7 @@ from dgym_tui.core import tempdirs
 from dgym_tui.core.errors import first_line
 
 from . import cleanup, identity, preload
-from .base import DEFAULT_MAX_OUTPUT, RunResult, Terminal, TerminalError
+from .base import DEFAULT_MAX_OUTPUT, RunResult, Terminal, TerminalError, holding_lock
 from .environ import SANDBOX_HOME, SANDBOX_USER_NAME
 from .limits import Limits
 from .mounts import inside_paths
@@ -268,6 +268,7 @@ class DockerTerminal(preload.Preloading, Terminal):
 
     # -- lifecycle ---------------------------------------------------------
 
+    @holding_lock
     def start(self, host_root: str) -> None:
         """Create and start the episode's container with ``host_root`` mounted at ``workdir``.
 
@@ -438,6 +439,7 @@ class DockerTerminal(preload.Preloading, Terminal):
                 container.remove(force=True)
             raise
 
+    @holding_lock
     def close(self) -> None:
         """Kill every process and remove the container (forced). Idempotent; never raises."""
         with self._lock:

@@ -34,7 +34,7 @@ import pexpect
 from dgym_tui.core import tempdirs
 
 from . import cleanup, hostview, preload, procs
-from .base import DEFAULT_MAX_OUTPUT, RunResult, Terminal, TerminalError
+from .base import DEFAULT_MAX_OUTPUT, RunResult, Terminal, TerminalError, holding_lock
 from .environ import local_environ
 from .output import BoundedOutput
 
@@ -95,6 +95,7 @@ class LocalTerminal(preload.Preloading, Terminal):
         self.preload = preload.enabled()
         self._spares: dict[bool, preload.Spare] = {}  # interactive? -> the spare
 
+    @holding_lock
     def start(self, host_root: str) -> None:
         if not os.path.isdir(host_root):
             raise TerminalError(f"working copy {host_root!r} does not exist")
@@ -280,6 +281,7 @@ class LocalTerminal(preload.Preloading, Terminal):
             self._children.append(child)
         return child
 
+    @holding_lock
     def close(self) -> None:
         with self._lock:
             self._open = False
