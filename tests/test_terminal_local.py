@@ -131,9 +131,14 @@ def _owner_script(tmp_path, extra: str = "") -> str:
     """)
 
 
-def _sigterm_owner(script: str) -> tuple[int, int]:
-    """Start an owner process, SIGTERM it; return (its exit status, its child's pid)."""
-    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+def _sigterm_owner(script: str, tmp_path) -> tuple[int, int]:
+    """Start an owner process, SIGTERM it; return (its exit status, its child's pid).
+    Its temporary folders go to ``tmp_path / "tmp"`` (an owner that cleans nothing up
+    leaves them there, not in /tmp)."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True,
+                            env={**os.environ, "TMPDIR": str(tmp)})
     try:
         pid = int(proc.stdout.readline())
         assert alive(pid)
@@ -145,15 +150,16 @@ def _sigterm_owner(script: str) -> tuple[int, int]:
 
 
 def test_sigterm_to_owner_kills_its_processes(tmp_path):
-    code, pid = _sigterm_owner(_owner_script(tmp_path))
+    code, pid = _sigterm_owner(_owner_script(tmp_path), tmp_path)
     assert code == -signal.SIGTERM
     assert wait_dead(pid)
+    assert os.listdir(tmp_path / "tmp") == []  # its scratch and plugin folders went too
 
 
 def test_without_registration_the_process_would_leak(tmp_path):
     """Control for the test above: the same child survives when nothing cleans up."""
     code, pid = _sigterm_owner(_owner_script(
-        tmp_path, "from dgym_tui.core.terminals import cleanup; cleanup.unregister(t)"))
+        tmp_path, "from dgym_tui.core.terminals import cleanup; cleanup.unregister(t)"), tmp_path)
     try:
         assert code == -signal.SIGTERM
         assert not wait_dead(pid, seconds=1.0)
