@@ -369,8 +369,10 @@ def test_missing_image_error_is_one_clear_line(image, repo):
                    "scripts/setup_docker.sh or pull it")
 
 
-def _child_holding_container(repo, image: str) -> subprocess.Popen:
-    """Start a Python process that starts a DockerTerminal, prints its container id, then sleeps."""
+def _child_holding_container(repo, image: str, tmp) -> subprocess.Popen:
+    """Start a Python process that starts a DockerTerminal, prints its container id, then sleeps;
+    its temporary folders go to ``tmp`` (made here)."""
+    tmp.mkdir()
     script = textwrap.dedent(f"""
         import time
         from dgym_tui.core.terminals.docker import DockerTerminal
@@ -379,12 +381,13 @@ def _child_holding_container(repo, image: str) -> subprocess.Popen:
         print(t.container.id, flush=True)
         time.sleep(120)
     """)
-    return subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    return subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True,
+                            env={**os.environ, "TMPDIR": str(tmp)})
 
 
 @pytest.mark.docker
-def test_container_removed_after_sigterm(image, repo):
-    proc = _child_holding_container(repo, image)
+def test_container_removed_after_sigterm(image, repo, tmp_path):
+    proc = _child_holding_container(repo, image, tmp_path / "tmp")
     try:
         cid = proc.stdout.readline().strip()
         assert cid and _container_exists(cid)
@@ -394,11 +397,12 @@ def test_container_removed_after_sigterm(image, repo):
         proc.kill()
     assert proc.returncode == -signal.SIGTERM
     assert not _container_exists(cid)
+    assert os.listdir(tmp_path / "tmp") == []  # scratch, plugin and support folders too
 
 
 @pytest.mark.docker
-def test_stale_container_of_killed_process_is_removed(image, repo):
-    proc = _child_holding_container(repo, image)
+def test_stale_container_of_killed_process_is_removed(image, repo, tmp_path):
+    proc = _child_holding_container(repo, image, tmp_path / "tmp")
     try:
         cid = proc.stdout.readline().strip()
         labels = dockermod.get_client().api.inspect_container(cid)["Config"]["Labels"]

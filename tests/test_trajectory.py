@@ -122,8 +122,9 @@ def test_sigkill_mid_episode_leaves_a_readable_trajectory(tmp_path):
     marker = tmp_path / "ready"
     script = KILL_SCRIPT.format(tests=str(TESTS_DIR), marker=str(marker),
                                 repo=str(tmp_path / "repo"), traj=str(traj_path))
+    (tmp_path / "tmp").mkdir()  # where the killed process's temporary folders stay
     proc = subprocess.Popen([sys.executable, "-c", script], stderr=subprocess.PIPE,
-                            start_new_session=True)
+                            start_new_session=True, env={**os.environ, "TMPDIR": str(tmp_path / "tmp")})
     try:
         deadline = time.monotonic() + 120
         while not marker.exists():
