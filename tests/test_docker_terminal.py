@@ -233,6 +233,8 @@ def test_readonly_paths_must_stay_inside(image, repo):
     with pytest.raises(TerminalError, match="relative to the working copy"):
         t.start(str(repo))
     assert t.container is None
+    # its scratch, plugin and support folders were deleted (each refused start left three)
+    assert (t.scratch, t.plugin_dir, t._support) == ("", "", "")
 
 
 @pytest.mark.docker

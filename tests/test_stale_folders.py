@@ -41,7 +41,8 @@ env.close()
 
 
 def _episode(repo: Path, tmp: Path, terminal: str, image: str, then: str) -> subprocess.Popen:
-    env = {**os.environ, "TMPDIR": str(tmp), "PYTHONPATH": PACKAGE_ROOT}
+    path = os.pathsep.join(filter(None, [PACKAGE_ROOT, os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, "TMPDIR": str(tmp), "PYTHONPATH": path}
     return subprocess.Popen([sys.executable, "-c", EPISODE, str(repo), terminal, image, then],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
 
@@ -70,6 +71,7 @@ def test_a_killed_episodes_folders_are_removed_at_the_next_start(terminal, reque
     tmp.mkdir()
     os.chmod(tmp, 0o755)
     first = _episode(repo, tmp, terminal, image, "wait")
+    descendants = []
     try:
         assert first.stdout.readline().strip() == "ready"
         descendants = psutil.Process(first.pid).children(recursive=True)

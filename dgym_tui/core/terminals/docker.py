@@ -297,31 +297,35 @@ class DockerTerminal(preload.Preloading, Terminal):
             _forget_client()  # the daemon may come back: ping again next time
             raise _unreachable(first_line(exc, 160)) from None
 
-        self.scratch = tempdirs.make("scratch")
-        self.plugin_dir = tempdirs.make("plugin")
-        os.chmod(self.plugin_dir, 0o755)
-        self._support = tempdirs.make("sandbox")  # never writable inside
-        empty = os.path.join(self._support, "empty")
-        with open(empty, "w"):
-            pass
-        os.chmod(empty, 0o444)
-        if self.run_as is not None and os.getuid() == 0:
-            if self.overlay is None:  # an overlay shows the files as run_as's already
-                identity.chown_tree(host_root, *self.run_as)  # the sandbox user writes them
-            os.chown(self.scratch, *self.run_as)
-        mounts = [Mount(self.workdir, host_root, type="bind"),
-                  Mount(SCRATCH_MOUNT, self.scratch, type="bind"),
-                  Mount(PLUGIN_MOUNT, self.plugin_dir, type="bind", read_only=True)]
-        for rel in inside_paths(host_root, self.readonly):
-            mounts.append(Mount(posixpath.join(self.workdir, rel), os.path.join(host_root, rel),
-                                type="bind", read_only=True))
-        for rel in inside_paths(host_root, self.ignored):
-            target, host = posixpath.join(self.workdir, rel), os.path.join(host_root, rel)
-            if os.path.isdir(host) and not os.path.islink(host):
-                mounts.append(Mount(target, None, type="tmpfs", read_only=True,
-                                    tmpfs_size=4096, tmpfs_mode=0o555))
-            else:
-                mounts.append(Mount(target, empty, type="bind", read_only=True))
+        try:  # a refused path (readonly / ignored) must not leave the folders behind
+            self.scratch = tempdirs.make("scratch")
+            self.plugin_dir = tempdirs.make("plugin")
+            os.chmod(self.plugin_dir, 0o755)
+            self._support = tempdirs.make("sandbox")  # never writable inside
+            empty = os.path.join(self._support, "empty")
+            with open(empty, "w"):
+                pass
+            os.chmod(empty, 0o444)
+            if self.run_as is not None and os.getuid() == 0:
+                if self.overlay is None:  # an overlay shows the files as run_as's already
+                    identity.chown_tree(host_root, *self.run_as)  # the sandbox user writes them
+                os.chown(self.scratch, *self.run_as)
+            mounts = [Mount(self.workdir, host_root, type="bind"),
+                      Mount(SCRATCH_MOUNT, self.scratch, type="bind"),
+                      Mount(PLUGIN_MOUNT, self.plugin_dir, type="bind", read_only=True)]
+            for rel in inside_paths(host_root, self.readonly):
+                mounts.append(Mount(posixpath.join(self.workdir, rel), os.path.join(host_root, rel),
+                                    type="bind", read_only=True))
+            for rel in inside_paths(host_root, self.ignored):
+                target, host = posixpath.join(self.workdir, rel), os.path.join(host_root, rel)
+                if os.path.isdir(host) and not os.path.islink(host):
+                    mounts.append(Mount(target, None, type="tmpfs", read_only=True,
+                                        tmpfs_size=4096, tmpfs_mode=0o555))
+                else:
+                    mounts.append(Mount(target, empty, type="bind", read_only=True))
+        except BaseException:
+            self.close()
+            raise
         global _stale_checked
         if not _stale_checked:  # once per process: containers of killed owners
             _stale_checked = True
