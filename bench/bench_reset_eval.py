@@ -14,8 +14,9 @@ cases in turn (A B C ..., then backwards), on each terminal asked for
   mounted untimed for each run, as each reset mounts its own), the command
   joining its namespaces as the terminal's commands do;
 - ``lookahead``: the same with the working copy's look-ahead thread
-  (``core/fs/lookahead.LookAhead``) started on the merged view when it is
-  mounted, as ``Workspace`` does: it runs while the terminal and Python start.
+  (``core/fs/lookahead.LookAhead``) started on the merged view just before the
+  run, as an eval does (``Workspace.look_ahead``): it runs while the command
+  starts.
 
 pytest runs in-process under a ``python -c`` wrapper (same ``sys.path[0]``
 as ``-m``) that times its root folder's collection (``_pytest.main.Dir.collect``:
@@ -89,13 +90,13 @@ def _run(repo: Path, terminal_kind: str, kind: str, tmp: Path,
         if kind != "plain":
             base = Path(tempfile.mkdtemp(dir=tmp))
             ov = Overlay(str(repo), str(base), run_as=ids)
-            if kind == "lookahead":
-                ahead = LookAhead(ov.root_fd)
         terminal = _terminal(terminal_kind, repo, ov, ids)
         try:
             terminal.start(ov.merged if ov else str(repo))
             command = f"python -c '{WRAPPER}' {ARGS}"
             started, launched = time.perf_counter(), time.time()
+            if kind == "lookahead":  # as an eval does, just before its run
+                ahead = LookAhead(ov.root_fd)  # type: ignore[union-attr]
             res = terminal.run(command, timeout=120, env=ENV)
             elapsed, returned = time.perf_counter() - started, time.time()
         finally:

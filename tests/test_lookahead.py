@@ -3,7 +3,7 @@
 The thread makes, in the merged view through the host's own descriptor, the lookups a
 test run's collection makes first (the root's folders, theirs, and ``__init__.py``,
 ``pyvenv.cfg``, ``conda-meta`` in each), so a fresh overlay's first lookups are paid
-while the terminal and Python start. These tests check what it must never do: follow a
+while the eval's command starts. These tests check what it must never do: follow a
 link the sandbox made, visit what the overlay hides, write anything (the upper layer stays
 empty, the patch empty, the original unchanged), run past its bounds, or outlive the
 working copy; on the local, bwrap and docker terminals, where the working copy is shared.
@@ -89,6 +89,9 @@ def test_a_working_copy_looks_up_ahead_and_the_lookups_change_nothing(repo, monk
     before = sorted((p.relative_to(repo), p.is_symlink()) for p in repo.rglob("*"))
     ws = Workspace(repo, overlay=True, run_as=_ids())
     try:
+        assert ws._lookahead is None  # started by the eval, when its command starts
+        ws.look_ahead()
+        ws.look_ahead()  # once per working copy
         assert ws._lookahead.wait(60)
         assert _sorted_by_level(ws._lookahead.visited) == VISITED
         upper = _layer(ws.overlay.upper)
@@ -106,6 +109,7 @@ def test_a_working_copy_looks_up_ahead_and_the_lookups_change_nothing(repo, monk
 
     monkeypatch.setattr("dgym_tui.core.fs.workspace.LookAhead", Off)
     plain = Workspace(repo, overlay=True, run_as=_ids())
+    plain.look_ahead()
     try:
         assert upper == _layer(plain.overlay.upper)
         assert {rel for rel, _mode in upper} >= {".git", ".debugignore", "data/secret"}
@@ -119,7 +123,6 @@ def test_a_folder_swapped_for_a_link_is_not_entered(working_copy, tmp_path):
     host folder) is not followed: neither looked up in nor listed."""
     outside = tmp_path / "host"
     (outside / "below").mkdir(parents=True)
-    assert working_copy._lookahead.wait(60)
     root = working_copy.root
     shutil.rmtree(root / "tests")
     os.symlink(outside, root / "tests")
@@ -147,11 +150,21 @@ def test_the_lookups_are_bounded(working_copy, monkeypatch):
 def test_the_thread_ends_with_the_working_copy_and_keeps_no_descriptor(repo):
     fds_before = set(os.listdir("/proc/self/fd"))
     ws = Workspace(repo, overlay=True, run_as=_ids())
+    ws.look_ahead()
     ahead = ws._lookahead
     ws.cleanup()
     assert not ahead.running
     assert not [t for t in threading.enumerate() if t.name == "dgym-lookahead"]
     assert set(os.listdir("/proc/self/fd")) <= fds_before
+
+
+def test_a_copy_looks_up_nothing_ahead(repo):
+    ws = Workspace(repo)
+    try:
+        ws.look_ahead()
+        assert ws._lookahead is None
+    finally:
+        ws.cleanup()
 
 
 @pytest.fixture(params=["local", "bwrap", pytest.param("docker", marks=pytest.mark.docker)])
@@ -163,9 +176,9 @@ def terminal_kind(request):
 
 def test_an_episode_on_each_terminal_looks_up_ahead_and_its_eval_sees_the_tree(
         terminal_kind, repo, make_env, fast_pytest):
-    """local, bwrap, docker: the reset's working copy looks up ahead (same folders) while
-    the eval runs, the eval collects and passes as in a plain tree, and nothing of the
-    thread is left after close()."""
+    """local, bwrap, docker: the reset's eval starts the working copy's lookups (same
+    folders) as its command starts, it collects and passes as in a plain tree, and
+    nothing of the thread is left after close()."""
     env = make_env(repo, terminal=terminal_kind, terminal_options={"overlay": True},
                    entrypoint=f"{fast_pytest} tests/unit/test_a.py")
     result = env.reset()

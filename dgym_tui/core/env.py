@@ -642,6 +642,7 @@ class RepoEnv:
             pytest_plugin.forget(terminal, report_path)
         else:
             command, report_path = pytest_plugin.prepare(terminal, self.entrypoint)
+        workspace.look_ahead()  # a fresh overlay's first lookups, while the command starts
         res = terminal.run(command, timeout=self.eval_timeout, max_output=self.max_output)
         self.last_eval_start = res.start
         if terminal is self.terminal:  # the next eval's spare imports pytest meanwhile

@@ -323,9 +323,6 @@ class Workspace:
         self._tree = SafeTree.from_fd(os.dup(self.overlay.root_fd), self.overlay.merged)
         # the merged view through our own descriptor: on the host, base/merged is empty
         self.root = Path(f"/proc/{os.getpid()}/fd/{self._tree.fd}")
-        # made while the terminal and Python start: the sandbox's first lookups (pytest
-        # collecting the root) find them in the kernel's cache
-        self._lookahead = LookAhead(self._tree.fd)
         self._upper = TreeIndex(SafeTree(self.overlay.upper), self._visible)
         if parent is None:
             self._record_readonly()
@@ -874,6 +871,19 @@ class Workspace:
         finally:
             os.close(fd)
         return sorted(out)
+
+    def look_ahead(self) -> None:
+        """Start looking up, in a thread, what a test run first asks a fresh overlay
+        for (:mod:`.lookahead`), once per working copy; nothing for a copy.
+
+        Called when a command is about to start (the eval): the lookups are made
+        while it starts (the shell, the sandbox, Python: hundreds of ms, with this
+        process waiting), and its own first lookups find them cached. Started any
+        earlier, the thread would share this process's interpreter lock and CPU
+        with the terminal's start. Never raises.
+        """
+        if self._lookahead is None and self.overlay is not None and self._tree is not None:
+            self._lookahead = LookAhead(self._tree.fd)
 
     # ------------------------------------------------------------ the index
     def refresh(self) -> bool:
