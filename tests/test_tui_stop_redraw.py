@@ -271,21 +271,26 @@ class TestStopRedraw:
             assert not screen._step_shown(pdb_call("n"))
 
     async def test_the_step_is_handed_over_before_its_echo(self, calc_session, monkeypatch):
-        """A key's step is queued for the session's thread before the screen writes its
-        echo (~1 ms of wrapping and rendering a console line): pdb works on it meanwhile.
-        The console still shows the echo before the answer."""
+        """A key's step is taken by the session's thread before the screen writes its echo
+        (~1 ms of wrapping and rendering a console line): the app's thread waits for that
+        (``STEP_HEAD_START``, set long here so that a slow machine does not change what is
+        seen), so the command reaches pdb first and pdb works on it meanwhile. The console
+        still shows the echo before the answer."""
         from tui_helpers import console_text
 
+        from dgym_tui.tui.live import screen as live_screen
+
+        monkeypatch.setattr(live_screen, "STEP_HEAD_START", 30.0)
         app = DgymApp(session=calc_session())
         async with app.run_test(size=SIZE) as pilot:
             await stop_at(app, pilot, "calc.py:4")
-            queued: list[bool] = []
-            console = app.pdb_console
+            taken: list[bool] = []
+            console, screen = app.pdb_console, app.episode_screen
             write = console.write
-            monkeypatch.setattr(console, "write", lambda text, style="": queued.append(
-                not app.worker.idle) or write(text, style))
+            monkeypatch.setattr(console, "write", lambda text, style="": taken.append(
+                any(call.taken.is_set() for call in screen._followups)) or write(text, style))
             assert app.episode_screen.act(pdb_call("n"))
-            assert queued == [True]  # the echo: written once the call was queued
+            assert taken == [True]  # the echo: written once the call was taken
             await settle(app, pilot)
             text = console_text(app)
             assert text.rindex('› pdb(command="n")') < text.rindex("calc.py(3)average()")

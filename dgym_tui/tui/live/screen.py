@@ -72,6 +72,9 @@ if TYPE_CHECKING:
 _BUSY = {"eval": "running eval", "pdb": "pdb", "rewrite": "rewriting", "submit": "submitting"}
 
 _SPECS = keys_of("live")
+#: Seconds the app's thread waits, at most, for the session's thread to take a step
+#: (:meth:`SessionWorker.call`'s ``head_start``): about the time it needs to reach pdb.
+STEP_HEAD_START = 0.002
 #: Commands typed while a step runs (keys and console lines) that wait to run after it, at
 #: most; a held-down key past that is dropped with a notice.
 TYPED_AHEAD_MAX = 20
@@ -227,10 +230,12 @@ class LiveScreen(EpisodeScreen):
 
     # -- session calls -----------------------------------------------------------------------
     def _call(self, fn: Callable[[], Any], name: str = "", done: Callable[[Any], None] | None = None,
-              failed: Callable[[BaseException], None] | None = None) -> SessionCall:
+              failed: Callable[[BaseException], None] | None = None,
+              head_start: float = 0.0) -> SessionCall:
         """Run ``fn`` (a blocking session call) on the session's thread; ``done(result)``
-        or ``failed(exception)`` follow on the UI thread (not once the session is closed)."""
-        call = self.worker.call(self, fn, name)
+        or ``failed(exception)`` follow on the UI thread (not once the session is closed).
+        ``head_start``: :meth:`SessionWorker.call`'s."""
+        call = self.worker.call(self, fn, name, head_start)
         self._followups[call] = (done, failed)
         return call
 
@@ -297,9 +302,10 @@ class LiveScreen(EpisodeScreen):
 
         self._screen_hold.hold()  # a quick call is drawn once, with its result
         self.busy = label
-        # the call before the rest of the step's start (the echo): the session's thread
-        # works on it meanwhile; its end is handled after this handler returns
-        self._call(fn, "step", failed=tell)
+        # the call before the rest of the step's start (the echo), with a head start: its
+        # command reaches pdb first, and pdb works on it while this handler goes on; its
+        # end is handled after this handler returns
+        self._call(fn, "step", failed=tell, head_start=STEP_HEAD_START)
         if self.source_view.preview is not None:  # a decision (or a step) ends the preview
             self.source_view.set_preview(None)
         return True

@@ -7,7 +7,7 @@ import logging
 import queue
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from textual.message import Message
@@ -29,10 +29,12 @@ class Outcome:
 
 @dataclass(eq=False)
 class SessionCall:
-    """One call handed to :meth:`SessionWorker.call`: its ``name``; ``outcome`` once done."""
+    """One call handed to :meth:`SessionWorker.call`: its ``name``; ``outcome`` once done;
+    ``taken`` is set when the session's thread starts it."""
 
     name: str
     outcome: Outcome | None = None
+    taken: threading.Event = field(default_factory=threading.Event)
 
 
 @dataclass
@@ -88,12 +90,24 @@ class SessionWorker:
         """True when no call is queued or running."""
         return self._pending == 0
 
-    def call(self, node: MessagePump, fn: Callable[[], Any], name: str = "") -> SessionCall:
+    def call(self, node: MessagePump, fn: Callable[[], Any], name: str = "",
+             head_start: float = 0.0) -> SessionCall:
         """Run ``fn()`` on the session's thread; ``node`` then gets :class:`CallDone`.
 
         Calls run one after the other, in the order made; one that would start after
         :meth:`close` does not run (its outcome is empty). A call never fails: its
         outcome is ``fn``'s value or what it raised (:class:`Outcome`).
+
+        Args:
+            node: who gets :class:`CallDone`.
+            fn: the call.
+            name: what it is (the caller's own bookkeeping).
+            head_start: seconds to wait, at most, for the session's thread to take the
+                call (0: return at once). The waiting thread gives up the GIL, and the
+                session's thread keeps it until ``fn`` first waits (for pdb's answer,
+                say): a quick step's command reaches pdb before this thread goes on;
+                without it, only when this thread next waited, or at Python's switch
+                interval (5 ms).
         """
         handle = SessionCall(name)
         with self._state_lock:
@@ -103,6 +117,8 @@ class SessionWorker:
                                                  daemon=True)
                 self._thread.start()
         self._calls.put((node, handle, fn))
+        if head_start > 0:
+            handle.taken.wait(head_start)
         return handle
 
     def _serve(self) -> None:
@@ -111,6 +127,7 @@ class SessionWorker:
             node, handle, fn = item
             try:
                 with self._running:
+                    handle.taken.set()
                     handle.outcome = Outcome() if self.closed else outcome(fn)
             finally:
                 with self._state_lock:
