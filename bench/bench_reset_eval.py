@@ -37,7 +37,6 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import shutil
 import statistics
 import sys
 import tempfile
@@ -49,7 +48,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from repo_size_plan import ENTRYPOINT, ENV, interleaved, make_repo, print_table  # noqa: E402
 
 from dgym_tui.core.fs.lookahead import LookAhead  # noqa: E402
-from dgym_tui.core.fs.overlay import Overlay  # noqa: E402
+from dgym_tui.core.fs.overlay import Overlay, remove_base  # noqa: E402
 from dgym_tui.core.terminals.bwrap import BwrapTerminal  # noqa: E402
 from dgym_tui.core.terminals.identity import sandbox_ids  # noqa: E402
 from dgym_tui.core.terminals.local import LocalTerminal  # noqa: E402
@@ -105,7 +104,7 @@ def _run(repo: Path, terminal_kind: str, kind: str, tmp: Path,
                 ahead.stop()
             if ov is not None:
                 ov.close()
-                shutil.rmtree(base, ignore_errors=True)
+                remove_base(str(base))  # work/work is mode 000: rmtree left it as a user
         first = re.search(r"PY-START ([0-9.]+)", res.output)
         found = re.search(r"ROOT-COLLECT ([0-9.]+) PY-END ([0-9.]+) CPU ([0-9.]+)", res.output)
         if first is None or found is None or (" passed" not in res.output
