@@ -328,8 +328,9 @@ def tmux(tmp_path):
 def test_killed_mid_task_resumes_there(tmp_path, tmux):
     study_file = write_study(tmp_path, tasks=["bank_account", "log_parser"], time_limit=None)
     run = tmp_path / "results" / "P01"
-    app = (f"env PYTHONPATH={REPO} {sys.executable} -m dgym_tui.cli.tui --study {study_file} "
-           "--participant P01")
+    (tmp_path / "tmp").mkdir()  # the killed app's temporary folders stay here, not in /tmp
+    app = (f"env PYTHONPATH={REPO} TMPDIR={tmp_path / 'tmp'} {sys.executable} -m dgym_tui.cli.tui "
+           f"--study {study_file} --participant P01")
     # exec: the pane's process is the app itself, killed below without any cleanup.
     # (Textual draws on stderr: it is not redirected.)
     tmux.start(f"exec {app}")
