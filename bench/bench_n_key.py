@@ -89,6 +89,7 @@ def session(work: Path, root: Path, terminal: str, keys: int,
     env, log = _env(root), work / "hops.log"
     if with_hops:
         env["C_HOPS_LOG"] = str(log)
+        env["C_HOPS_NO_CPU"] = "1"  # no psutil look at pdb's process tree around its command
         command = f"{shlex.quote(sys.executable)} {shlex.quote(str(HOPS))} {args}"
     else:
         command = _dgym_tui(args)

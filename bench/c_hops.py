@@ -6,10 +6,11 @@ naming a file: each line is ``TIME NAME [DETAIL]``, ``TIME`` from ``time.perf_co
 key read by Textual's input thread (``key``, with the key's name), the screen's action
 (``act``), the worker's session call (``session``), pdb's command written and its reply
 read (``pdb``, with the CPU seconds the pdb process and its children used meanwhile, and
-the app's own), the step's line written to the trajectory (``record``), the bridge
-reading the state after the step (``turn``), the screen handling the call's end
-(``done``: busy cleared, the screen released), and each write of a frame to the
-terminal (``frame``, with its size in bytes).
+the app's own; not with ``C_HOPS_NO_CPU`` set: psutil's look at the process tree
+takes a few ms before and after pdb's command), the step's line written to the
+trajectory (``record``), the bridge reading the state after the step (``turn``), the
+screen handling the call's end (``done``: busy cleared, the screen released), and each
+write of a frame to the terminal (``frame``, with its size in bytes).
 
 Nothing of dgym-tui is changed but these wrappers, installed before the app starts. The
 checkout imported is the one on ``PYTHONPATH`` (bench_n_key's ``--baseline``), else this
@@ -97,16 +98,18 @@ def install() -> None:
 
     send_many = pdb_session.PdbSession.send_many
 
+    with_cpu = not os.environ.get("C_HOPS_NO_CPU")  # psutil's look at the tree: ms each
+
     @functools.wraps(send_many)
     def timed_send_many(self: Any, *args: Any, **kwargs: Any) -> Any:
-        pid = self.child.pid if self.child is not None else 0
-        cpu, own = tree_cpu(pid), time.process_time()
+        pid = self.child.pid if self.child is not None and with_cpu else 0
+        cpu, own = tree_cpu(pid) if pid else 0.0, time.process_time()
         mark("pdb>")
         try:
             return send_many(self, *args, **kwargs)
         finally:
-            mark("pdb<", f"{tree_cpu(pid) - cpu:.3f} {time.process_time() - own:.3f} "
-                         f"{self.started_as}")
+            mark("pdb<", f"{(tree_cpu(pid) if pid else 0.0) - cpu:.3f} "
+                         f"{time.process_time() - own:.3f} {self.started_as}")
 
     pdb_session.PdbSession.send_many = timed_send_many
 
