@@ -142,3 +142,4 @@ def test_the_sweep_leaves_another_users_folders(tmp_path):
         os.lchown(path, 4321, 4321)
     assert remove_stale_folders(str(tmp_path)) == []
     assert (other / "sub").is_dir()
+

@@ -354,9 +354,9 @@ class Overlay:
 def unmount_stale(base: str) -> None:
     """Unmount what a killed owner left mounted in the base folder ``base`` of an overlay
     (a bindable overlay and its lower layer; root only), so that deleting ``base``
-    deletes only it. Only a real folder is unmounted, never through a link: the folder
-    may be one a sandbox wrote into (a copy's ``merged`` made a link to a host mount).
-    Never raises."""
+    deletes only it. Only a real folder is unmounted, never through a link
+    (``UMOUNT_NOFOLLOW``: a link swapped in after the check is not followed either): the
+    folder may be one a sandbox wrote into. Never raises."""
     if os.geteuid() != 0:
         return
     for name in (MERGED, LOWER):
