@@ -20,8 +20,8 @@ with the terminal's start, which then took ~10 ms longer (load 7).
 
 What it does to the working copy: nothing. Folders are listed and opened
 without following links (``O_NOFOLLOW``; ``O_PATH`` unless listed) through
-a descriptor of the merged view of the thread's own, names are ``lstat``-ed,
-no file is opened or read. It is bounded (:data:`MAX_FOLDERS`,
+a descriptor of the merged view of the thread's own, names are looked up
+(``faccessat``), no file is opened or read. It is bounded (:data:`MAX_FOLDERS`,
 :data:`MAX_ENTRIES`, :data:`MAX_LISTED`) and stopped and joined when the
 working copy is cleaned up, so it never outlives it.
 """
@@ -52,6 +52,7 @@ MAX_LISTED = 2_000
 SKIPPED = ("__pycache__", ".pytest_cache")
 
 _PATH_FLAGS = getattr(os, "O_PATH", os.O_RDONLY) | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_ACCESS = os.access in os.supports_dir_fd and os.access in os.supports_follow_symlinks
 
 
 def _folders(fd: int, limit: int = MAX_ENTRIES) -> tuple[list[str], int]:
@@ -120,11 +121,21 @@ def _look_in(parent: int, name: str) -> bool:
         return False
     try:
         for leaf in NAMES:
-            with contextlib.suppress(OSError):
-                os.stat(leaf, dir_fd=fd, follow_symlinks=False)
+            _exists(leaf, fd)
     finally:
         os.close(fd)
     return True
+
+
+def _exists(name: str, dir_fd: int) -> None:
+    """Look up ``name`` in folder ``dir_fd`` without following a link: ``faccessat``
+    (no exception object for a missing name: ~1 of the thread's ~6 ms of CPU at 10,000
+    files), else ``lstat``."""
+    if _ACCESS:
+        os.access(name, os.F_OK, dir_fd=dir_fd, follow_symlinks=False)
+        return
+    with contextlib.suppress(OSError):
+        os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
 
 
 class LookAhead:
