@@ -96,7 +96,7 @@ def _cpu() -> float:
 class _NoLookAhead:
     """Stands for ``workspace.LookAhead`` in the ``bare-overlay`` cases: starts nothing."""
 
-    def __init__(self, fd: int) -> None:
+    def __init__(self, fd: int, delay: float = 0.0) -> None:
         pass
 
     def stop(self) -> None:

@@ -101,7 +101,7 @@ def test_a_working_copy_looks_up_ahead_and_the_lookups_change_nothing(repo, monk
         ws.cleanup()
 
     class Off:
-        def __init__(self, fd: int) -> None:
+        def __init__(self, fd: int, delay: float = 0.0) -> None:
             pass
 
         def stop(self) -> None:
@@ -145,6 +145,9 @@ def test_the_lookups_are_bounded(working_copy, monkeypatch):
     stop = threading.Event()
     stop.set()
     assert lookahead.look_up(working_copy._tree.fd, stop) == []
+    waiting = lookahead.LookAhead(working_copy._tree.fd, delay=600)  # stopped while it waits
+    waiting.stop()
+    assert not waiting.running and waiting.visited == []
 
 
 def test_the_thread_ends_with_the_working_copy_and_keeps_no_descriptor(repo):

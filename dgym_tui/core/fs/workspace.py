@@ -40,7 +40,7 @@ from dgym_tui.core import tempdirs
 from dgym_tui.core.fs.gitpatch import MODE_EXEC, MODE_LINK, Blob, blob_id, file_patch, git_mode, merge3
 from dgym_tui.core.fs.idcache import BlobIdCache, key_of
 from dgym_tui.core.fs.ignorecache import ignored_entries
-from dgym_tui.core.fs.lookahead import LookAhead
+from dgym_tui.core.fs.lookahead import START_DELAY, LookAhead
 from dgym_tui.core.fs.overlay import UPPER, Overlay, open_work, remove_base
 from dgym_tui.core.fs.safefs import (
     DIR_FLAGS,
@@ -878,12 +878,13 @@ class Workspace:
 
         Called when a command is about to start (the eval): the lookups are made
         while it starts (the shell, the sandbox, Python: hundreds of ms, with this
-        process waiting), and its own first lookups find them cached. Started any
-        earlier, the thread would share this process's interpreter lock and CPU
-        with the terminal's start. Never raises.
+        process waiting), after ``lookahead.START_DELAY`` (its launch here), and
+        its own first lookups find them cached. Started any earlier, the thread
+        would share this process's interpreter lock and CPU with the terminal's
+        start. Never raises.
         """
         if self._lookahead is None and self.overlay is not None and self._tree is not None:
-            self._lookahead = LookAhead(self._tree.fd)
+            self._lookahead = LookAhead(self._tree.fd, delay=START_DELAY)
 
     # ------------------------------------------------------------ the index
     def refresh(self) -> bool:
