@@ -105,13 +105,10 @@ def is_text(data: bytes) -> bool:
 
 
 def file_patch(rel: str, old: Blob | None, new: Blob | None) -> str:
-    """The git diff of one path from ``old`` to ``new`` (None = missing); "" when equal.
-
-    Raises:
-        ValueError: both sides are None.
-    """
+    """The git diff of one path from ``old`` to ``new`` (None = missing); "" when equal
+    (both missing too: a path the sandbox made and removed again)."""
     if old is None and new is None:
-        raise ValueError("a file patch needs at least one side")
+        return ""
     if old is not None and new is not None:
         if old == new:
             return ""
