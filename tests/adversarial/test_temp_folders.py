@@ -27,3 +27,16 @@ def test_a_sandboxed_episode_leaves_nothing_in_the_temporary_folder(prober):
 def test_a_local_episode_leaves_nothing_in_the_temporary_folder(local_prober):
     """(The local terminal's commands are trusted and share the host's ``$TMPDIR``.)"""
     _leaves_nothing(local_prober, "echo done")
+
+
+#: A chain of 1,200 folders (``shutil.rmtree`` recurses once per level, past Python's
+#: recursion limit of 1,000) in the working copy and in the scratch folder.
+DEEP = ("python3 -c \"import os\nfor top in ('.', os.environ['TMPDIR']):\n"
+        "    os.chdir(top)\n    for _ in range(1200): os.mkdir('d'); os.chdir('d')\n"
+        "    open('f.py', 'w').write('x = 1')\"; echo done")
+
+
+def test_folders_nested_deeper_than_python_recurses_are_deleted(prober):
+    """Before, ``close()`` (and a fork's, and submit's grading copy's cleanup) raised
+    ``RecursionError`` from ``shutil.rmtree`` and left the working copy behind."""
+    _leaves_nothing(prober, DEEP)

@@ -32,6 +32,7 @@ import contextlib
 import errno
 import os
 import posixpath
+import secrets
 import shutil
 import stat
 from collections.abc import Callable, Iterator
@@ -499,10 +500,13 @@ def remove_at(dir_fd: int, name: str, max_depth: int = MAX_DEPTH) -> None:
     A file, link or special file is unlinked (a link is never followed); a
     folder is emptied level by level through descriptors (folders made
     unreadable are opened up through their own fd first) and removed.
+    Folders nested deeper than ``max_depth`` (the descriptors held at once)
+    are moved up into ``name`` first (``renameat`` between descriptors), so
+    any depth is removed with at most ``max_depth`` descriptors open.
     Missing: nothing happens.
 
     Raises:
-        OSError: it cannot be removed, or folders nest deeper than ``max_depth``.
+        OSError: it cannot be removed.
     """
     fds: list[tuple[int, str, int]] = []
     try:
@@ -525,8 +529,10 @@ def remove_at(dir_fd: int, name: str, max_depth: int = MAX_DEPTH) -> None:
                 with contextlib.suppress(FileNotFoundError):
                     os.rmdir(current, dir_fd=parent)
                 continue
-            if len(fds) >= max_depth:
-                raise OSError(errno.ELOOP, f"folders nested deeper than {max_depth} levels")
+            if len(fds) >= max_depth:  # a chain deeper than this: cut it, go on from the top
+                os.rename(sub, f".dgym-deep-{secrets.token_hex(8)}", src_dir_fd=fd,
+                          dst_dir_fd=fds[0][2])
+                continue
             opened = _open_to_remove(fd, sub)
             if opened is not None:
                 fds.append((fd, sub, opened))
@@ -541,15 +547,15 @@ def remove_tree(path: str) -> None:
     Never changes anything outside ``path`` and never follows a link: ``shutil.rmtree``
     (descriptor-based) first; where it stops (a folder a sandbox made unwritable or
     unreadable, overlayfs's ``work/work``), :func:`remove_at` goes on below the parent's
-    descriptor, opening such folders up through their own descriptors; what is still left
-    (a mount point, a tree deeper than it goes) is left. Never raises.
+    descriptor, opening such folders up through their own descriptors and cutting chains
+    of folders of any depth; what is still left (a mount point) is left. Never raises.
     """
     try:
         shutil.rmtree(path)
         return
     except FileNotFoundError:
         return
-    except OSError:
+    except (OSError, RecursionError):  # rmtree recurses once per level: a deep tree ends it
         pass
     parent, name = os.path.split(os.path.abspath(path))
     try:
@@ -559,7 +565,8 @@ def remove_tree(path: str) -> None:
     try:
         remove_at(fd, name)
     except OSError:
-        shutil.rmtree(path, ignore_errors=True)
+        with contextlib.suppress(RecursionError):
+            shutil.rmtree(path, ignore_errors=True)
     finally:
         os.close(fd)
 
