@@ -169,8 +169,12 @@ class TreeIndex:
             elif base != ".":
                 dirty.add(base)
         changed: set[str] = set()
-        for rel in sorted(dirty):
+        rescanned = None  # the last folder looked at again whole: its paths need nothing more
+        for rel in sorted(dirty, key=lambda path: path.split("/")):  # a folder, then below it
+            if rescanned is not None and rel.startswith(rescanned):
+                continue
             changed |= self._update(rel)
+            rescanned = rel + "/" if rel in self.dirs else None
         return changed
 
     def _rescan_all(self) -> set[str]:

@@ -13,9 +13,10 @@ else of the host.
 
 from __future__ import annotations
 
-import contextlib
+import errno
 import os
 import secrets
+import subprocess
 
 from dgym_tui.core.types import SANDBOX_UID_RANGE
 
@@ -68,23 +69,21 @@ def drop_argv(ids: tuple[int, int] | None) -> list[str]:
 def chown_tree(root: str, uid: int, gid: int) -> None:
     """chown ``root`` and everything below it to ``uid:gid``, never following a link.
 
-    Walks with folder descriptors (``os.fwalk``): a folder swapped for a link
-    during the walk is not entered, and links themselves are changed, not
-    their targets.
+    ``chown -R -P -h`` (coreutils: descriptor-based, links themselves are changed, not
+    their targets, any depth; ``os.fwalk`` recursed once per level and raised
+    ``RecursionError`` on a fork of a working copy holding a chain of 1,200 folders).
 
     Args:
-        root: a folder (host path) the caller trusts (made by the host).
+        root: a folder (host path) the caller trusts (made by the host), that no
+            sandboxed process is changing yet.
 
     Raises:
-        OSError: ``root`` cannot be opened.
+        OSError: ``root`` or something below it could not be changed (chown's first
+            line of error).
     """
-    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
-    try:
-        os.fchown(fd, uid, gid)
-    finally:
-        os.close(fd)
-    for _folder, dirs, files, dir_fd in os.fwalk(root, follow_symlinks=False):
-        for name in dirs + files:
-            with contextlib.suppress(FileNotFoundError):
-                os.chown(name, uid, gid, dir_fd=dir_fd, follow_symlinks=False)
+    done = subprocess.run(["chown", "-R", "-P", "-h", f"{uid}:{gid}", "--", root],
+                          capture_output=True, text=True, errors="replace", check=False)
+    if done.returncode != 0:
+        lines = done.stderr.strip().splitlines() or [f"exit code {done.returncode}"]
+        raise OSError(errno.EPERM, f"chown of {root!r} failed: {lines[0][:300]}")
 
