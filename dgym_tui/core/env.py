@@ -61,6 +61,10 @@ DEFAULT_MAX_WORKSPACE_BYTES = 1 << 30
 #: Tools that run code in the sandbox: the working copy's size is measured after them.
 CODE_TOOLS = frozenset({"eval", "submit", "pdb", "bash"})
 
+#: Seconds :meth:`RepoEnv.close` from another thread waits for a running step to return
+#: after stopping its commands (a step's host-side work is bounded: grep's budget is 10 s).
+STEP_GRACE = 60.0
+
 #: Command that runs the tests when none is given (the one default every front end uses).
 DEFAULT_ENTRYPOINT = "python -m pytest -q"
 
@@ -232,6 +236,9 @@ class RepoEnv:
         # one thread at a time ends an episode (close() from another thread during a reset):
         # the working copy's descriptors are closed once, never a number reused meanwhile
         self._ending = threading.RLock()
+        # held by a step: close() from another thread waits for it, so the working copy's
+        # descriptors are never closed (and their numbers reused) under a running tool
+        self._stepping = threading.RLock()
         self._grading_terminal: Terminal | None = None  # while submit grades in a fresh copy
 
     # --------------------------------------------------------------- episode
@@ -406,8 +413,12 @@ class RepoEnv:
         Raises:
             RuntimeError: :meth:`reset` was not called (or the env was closed).
         """
-        if self.workspace is None or self.terminal is None:
-            raise RuntimeError("no episode is running; call reset() first")
+        with self._stepping:
+            if self.workspace is None or self.terminal is None:
+                raise RuntimeError("no episode is running; call reset() first")
+            return self._guarded_step(action)
+
+    def _guarded_step(self, action: ToolCall | dict[str, Any]) -> StepResult:
         started = time.monotonic()
         self.steps += 1
         try:
@@ -888,7 +899,18 @@ class RepoEnv:
         if self._closed:
             return
         self._closed = True
-        self._end_episode()
+        waited = self._stepping.acquire(blocking=False)
+        if not waited:  # a step runs in another thread: end its commands, let it return
+            self.stop_commands()
+            waited = self._stepping.acquire(timeout=STEP_GRACE)
+            if not waited:
+                log.warning("a step still runs %g s after close(); ending the episode under it",
+                            STEP_GRACE)
+        try:
+            self._end_episode()
+        finally:
+            if waited:
+                self._stepping.release()
         self._close_mcp_servers()
         cleanup.unregister(self)
 

@@ -113,3 +113,43 @@ def test_a_change_to_every_folder_of_a_deep_chain_is_looked_at_once(kind, tmp_pa
         env.workspace.refresh()
         assert 1 <= len(looked) <= 3, looked[:5]
         assert env.workspace.changed_files() == ["d/" * 400 + "f.py"]
+
+
+@pytest.mark.parametrize("kind", ["local", "bwrap"])
+def test_close_from_another_thread_waits_for_the_running_step(kind, tmp_path, request):
+    """The app closes the environment while a worker thread runs a step (a person quits).
+
+    Before, close deleted the working copy and closed its descriptors under the running
+    tool: the step ended with ``internal error ...: AttributeError`` (or ``ValueError: I/O
+    operation on closed file`` from the change index), and a tool between its lookups
+    worked on descriptor numbers the process could already have reused. Now close stops
+    the step's commands and waits for it to return."""
+    import threading
+
+    if kind == "bwrap":
+        request.getfixturevalue("bwrap_ready")
+    env = RepoEnv(_repo(tmp_path), entrypoint=f"{FAST_PYTEST} test_x.py", terminal=kind,
+                  eval_timeout=60)
+    env.reset()
+    tool = env.tools["rewrite"]
+    run = tool.run
+    started, closed = threading.Event(), threading.Event()
+
+    def run_while_closing(**arguments):
+        started.set()
+        closed.wait(3)  # close() returned (before), or still waits for this step (now)
+        return run(**arguments)
+
+    tool.run = run_while_closing
+    box = {}
+    worker = threading.Thread(target=lambda: box.setdefault("result", env.step(
+        {"name": "rewrite", "arguments": {"path": "pkg/mod.py", "new_code": "X = 2\n"}})))
+    worker.start()
+    assert started.wait(30)
+    env.close()
+    closed.set()
+    worker.join(30)
+    result = box["result"]
+    assert "internal error" not in result.observation, result.observation
+    assert not result.error and "X = 2" in result.observation
+    assert env.workspace is None and env.terminal is None
