@@ -449,6 +449,9 @@ class RepoEnv:
             output = self.tools[action.name].run(**arguments)
         except (ToolError, WorkspaceError) as exc:
             output, error = ToolOutput(str(exc)), True
+        except TerminalError as exc:  # its commands were stopped (close, stop_commands)
+            log.info("tool %s: %s", action.name, exc)
+            output, error = ToolOutput(strip_controls(str(exc))), True
         except Exception as exc:  # a tool bug must not end the episode
             log.exception("tool %s failed", action.name)
             output = ToolOutput(f"internal error in tool {action.name}: "

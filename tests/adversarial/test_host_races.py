@@ -153,3 +153,29 @@ def test_close_from_another_thread_waits_for_the_running_step(kind, tmp_path, re
     assert "internal error" not in result.observation, result.observation
     assert not result.error and "X = 2" in result.observation
     assert env.workspace is None and env.terminal is None
+
+
+@pytest.mark.parametrize("kind", ["local", "bwrap"])
+def test_a_command_stopped_by_close_ends_its_step_with_a_plain_error(kind, tmp_path, request):
+    """close() (or ``stop_commands``) from another thread during a pdb command.
+
+    Before, the step said ``internal error in tool pdb: TerminalError: terminal closed``
+    and logged a traceback, as for a bug; it is the documented way a stopped step ends."""
+    import threading
+
+    if kind == "bwrap":
+        request.getfixturevalue("bwrap_ready")
+    env = RepoEnv(_repo(tmp_path), entrypoint=f"{FAST_PYTEST} test_x.py", terminal=kind,
+                  eval_timeout=60, pdb_timeout=60)
+    env.reset()
+    assert not env.step({"name": "pdb", "arguments": {"command": "p 1"}}).error
+    box = {}
+    worker = threading.Thread(target=lambda: box.setdefault("result", env.step(
+        {"name": "pdb", "arguments": {"command": "!import time; time.sleep(30)"}})))
+    worker.start()
+    worker.join(1.5)  # the command is running (or about to): either way close stops it
+    env.close()
+    worker.join(60)
+    result = box["result"]
+    assert result.error
+    assert "internal error" not in result.observation, result.observation
