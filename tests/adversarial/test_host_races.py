@@ -11,6 +11,8 @@ submits).
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from dgym_tui.core.env import RepoEnv
@@ -179,3 +181,38 @@ def test_a_command_stopped_by_close_ends_its_step_with_a_plain_error(kind, tmp_p
     result = box["result"]
     assert result.error
     assert "internal error" not in result.observation, result.observation
+
+
+@pytest.mark.parametrize("overlay", [False, True], ids=["copy", "overlay"])
+@pytest.mark.parametrize("kind", ["local", "bwrap"])
+def test_a_folder_replaced_with_a_link_is_graded_and_applied(kind, overlay, tmp_path, request):
+    """The agent replaces folder ``pkg`` with a link to ``lib`` (the fix), then submits.
+
+    Before, submit carried ``pkg`` (now a link) into the grading copy before deleting the
+    folder's files there: ``could not carry 'pkg' into the grading copy: Is a directory``,
+    a failed grading (score 0 for a fix that passes); apply-back failed the same way. The
+    random probe met it whenever its daemon had swapped a folder for a link at submit."""
+    if kind == "bwrap":
+        request.getfixturevalue("bwrap_ready")
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "__init__.py").write_text("")
+    (tmp_path / "lib" / "mod.py").write_text("X = 1\n")
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "mod.py").write_text("X = 0\n")
+    (tmp_path / "test_x.py").write_text("from pkg.mod import X\n\n\ndef test_x():\n"
+                                        "    assert X == 1\n")
+    env = RepoEnv(tmp_path, entrypoint=f"{FAST_PYTEST} test_x.py", terminal=kind,
+                  terminal_options={"overlay": overlay}, eval_timeout=60)
+    with env:
+        env.reset()
+        done = env.terminal.run("rm -r pkg && ln -s lib pkg", timeout=30)
+        assert done.exit_code == 0, done.output
+        assert env.step({"name": "eval", "arguments": {}}).data["eval"]["passed"] == 1
+        result = env.step({"name": "submit", "arguments": {}})
+        assert "could not" not in result.observation, result.observation
+        assert result.data["eval"]["passed"] == 1 and result.data["eval"]["failed"] == 0
+        patch = env.patch()
+        assert patch.count("deleted file mode") == 2 and "new file mode 120000" in patch, patch
+        env.apply_to_source()
+    assert (tmp_path / "pkg").is_symlink() and os.readlink(tmp_path / "pkg") == "lib"

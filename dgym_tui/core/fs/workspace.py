@@ -413,7 +413,8 @@ class Workspace:
     def _tree_stat(self, rel: str) -> os.stat_result | None:
         try:
             with self._tree.resolve(rel, follow=False) as leaf:  # type: ignore[union-attr]
-                return leaf.lstat()
+                # a folder on the way that is a link: the path itself does not exist
+                return leaf.lstat() if leaf.rel == rel else None
         except OSError:
             return None
 
@@ -1072,7 +1073,7 @@ class Workspace:
         try:
             with tree.resolve(rel, follow=False) as leaf:
                 st = leaf.lstat()
-                if st is None:
+                if st is None or leaf.rel != rel:  # missing, or a link on the way
                     return None
                 if stat.S_ISLNK(st.st_mode):
                     return Blob(git_mode(0, True), os.fsencode(os.readlink(leaf.name,
@@ -1172,9 +1173,10 @@ class Workspace:
                     plan.append((rel, Blob(ours.mode, merged)))
         if conflicts:
             raise ApplyConflictError(conflicts)
-        for rel, blob in plan:
-            if blob is not _SAME:
-                self._write_source(rel, blob)
+        blobs = dict(plan)
+        for rel in _deletions_first([(rel, blob is None) for rel, blob in plan]):
+            if blobs[rel] is not _SAME:
+                self._write_source(rel, blobs[rel])
             self._accept(rel)
         return [rel for rel, _ in plan]
 
@@ -1389,19 +1391,17 @@ class Workspace:
         Raises:
             WorkspaceError: a path cannot be written here.
         """
-        carried = []
-        for rel in other.changed_files():
-            if self._match(self._readonly, rel) or self._match(self._ignore, rel):
-                continue
-            blob = other._blob(other._tree, rel)
+        changed = [rel for rel in other.changed_files()
+                   if not (self._match(self._readonly, rel) or self._match(self._ignore, rel))]
+        for rel in _deletions_first([(rel, other._current(rel) is None) for rel in changed]):
+            blob = other._blob(other._tree, rel)  # one file in memory at a time
             try:
                 _write_blob(self._tree, rel, blob)
             except OSError as exc:
                 raise WorkspaceError(f"could not carry {rel!r} into the grading copy: "
                                      f"{exc.strerror or exc}") from None
-            carried.append(rel)
         self.refresh()
-        return carried
+        return changed
 
     def cleanup(self) -> None:
         """Delete the working copy. Idempotent."""
@@ -1668,15 +1668,28 @@ def _hand_over(dir_fd: int, name: str) -> None:
         os.chown(name, owner.st_uid, owner.st_gid, dir_fd=dir_fd, follow_symlinks=False)
 
 
+def _deletions_first(paths: list[tuple[str, bool]]) -> list[str]:
+    """The paths of ``(rel, deleted)`` pairs in the order to write them: deletions deepest
+    first, then the rest by path, so a folder the episode replaced with a file or link
+    is emptied before :func:`_write_blob` puts that file or link in its place."""
+    return [rel for rel, deleted in sorted(
+        paths, key=lambda item: (0, -item[0].count("/"), item[0]) if item[1] else (1, 0, item[0]))]
+
+
 def _write_blob(tree: SafeTree, rel: str, blob: Blob | None) -> None:
     """Make ``rel`` in ``tree`` hold ``blob`` (None: delete it), through folder descriptors.
+    An empty folder at ``rel`` is replaced.
 
     Raises:
         OSError: it cannot be written.
     """
     if blob is None:
         tree.unlink(rel)
-    elif blob.mode == MODE_LINK:
+        return
+    if tree.kind(rel, follow=False) == "folder":  # a folder replaced: its files went first
+        with tree.resolve(rel, follow=False) as leaf:
+            os.rmdir(leaf.name, dir_fd=leaf.parent)
+    if blob.mode == MODE_LINK:
         with tree.resolve(rel, follow=False, mkdirs=True) as leaf:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(leaf.name, dir_fd=leaf.parent)
