@@ -236,8 +236,9 @@ class RepoEnv:
         # one thread at a time ends an episode (close() from another thread during a reset):
         # the working copy's descriptors are closed once, never a number reused meanwhile
         self._ending = threading.RLock()
-        # held by a step: close() from another thread waits for it, so the working copy's
-        # descriptors are never closed (and their numbers reused) under a running tool
+        # held by a step, fork, patch, apply-back: close() from another thread waits for it,
+        # so the working copy's descriptors are never closed (and their numbers reused)
+        # under a running tool
         self._stepping = threading.RLock()
         self._grading_terminal: Terminal | None = None  # while submit grades in a fresh copy
 
@@ -369,6 +370,10 @@ class RepoEnv:
             WorkspaceError / OSError: the working copy cannot be copied.
             TerminalError: the twin's terminal cannot start.
         """
+        with self._stepping:  # close() from another thread waits for the copy
+            return self._fork()
+
+    def _fork(self) -> RepoEnv:
         if self.workspace is None or self.terminal is None:
             raise RuntimeError("no episode is running; call reset() first")
         if isinstance(self.terminal_spec, Terminal):
@@ -739,7 +744,8 @@ class RepoEnv:
 
     def patch(self) -> str:
         """Git-style unified diff of the working copy against the original ("" if none)."""
-        return self.workspace.patch() if self.workspace else ""
+        with self._stepping:  # close() from another thread waits (descriptors in use)
+            return self.workspace.patch() if self.workspace else ""
 
     def apply_to_source(self) -> list[str]:
         """Write the episode's changes into the original repository. Returns changed paths.
@@ -747,9 +753,10 @@ class RepoEnv:
         Raises:
             RuntimeError: no episode is running.
         """
-        if self.workspace is None:
-            raise RuntimeError("no episode is running; call reset() first")
-        return self.workspace.apply_to_source()
+        with self._stepping:  # close() from another thread waits (descriptors in use)
+            if self.workspace is None:
+                raise RuntimeError("no episode is running; call reset() first")
+            return self.workspace.apply_to_source()
 
     def _run_setup(self, terminal: Terminal) -> list[str]:
         """Run the setup commands in ``terminal``; one note per command that failed."""

@@ -216,3 +216,45 @@ def test_a_folder_replaced_with_a_link_is_graded_and_applied(kind, overlay, tmp_
         assert patch.count("deleted file mode") == 2 and "new file mode 120000" in patch, patch
         env.apply_to_source()
     assert (tmp_path / "pkg").is_symlink() and os.readlink(tmp_path / "pkg") == "lib"
+
+
+@pytest.mark.parametrize("kind", ["local", "bwrap"])
+def test_close_from_another_thread_waits_for_a_fork_copying_the_working_copy(
+        kind, tmp_path, request):
+    """Before, close closed the working copy's descriptors while fork() copied from them:
+    the fork raised ``OSError: [Errno 9] Bad file descriptor`` (and a number reused
+    meanwhile by another open would have been copied from). Now close waits."""
+    import threading
+
+    if kind == "bwrap":
+        request.getfixturevalue("bwrap_ready")
+    env = RepoEnv(_repo(tmp_path), entrypoint=f"{FAST_PYTEST} test_x.py", terminal=kind,
+                  eval_timeout=60)
+    env.reset()
+    workspace = env.workspace
+    copy = workspace.fork
+    started, closed = threading.Event(), threading.Event()
+
+    def fork_while_closing(*args, **kwargs):
+        started.set()
+        closed.wait(3)  # close() returned (before), or waits for this fork (now)
+        return copy(*args, **kwargs)
+
+    workspace.fork = fork_while_closing
+    box = {}
+
+    def run():
+        try:
+            box["twin"] = env.fork()
+        except Exception as exc:  # noqa: BLE001  the type is what is checked
+            box["error"] = exc
+
+    worker = threading.Thread(target=run)
+    worker.start()
+    assert started.wait(30)
+    env.close()
+    closed.set()
+    worker.join(60)
+    assert "error" not in box, box.get("error")
+    with box["twin"] as twin:
+        assert "X = 1" in twin.step({"name": "view", "arguments": {"path": "pkg/mod.py"}}).observation
