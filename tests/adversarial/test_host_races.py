@@ -258,3 +258,27 @@ def test_close_from_another_thread_waits_for_a_fork_copying_the_working_copy(
     assert "error" not in box, box.get("error")
     with box["twin"] as twin:
         assert "X = 1" in twin.step({"name": "view", "arguments": {"path": "pkg/mod.py"}}).observation
+
+
+def test_apply_back_refuses_to_replace_a_folder_holding_ignored_files_and_writes_nothing(
+        tmp_path):
+    """The original's ``pkg/__pycache__`` is ignored (the episode never sees it): replacing
+    ``pkg`` with a link cannot be applied without deleting it. Refused before any write
+    (the replacement above would otherwise have deleted ``pkg``'s files first, then failed
+    on the folder that is not empty)."""
+    from dgym_tui.core.types import WorkspaceError
+
+    repo = _repo(tmp_path)
+    (repo / "lib").mkdir()
+    (repo / "lib" / "mod.py").write_text("X = 1\n")
+    (repo / "pkg" / "__pycache__").mkdir()
+    (repo / "pkg" / "__pycache__" / "mod.cpython-311.pyc").write_bytes(b"\0cache")
+    env = RepoEnv(repo, entrypoint=f"{FAST_PYTEST} test_x.py", terminal="local",
+                  terminal_options={"overlay": False}, eval_timeout=60)
+    with env:
+        env.reset()
+        assert env.terminal.run("rm -r pkg && ln -s lib pkg", timeout=30).exit_code == 0
+        with pytest.raises(WorkspaceError, match="__pycache__"):
+            env.apply_to_source()
+    assert (repo / "pkg" / "mod.py").read_text() == "X = 1\n"
+    assert (repo / "pkg" / "__pycache__" / "mod.cpython-311.pyc").read_bytes() == b"\0cache"

@@ -1173,12 +1173,37 @@ class Workspace:
                     plan.append((rel, Blob(ours.mode, merged)))
         if conflicts:
             raise ApplyConflictError(conflicts)
+        self._check_replaced_folders(plan)
         blobs = dict(plan)
         for rel in _deletions_first([(rel, blob is None) for rel, blob in plan]):
             if blobs[rel] is not _SAME:
                 self._write_source(rel, blobs[rel])
             self._accept(rel)
         return [rel for rel, _ in plan]
+
+    def _check_replaced_folders(self, plan: list[tuple[str, Any]]) -> None:
+        """Refuse, before anything is written, a plan that puts a file or link where the
+        original has a folder holding more than the plan deletes (ignored files such as
+        ``__pycache__``, which the episode never saw: never deleted for it).
+
+        Raises:
+            WorkspaceError: naming the folder and one entry that would stay.
+        """
+        deleted = {rel for rel, blob in plan if blob is None}
+        for rel, blob in plan:
+            if blob is None or blob is _SAME or self._kind_src(rel) != "folder":
+                continue
+            fd, _ = self._src.open_dir(rel)
+            try:
+                for _, _, below, st in walk(fd):
+                    if not stat.S_ISDIR(st.st_mode) and f"{rel}/{below}" not in deleted:
+                        raise WorkspaceError(
+                            f"cannot replace folder {rel!r} of the original repository with a "
+                            f"{'link' if blob.mode == MODE_LINK else 'file'}: it holds "
+                            f"{rel}/{below!s}, which the episode did not delete; nothing was "
+                            "written")
+            finally:
+                os.close(fd)
 
     def _write_source(self, rel: str, blob: Blob | None) -> None:
         try:
