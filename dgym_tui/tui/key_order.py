@@ -107,7 +107,7 @@ class OrderedKeys(MessagePump):
         waiting, the key stays in flight and the next key to arrive looks again."""
         await asyncio.sleep(0)  # the widgets' tasks run
         held = self._held_keys
-        settled = not self._message_queue.qsize() and _settled(self)
+        settled: bool = not self._message_queue.qsize() and _settled(self)
         if not settled and looks < SETTLE_LOOKS:
             if held:
                 self.call_later(self._let_next_key_in, looks + 1)
