@@ -28,6 +28,15 @@ def _repo(tmp_path):
     return tmp_path
 
 
+def _env(tmp_path, request, kind: str, **options) -> RepoEnv:
+    """An environment on :func:`_repo` in ``tmp_path`` on terminal ``kind`` (bwrap checked
+    first), running the fast pytest of ``test_x.py``; ``options`` go to ``RepoEnv``."""
+    if kind == "bwrap":
+        request.getfixturevalue("bwrap_ready")
+    return RepoEnv(_repo(tmp_path), entrypoint=f"{FAST_PYTEST} test_x.py", terminal=kind,
+                   eval_timeout=60, **options)
+
+
 @pytest.mark.parametrize("overlay", [False, True], ids=["copy", "overlay"])
 @pytest.mark.parametrize("kind", ["local", "bwrap"])
 def test_a_new_file_removed_between_the_listing_and_the_diff_is_left_out_of_the_patch(
@@ -38,10 +47,7 @@ def test_a_new_file_removed_between_the_listing_and_the_diff_is_left_out_of_the_
     side`` (the path was new, and missing when read); the random probe met it in half of
     its patches while a daemon renamed files back and forth.
     """
-    if kind == "bwrap":
-        request.getfixturevalue("bwrap_ready")
-    env = RepoEnv(_repo(tmp_path), entrypoint=f"{FAST_PYTEST} test_x.py", terminal=kind,
-                  terminal_options={"overlay": overlay}, eval_timeout=60)
+    env = _env(tmp_path, request, kind, terminal_options={"overlay": overlay})
     with env:
         env.reset()
         made = env.terminal.run("echo 'Y = 2' > pkg/new.py && echo 'X = 1  # same' > pkg/mod.py",
@@ -79,9 +85,7 @@ def test_a_fork_of_a_working_copy_holding_a_deep_chain_of_folders_starts(tmp_pat
 
     if os.geteuid() != 0:
         pytest.skip("the working copy is handed to a sandbox uid only when dgym runs as root")
-    request.getfixturevalue("bwrap_ready")
-    env = RepoEnv(_repo(tmp_path), entrypoint=f"{FAST_PYTEST} test_x.py", terminal="bwrap",
-                  terminal_options={"overlay": False}, eval_timeout=60)
+    env = _env(tmp_path, request, "bwrap", terminal_options={"overlay": False})
     with env:
         env.reset()
         made = env.terminal.run(CHAIN.format(n=1200), timeout=60)
@@ -99,10 +103,7 @@ def test_a_change_to_every_folder_of_a_deep_chain_is_looked_at_once(kind, tmp_pa
     Before, the index looked at each folder again whole, once per event below it: 400
     rescans of the chain's rest (quadratic: 88 s for a fork's refresh at 3,000 levels).
     Now a folder looked at again whole covers the events below it: one rescan."""
-    if kind == "bwrap":
-        request.getfixturevalue("bwrap_ready")
-    env = RepoEnv(_repo(tmp_path), entrypoint=f"{FAST_PYTEST} test_x.py", terminal=kind,
-                  terminal_options={"overlay": False}, eval_timeout=60)
+    env = _env(tmp_path, request, kind, terminal_options={"overlay": False})
     with env:
         env.reset()
         assert env.terminal.run(CHAIN.format(n=400), timeout=60).exit_code == 0
@@ -128,10 +129,7 @@ def test_close_from_another_thread_waits_for_the_running_step(kind, tmp_path, re
     the step's commands and waits for it to return."""
     import threading
 
-    if kind == "bwrap":
-        request.getfixturevalue("bwrap_ready")
-    env = RepoEnv(_repo(tmp_path), entrypoint=f"{FAST_PYTEST} test_x.py", terminal=kind,
-                  eval_timeout=60)
+    env = _env(tmp_path, request, kind)
     env.reset()
     tool = env.tools["rewrite"]
     run = tool.run
@@ -165,10 +163,7 @@ def test_a_command_stopped_by_close_ends_its_step_with_a_plain_error(kind, tmp_p
     and logged a traceback, as for a bug; it is the documented way a stopped step ends."""
     import threading
 
-    if kind == "bwrap":
-        request.getfixturevalue("bwrap_ready")
-    env = RepoEnv(_repo(tmp_path), entrypoint=f"{FAST_PYTEST} test_x.py", terminal=kind,
-                  eval_timeout=60, pdb_timeout=60)
+    env = _env(tmp_path, request, kind, pdb_timeout=60)
     env.reset()
     assert not env.step({"name": "pdb", "arguments": {"command": "p 1"}}).error
     box = {}
@@ -226,10 +221,7 @@ def test_close_from_another_thread_waits_for_a_fork_copying_the_working_copy(
     meanwhile by another open would have been copied from). Now close waits."""
     import threading
 
-    if kind == "bwrap":
-        request.getfixturevalue("bwrap_ready")
-    env = RepoEnv(_repo(tmp_path), entrypoint=f"{FAST_PYTEST} test_x.py", terminal=kind,
-                  eval_timeout=60)
+    env = _env(tmp_path, request, kind)
     env.reset()
     workspace = env.workspace
     copy = workspace.fork
