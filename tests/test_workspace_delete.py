@@ -1,4 +1,4 @@
-"""Deleting a working copy changes nothing outside it (safefs.remove_tree); the stale sweep.
+"""Deleting a working copy changes nothing outside it (fdtree.remove_tree); the stale sweep.
 
 It once opened up the folder above a path it could not delete (``chmod 0700``): when the
 working copy's own folder could not be removed, that was the system's temporary folder,
@@ -13,7 +13,7 @@ import subprocess
 
 import pytest
 
-from dgym_tui.core.fs.safefs import remove_tree
+from dgym_tui.core.fdtree import remove_tree
 from dgym_tui.core.fs.workspace import remove_stale_folders
 from dgym_tui.core.types import SANDBOX_UID_RANGE
 

@@ -25,7 +25,6 @@ import itertools
 import json
 import os
 import pwd
-import shutil
 import subprocess
 import sys
 import sysconfig
@@ -35,6 +34,7 @@ from pathlib import Path
 import pytest
 
 import dgym_tui
+from dgym_tui.core.fdtree import remove_tree
 
 #: The unprivileged user the ``user`` probes run as (created when missing).
 TEST_USER = "dgymtest"
@@ -96,7 +96,7 @@ def adversarial_base():
     base = tempfile.mkdtemp(prefix="dgym-adv-", dir="/tmp")
     os.chmod(base, 0o755)
     yield Path(base)
-    shutil.rmtree(base, ignore_errors=True)
+    remove_tree(base)  # what probes leave: unreadable folders, chains deeper than rmtree goes
 
 
 def _python_for(prefix: list[str], env: dict[str, str]) -> str | None:

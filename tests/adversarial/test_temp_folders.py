@@ -40,3 +40,27 @@ def test_folders_nested_deeper_than_python_recurses_are_deleted(prober):
     """Before, ``close()`` (and a fork's, and submit's grading copy's cleanup) raised
     ``RecursionError`` from ``shutil.rmtree`` and left the working copy behind."""
     _leaves_nothing(prober, DEEP)
+
+
+#: In the terminal's scratch folder (bound writable at its host path on bwrap, at /run/dgym
+#: in a container): a folder made unreadable with a file inside, and a chain of 1,200 folders.
+SCRATCH = ("python3 -c \"import os\n"
+           "for line in open('/proc/self/mountinfo'):\n"
+           "    point = line.split()[4]\n"
+           "    if 'dgym-scratch-' not in point and point != '/run/dgym': continue\n"
+           "    os.chdir(point)\n"
+           "    os.makedirs('locked/inner'); open('locked/inner/f', 'w').write('x')\n"
+           "    os.chmod('locked/inner', 0); os.chmod('locked', 0)\n"
+           "    for _ in range(1200): os.mkdir('d'); os.chdir('d')\n"
+           "    print('littered')\"; echo done")
+
+
+def test_what_the_sandbox_leaves_in_its_scratch_folder_is_deleted(prober):
+    """Before, the terminal's ``close()`` deleted its scratch folder with
+    ``shutil.rmtree(ignore_errors=True)``: the chain made it raise ``RecursionError`` (the
+    scratch folder stayed, and close stopped before the rest of its work), and as a user the
+    unreadable folder stayed."""
+    tmp = prober.host_folder()
+    probe = prober.run([SCRATCH], host_env={"TMPDIR": str(tmp)})
+    assert "littered" in probe[0].output, probe[0].output
+    assert os.listdir(tmp) == []

@@ -31,8 +31,8 @@ import stat
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from dgym_tui.core.fdtree import open_subdir
 from dgym_tui.core.fs.idcache import CacheFile, Key, is_racy, key_of
-from dgym_tui.core.fs.safefs import open_subdir
 
 #: Bumped when what the walk finds changes for the same rules.
 VERSION = 1

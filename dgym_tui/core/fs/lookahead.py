@@ -34,7 +34,7 @@ import logging
 import os
 import threading
 
-from dgym_tui.core.fs.safefs import open_subdir
+from dgym_tui.core.fdtree import open_subdir
 
 log = logging.getLogger(__name__)
 

@@ -50,7 +50,7 @@ import stat
 import subprocess
 import time
 
-from dgym_tui.core.fs.safefs import DIR_FLAGS, remove_tree
+from dgym_tui.core.fdtree import DIR_FLAGS, remove_tree
 from dgym_tui.core.namespaces import (
     CLONE_NEWNS,
     CLONE_NEWUSER,
@@ -383,7 +383,7 @@ def open_work(base: str) -> None:
 
 def remove_base(base: str) -> None:
     """Delete the base folder ``base`` of a closed (or abandoned) overlay with all it holds:
-    :func:`unmount_stale`, :func:`open_work`, then ``safefs.remove_tree``. Never raises."""
+    :func:`unmount_stale`, :func:`open_work`, then ``fdtree.remove_tree``. Never raises."""
     unmount_stale(base)
     open_work(base)
     remove_tree(base)

@@ -32,23 +32,22 @@ import contextlib
 import errno
 import os
 import posixpath
-import secrets
-import shutil
 import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-O_PATH = getattr(os, "O_PATH", 0)
-_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
-DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | _CLOEXEC
-_LEAF_FLAGS = (O_PATH or (os.O_RDONLY | os.O_NONBLOCK)) | os.O_NOFOLLOW | _CLOEXEC
-_PROC_FD = "/proc/self/fd"
-_REOPEN = os.path.isdir(_PROC_FD) and bool(O_PATH)
-
-#: Most symbolic links one resolution follows (as the kernel's limit).
-MAX_LINKS = 40
-#: Deepest folder nesting :func:`walk` and :func:`remove_at` go (one open fd per level).
-MAX_DEPTH = 256
+from dgym_tui.core.fdtree import (
+    CLOEXEC,
+    DIR_FLAGS,
+    LEAF_FLAGS,
+    MAX_DEPTH,
+    MAX_LINKS,
+    O_PATH,
+    PROC_FD,
+    REOPEN,
+    open_subdir,
+    scan_fd,
+)
 
 
 class EscapeError(OSError):
@@ -291,7 +290,7 @@ class SafeTree:
                 if not leaf.name:
                     raise IsADirectoryError(errno.EISDIR, "the root is a folder")
                 try:
-                    pfd = os.open(leaf.name, _LEAF_FLAGS, dir_fd=leaf.parent)
+                    pfd = os.open(leaf.name, LEAF_FLAGS, dir_fd=leaf.parent)
                 except OSError as exc:
                     if exc.errno == errno.ELOOP:  # non-O_PATH platforms: a link
                         if not follow:
@@ -309,13 +308,13 @@ class SafeTree:
                         raise IsADirectoryError(errno.EISDIR, f"{leaf.rel!r} is a folder")
                     if kind != "file":
                         raise SpecialFileError(leaf.rel, kind)
-                    if not _REOPEN:
+                    if not REOPEN:
                         if O_PATH:
                             raise OSError(errno.ENOTSUP, "cannot reopen an O_PATH descriptor")
                         os.set_blocking(pfd, True)
                         fd, pfd = pfd, -1
                         return fd, st, leaf.rel
-                    fd = os.open(f"{_PROC_FD}/{pfd}", os.O_RDONLY | _CLOEXEC)
+                    fd = os.open(f"{PROC_FD}/{pfd}", os.O_RDONLY | CLOEXEC)
                     return fd, st, leaf.rel
                 finally:
                     if pfd >= 0:
@@ -409,37 +408,19 @@ class SafeTree:
     def chmod(self, rel: str, mode: int) -> None:
         """Set the permission bits of regular file ``rel`` (through its fd)."""
         with self.resolve(rel) as leaf:
-            fd = os.open(leaf.name, _LEAF_FLAGS, dir_fd=leaf.parent) if leaf.name else -1
+            fd = os.open(leaf.name, LEAF_FLAGS, dir_fd=leaf.parent) if leaf.name else -1
         if fd < 0:
             raise IsADirectoryError(errno.EISDIR, "the root is a folder")
         try:
             st = os.fstat(fd)
             if not stat.S_ISREG(st.st_mode):
                 raise SpecialFileError(rel, file_kind(st.st_mode))
-            if _REOPEN:
-                os.chmod(f"{_PROC_FD}/{fd}", mode)
+            if REOPEN:
+                os.chmod(f"{PROC_FD}/{fd}", mode)
             else:
                 os.fchmod(fd, mode)
         finally:
             os.close(fd)
-
-
-def scan_fd(fd: int) -> Iterator[tuple[str, os.stat_result]]:
-    """Yield ``(name, lstat)`` of the entries of the folder open as ``fd``."""
-    with os.scandir(fd) as entries:
-        for entry in entries:
-            try:
-                yield entry.name, entry.stat(follow_symlinks=False)
-            except FileNotFoundError:
-                continue
-
-
-def open_subdir(fd: int, name: str) -> int | None:
-    """Open folder ``name`` inside folder fd ``fd`` without following links; None if not one."""
-    try:
-        return os.open(name, DIR_FLAGS, dir_fd=fd)
-    except OSError:
-        return None
 
 
 def walk(fd: int, enter: Callable[[str, os.stat_result], bool] | None = None,
@@ -494,118 +475,6 @@ def walk(fd: int, enter: Callable[[str, os.stat_result], bool] | None = None,
             os.close(dfd)
 
 
-def remove_at(dir_fd: int, name: str, max_depth: int = MAX_DEPTH) -> None:
-    """Delete entry ``name`` of the folder open as ``dir_fd``, whatever it is.
-
-    A file, link or special file is unlinked (a link is never followed); a
-    folder is emptied level by level through descriptors (folders made
-    unreadable are opened up through their own fd first) and removed.
-    Folders nested deeper than ``max_depth`` (the descriptors held at once)
-    are moved up into ``name`` first (``renameat`` between descriptors), so
-    any depth is removed with at most ``max_depth`` descriptors open.
-    Missing: nothing happens.
-
-    Raises:
-        OSError: it cannot be removed.
-    """
-    fds: list[tuple[int, str, int]] = []
-    try:
-        first = _open_to_remove(dir_fd, name)
-        if first is None:
-            return
-        fds.append((dir_fd, name, first))
-        while fds:
-            parent, current, fd = fds[-1]
-            sub = None
-            for child, st in list(scan_fd(fd)):
-                if stat.S_ISDIR(st.st_mode):
-                    sub = child
-                    break
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(child, dir_fd=fd)
-            if sub is None:
-                fds.pop()
-                os.close(fd)
-                with contextlib.suppress(FileNotFoundError):
-                    os.rmdir(current, dir_fd=parent)
-                continue
-            if len(fds) >= max_depth:  # a chain deeper than this: cut it, go on from the top
-                os.rename(sub, f".dgym-deep-{secrets.token_hex(8)}", src_dir_fd=fd,
-                          dst_dir_fd=fds[0][2])
-                continue
-            opened = _open_to_remove(fd, sub)
-            if opened is not None:
-                fds.append((fd, sub, opened))
-    finally:
-        for _, _, fd in fds:
-            os.close(fd)
-
-
-def remove_tree(path: str) -> None:
-    """Delete the folder ``path`` (one of dgym's own) and what is in it, as far as possible.
-
-    Never changes anything outside ``path`` and never follows a link: ``shutil.rmtree``
-    (descriptor-based) first; where it stops (a folder a sandbox made unwritable or
-    unreadable, overlayfs's ``work/work``), :func:`remove_at` goes on below the parent's
-    descriptor, opening such folders up through their own descriptors and cutting chains
-    of folders of any depth; what is still left (a mount point) is left. Never raises.
-    """
-    try:
-        shutil.rmtree(path)
-        return
-    except FileNotFoundError:
-        return
-    except (OSError, RecursionError):  # rmtree recurses once per level: a deep tree ends it
-        pass
-    parent, name = os.path.split(os.path.abspath(path))
-    try:
-        fd = os.open(parent, DIR_FLAGS)
-    except OSError:
-        return
-    try:
-        remove_at(fd, name)
-    except OSError:
-        with contextlib.suppress(RecursionError):
-            shutil.rmtree(path, ignore_errors=True)
-    finally:
-        os.close(fd)
-
-
-def _open_to_remove(dir_fd: int, name: str) -> int | None:
-    """Unlink ``name`` when it is no folder (None), else open it for emptying (its fd)."""
-    for _ in range(MAX_LINKS):
-        refused: OSError | None = None
-        try:
-            os.unlink(name, dir_fd=dir_fd)
-            return None
-        except FileNotFoundError:
-            return None
-        except (IsADirectoryError, PermissionError) as exc:
-            refused = exc
-        try:
-            pfd = os.open(name, _LEAF_FLAGS, dir_fd=dir_fd)
-        except FileNotFoundError:
-            return None
-        try:
-            if not stat.S_ISDIR(os.fstat(pfd).st_mode):
-                if isinstance(refused, PermissionError):
-                    raise refused
-                continue  # swapped meanwhile: unlink again
-            with contextlib.suppress(OSError):  # a folder made unreadable / unwritable
-                if _REOPEN:
-                    os.chmod(f"{_PROC_FD}/{pfd}", 0o700)
-                else:
-                    os.fchmod(pfd, 0o700)
-            try:
-                return os.open(name, DIR_FLAGS, dir_fd=dir_fd)
-            except OSError as exc:
-                if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
-                    raise
-        finally:
-            os.close(pfd)
-    raise OSError(errno.ELOOP, f"{name!r} keeps changing; cannot remove it")
-
-
 def read_fd(fd: int, size_hint: int, limit: int | None = None) -> bytes:
     """Read an fd to its end (or ``limit`` bytes); a file that grows keeps being read."""
     chunks, total = [], 0
@@ -633,7 +502,7 @@ def _create_temp(dir_fd: int, name: str, mode: int) -> tuple[int, str]:
     for _ in range(100):
         tmp = f".{stem}.dgym-{os.urandom(4).hex()}.tmp"
         try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | _CLOEXEC,
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | CLOEXEC,
                          mode, dir_fd=dir_fd)
         except FileExistsError:
             continue

@@ -21,7 +21,8 @@ import stat
 from collections.abc import Callable
 from typing import NamedTuple
 
-from dgym_tui.core.fs.safefs import SafeTree, open_subdir, scan_fd
+from dgym_tui.core.fdtree import open_subdir, scan_fd
+from dgym_tui.core.fs.safefs import SafeTree
 
 log = logging.getLogger(__name__)
 

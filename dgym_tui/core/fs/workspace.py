@@ -37,22 +37,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dgym_tui.core import tempdirs
+from dgym_tui.core.fdtree import DIR_FLAGS, open_subdir, remove_at, remove_tree, scan_fd
 from dgym_tui.core.fs.gitpatch import MODE_EXEC, MODE_LINK, Blob, blob_id, file_patch, git_mode, merge3
 from dgym_tui.core.fs.idcache import BlobIdCache, key_of
 from dgym_tui.core.fs.ignorecache import ignored_entries
 from dgym_tui.core.fs.lookahead import START_DELAY, LookAhead
 from dgym_tui.core.fs.overlay import UPPER, Overlay, open_work, remove_base
 from dgym_tui.core.fs.safefs import (
-    DIR_FLAGS,
     EscapeError,
     SafeTree,
     SpecialFileError,
     file_kind,
-    open_subdir,
     read_fd,
-    remove_at,
-    remove_tree,
-    scan_fd,
     walk,
     write_all,
 )
@@ -119,7 +115,7 @@ def remove_stale_folders(folder: str | None = None) -> list[str]:
     this user are touched, or, when dgym runs as root, by a uid of
     :data:`SANDBOX_UID_RANGE` (a root-started sandbox's own, to which the folder was
     handed); a mount a killed root owner left in an overlay's base is unmounted first;
-    deletion never follows links (``safefs.remove_tree``). A folder whose pid now belongs
+    deletion never follows links (``fdtree.remove_tree``). A folder whose pid now belongs
     to another live process (pid reuse) is kept until that process is gone too.
 
     Args:
@@ -1250,7 +1246,7 @@ class Workspace:
 
         Raises:
             WorkspaceError: an entry cannot be put back or removed (e.g.
-                folders nested deeper than ``safefs.MAX_DEPTH``); the message
+                folders nested deeper than ``fdtree.MAX_DEPTH``); the message
                 says which.
         """
         if not self._readonly_start and not self._readonly.patterns:
@@ -1394,7 +1390,7 @@ class Workspace:
         2-core machine.
 
         Raises:
-            OSError: folders nest deeper than ``safefs.MAX_DEPTH``.
+            OSError: folders nest deeper than ``fdtree.MAX_DEPTH``.
         """
         fd = self._upper.tree.fd if self._upper is not None else self._tree.fd  # overlay: upper
         total = os.fstat(fd).st_blocks * 512

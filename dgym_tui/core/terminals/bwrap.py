@@ -69,7 +69,7 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
-from dgym_tui.core import tempdirs
+from dgym_tui.core import fdtree, tempdirs
 
 from . import allowlist, hostview, identity, seccomp
 from .base import TerminalError, holding_lock
@@ -488,5 +488,5 @@ class BwrapTerminal(LocalTerminal):
                 os.close(fd)
         self._static, self._root_fd = [], -1
         if self._support:
-            shutil.rmtree(self._support, ignore_errors=True)
+            fdtree.remove_tree(self._support)
             self._support = ""

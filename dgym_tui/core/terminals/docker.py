@@ -49,7 +49,6 @@ import posixpath
 import secrets
 import selectors
 import shlex
-import shutil
 import socket
 import struct
 import threading
@@ -61,7 +60,7 @@ from typing import Any
 import psutil
 from pexpect.fdpexpect import fdspawn
 
-from dgym_tui.core import tempdirs
+from dgym_tui.core import fdtree, tempdirs
 from dgym_tui.core.errors import first_line
 
 from . import cleanup, identity, preload
@@ -468,7 +467,7 @@ class DockerTerminal(preload.Preloading, Terminal):
                           f"{first_line(exc, 160)}", file=sys.stderr)
         for attr in ("scratch", "plugin_dir", "_support"):
             if getattr(self, attr):
-                shutil.rmtree(getattr(self, attr), ignore_errors=True)
+                fdtree.remove_tree(getattr(self, attr))
                 setattr(self, attr, "")
         cleanup.unregister(self)
 

@@ -19,7 +19,6 @@ import functools
 import logging
 import os
 import selectors
-import shutil
 import signal
 import socket
 import subprocess
@@ -31,7 +30,7 @@ from typing import TypeVar
 
 import pexpect
 
-from dgym_tui.core import tempdirs
+from dgym_tui.core import fdtree, tempdirs
 
 from . import cleanup, hostview, preload, procs
 from .base import DEFAULT_MAX_OUTPUT, RunResult, Terminal, TerminalError, holding_lock
@@ -296,7 +295,7 @@ class LocalTerminal(preload.Preloading, Terminal):
         procs.kill_tagged(self.tag)
         for attr in ("scratch", "plugin_dir"):
             if getattr(self, attr):
-                shutil.rmtree(getattr(self, attr), ignore_errors=True)
+                fdtree.remove_tree(getattr(self, attr))
                 setattr(self, attr, "")
         cleanup.unregister(self)
 
