@@ -267,6 +267,17 @@ def test_eval_fix_and_submit(env, terminal_kind):
     assert env.patch().startswith("diff --git a/code.py b/code.py")
 
 
+def test_submit_names_at_most_fifty_changed_files(tmp_path, make_env):
+    """An agent that made thousands of files gets a short observation (before, every name)."""
+    env = make_env(_repo(tmp_path / "repo"), entrypoint="true", tools=TOOLS)
+    env.reset()
+    env.terminal.run("python3 -c \"[open(f'new_{i:04}.py', 'w').close() for i in range(1200)]\"")
+    r = step(env, "submit")
+    assert r.observation.endswith("Changed files: " + ", ".join(
+        f"new_{i:04}.py" for i in range(50)) + " and 1,150 more")
+    assert env.patch().count("diff --git") == 1200
+
+
 def test_eval_output_is_bounded(tmp_path, make_env, terminal_kind):
     repo = _repo(tmp_path / "repo")
     env = make_env(repo, entrypoint="python -c \"print('x' * 10_000_000)\"", tools=TOOLS,

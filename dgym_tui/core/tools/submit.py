@@ -7,6 +7,9 @@ from typing import Any
 from dgym_tui.core.evaluation.summary import describe_score
 from dgym_tui.core.tools.base import Tool, ToolOutput, register
 
+#: Most changed files the observation names; the rest are counted (the patch has them all).
+MAX_NAMED = 50
+
 
 @register
 class SubmitTool(Tool):
@@ -22,7 +25,9 @@ class SubmitTool(Tool):
     def run(self, **_: Any) -> ToolOutput:
         summary, output = self.env.grade_submission()
         changed = self.env.workspace.changed_files()
-        files = ", ".join(changed) if changed else "none"
+        files = ", ".join(changed[:MAX_NAMED]) if changed else "none"
+        if len(changed) > MAX_NAMED:
+            files += f" and {len(changed) - MAX_NAMED:,} more"
         text = (f"Submitted. Final eval of `{self.env.entrypoint}`:\n{output.rstrip()}\n\n"
                 f"{describe_score(summary)}\nChanged files: {files}")
         return ToolOutput(text, done=True, data={"eval": summary.to_dict()})
