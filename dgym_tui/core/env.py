@@ -17,6 +17,7 @@ Example::
 
 from __future__ import annotations
 
+import errno
 import functools
 import json
 import logging
@@ -466,8 +467,10 @@ class RepoEnv:
         observation = output.observation
         if action.name in CODE_TOOLS:
             over = self._over_size_limit()
-            if over:
-                observation, error = f"{observation}\n\n[{over}]", True
+            if over:  # (an eval it refused says so already)
+                error = True
+                if over not in observation:
+                    observation = f"{observation}\n\n[{over}]"
         if output.done:
             self.done = True
         self.last = self._result(observation, action, started, error=error,
@@ -483,8 +486,11 @@ class RepoEnv:
         try:
             used = workspace.disk_usage()
         except OSError as exc:
+            if exc.errno == errno.ELOOP:  # safefs.walk: a chain deeper than its descriptors
+                return (f"the working copy cannot be measured: {first_line(exc.strerror, 160)}; "
+                        "evals do not run until they are deleted")
             return (f"the working copy cannot be measured ({first_line(exc, 160)}); "
-                    "evals do not run until it is smaller")
+                    "evals do not run until it can be")
         if used <= limit:
             return ""
         return (f"the working copy takes {_mib(used)}, over its limit of {_mib(limit)}: "

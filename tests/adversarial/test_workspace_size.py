@@ -33,3 +33,24 @@ def test_a_step_growing_the_working_copy_past_its_limit_says_so(tmp_path, sandbo
             assert not result.error, result.observation
             result = env.step({"name": "eval", "arguments": {}})
             assert result.resolved, result.observation
+
+
+def test_folders_nested_too_deep_to_measure_are_named_and_evals_resume_once_deleted(tmp_path):
+    """A chain of 300 folders cannot be measured (256 descriptors at most): the observation
+    names the chain's top folder in a short line and says what to do (before: its whole
+    512-character path, twice, and "until it is smaller")."""
+    (tmp_path / "test_ok.py").write_text("def test_ok():\n    pass\n")
+    with RepoEnv(tmp_path, entrypoint=f"{FAST_PYTEST} test_ok.py", terminal="local") as env:
+        assert env.reset().resolved
+        result = _pdb(env, "!import os; _ = [(os.mkdir('d'), os.chdir('d')) for _ in range(300)]; "
+                           "os.chdir(os.environ.get('PWD', '/'))")
+        assert result.error
+        assert result.observation.endswith(
+            "[the working copy cannot be measured: folders nested deeper than 256 levels "
+            "below 'd'; evals do not run until they are deleted]"), result.observation
+        result = env.step({"name": "eval", "arguments": {}})
+        assert not result.resolved and "below 'd'" in result.eval.problem
+        assert result.observation.count("cannot be measured") == 2, result.observation
+        result = _pdb(env, "!import shutil; shutil.rmtree('d')")
+        assert not result.error, result.observation
+        assert env.step({"name": "eval", "arguments": {}}).resolved

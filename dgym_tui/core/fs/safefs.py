@@ -467,8 +467,9 @@ def walk(fd: int, enter: Callable[[str, os.stat_result], bool] | None = None,
                 continue
             if len(stack) >= max_depth:
                 os.close(sub)
+                top = (prefix + name).split("/", 1)[0]  # the whole path: 2 x max_depth chars
                 raise OSError(errno.ELOOP, f"folders nested deeper than {max_depth} levels "
-                                           f"at {prefix + name!r}")
+                                           f"below {top!r}")
             stack.append((sub, prefix + name + "/", None))
     finally:
         for dfd, _, _ in stack:
