@@ -77,7 +77,7 @@ def first_frames(app):
         now = (time.perf_counter() - t0, time.thread_time() - c0)
         frames.setdefault("first", now)
         frames.setdefault("update", update)
-        keys = screen.query("FooterKey")
+        keys = screen.query("KeyStrip")
         if keys and keys.first().region:  # laid out: drawn in this frame
             frames["full"] = now
 

@@ -1,6 +1,7 @@
 """KeyFooter: rebuilt once at start, skipped when the keys are the same, rebuilt when
-the focused widget brings other keys, built before the first frame by show_keys (Textual
-app through Pilot)."""
+the focused widget brings other keys, built before the first frame by show_keys; its keys
+drawn by one widget (KeyStrip) that a click presses, a disabled key rings the bell, the
+key under the mouse shows its tooltip (Textual app through Pilot)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from textual.binding import Binding
 from textual.widgets import Static
 from textual.widgets._footer import FooterKey
 
-from dgym_tui.tui.widgets.footer import KeyFooter
+from dgym_tui.tui.widgets.footer import KeyFooter, KeyStrip
 
 
 class Pane(Static, can_focus=True):
@@ -18,6 +19,17 @@ class Pane(Static, can_focus=True):
 
 class Left(Pane):
     BINDINGS = [Binding("x", "noop", "left key")]
+
+
+class Keys(Pane):
+    BINDINGS = [Binding("x", "press('x')", "left key"), Binding("z", "press('z')", "zed"),
+                Binding("w", "press('w')", "off", tooltip="not now")]
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        return None if parameters == ("w",) else True  # w: shown disabled
+
+    def action_press(self, key: str) -> None:
+        self.app.pressed.append(key)  # type: ignore[attr-defined]
 
 
 class Right(Pane):
@@ -40,7 +52,7 @@ class FooterApp(App):
 
 
 def _keys(app: App) -> set[str]:
-    return {key.key for key in app.query(FooterKey)}
+    return set(app.query_one(KeyFooter).shown_keys())
 
 
 def _count_builds(monkeypatch) -> list[int]:
@@ -88,7 +100,8 @@ async def test_show_keys_draws_the_focused_keys_in_the_first_frame(monkeypatch):
     def first_frame(screen, update) -> None:  # the keys laid out in the first frame drawn
         display(screen, update)
         if update is not None and not app._batch_count and not first:
-            first.append({key.key for key in screen.query(FooterKey) if key.region})
+            first.append({key.key for strip in screen.query(KeyStrip) if strip.region
+                          for key in strip.keys})
 
     app._display = first_frame
     async with app.run_test() as pilot:
@@ -96,3 +109,40 @@ async def test_show_keys_draws_the_focused_keys_in_the_first_frame(monkeypatch):
         assert first and "x" in first[0] and "y" not in first[0]
         assert len(builds) == 2  # the mount's empty compose, show_keys: no rebuild after
         assert "x" in _keys(app)
+
+
+class ClickApp(App):
+    def compose(self) -> ComposeResult:
+        yield Keys("keys", id="keys")
+        yield KeyFooter()
+
+    def on_mount(self) -> None:
+        self.pressed: list[str] = []
+        self.query_one("#keys").focus()
+
+    def bell(self) -> None:
+        self.pressed.append("bell")
+
+
+async def test_the_keys_are_one_widget_that_a_click_presses():
+    app = ClickApp()
+    async with app.run_test(size=(100, 10)) as pilot:
+        await pilot.pause()
+        footer = app.query_one(KeyFooter)
+        strip = footer.query_one(KeyStrip)
+        # one widget for the keys, the command palette's key on its own (docked right)
+        assert [type(child) for child in footer.children] == [KeyStrip, FooterKey]
+        assert [key.key for key in strip.keys] == ["x", "z", "w"]
+        assert footer.shown_keys() == ["x", "z", "w", "ctrl+p"]
+        # drawn as Textual's keys are: " x left key  z zed  w off " (key padded, label
+        # followed by a space), the disabled one included
+        assert strip.render().plain == " x left key  z zed  w off "
+        assert strip.region.width == 26
+        await pilot.click(strip, offset=(13, 0))  # on z
+        await pilot.click(strip, offset=(5, 0))  # on x's label
+        await pilot.click(strip, offset=(20, 0))  # w: disabled
+        await pilot.pause()
+        assert app.pressed == ["z", "x", "bell"]
+        await pilot.hover(strip, offset=(22, 0))  # the key under the mouse: its tooltip
+        await pilot.pause()
+        assert strip.tooltip == "not now" and strip._hovered == 2

@@ -60,7 +60,8 @@ async def main():
         display(screen, update)
         if update is not None and not app._batch_count and not seen:
             seen["modules"] = sorted(sys.modules)
-            seen["keys"] = [key.key for key in screen.query("FooterKey") if key.region]
+            seen["keys"] = [key.key for strip in screen.query("KeyStrip") if strip.region
+                            for key in strip.keys]
             seen["shown"] = app.source_view.path
             seen["calls"] = not app.worker.idle  # the reset: queued or running
             seen["began"] = bool(began)

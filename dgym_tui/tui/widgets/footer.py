@@ -1,29 +1,144 @@
-"""The key footer, rebuilt at most once per screen refresh and only when its keys change."""
+"""The key footer: its keys drawn by one widget, rebuilt at most once per screen refresh
+and only when its keys change."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
+from rich.style import Style
+from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
 from textual.compose import compose
 from textual.screen import Screen
+from textual.widget import Widget
 from textual.widgets import Footer
 from textual.widgets._footer import FooterKey
 
 
+@dataclass(frozen=True)
+class ShownKey:
+    """One key of the footer: the key (``"n"``), how it is shown, its label, its action,
+    whether it works now (``enabled``) and its tooltip."""
+
+    key: str
+    display: str
+    description: str
+    action: str
+    enabled: bool
+    tooltip: str
+
+
+class KeyStrip(Widget):
+    """The footer's keys in one widget, drawn as Textual's footer keys are (the same
+    colours, the disabled ones dim); a click on a key presses it, a disabled one rings the
+    bell; the key under the mouse is highlighted and its tooltip shown.
+
+    One widget instead of one per key: the 14 keys of the episode's screen were a quarter
+    of the first frame's drawing and a sixth of its styling (docs/performance.md).
+
+    Args:
+        keys: the keys, left to right.
+    """
+
+    ALLOW_SELECT = False
+    COMPONENT_CLASSES = {"key-strip--key", "key-strip--description", "key-strip--hover"}
+    # FooterKey's own rules, for a strip of keys (non-compact)
+    DEFAULT_CSS = """
+    KeyStrip {
+        width: auto;
+        height: 1;
+        text-wrap: nowrap;
+        background: $footer-item-background;
+        .key-strip--key {
+            color: $footer-key-foreground;
+            background: $footer-key-background;
+            text-style: bold;
+            padding: 0 1;
+        }
+        .key-strip--description {
+            padding: 0 1 0 0;
+            color: $footer-description-foreground;
+            background: $footer-description-background;
+        }
+        .key-strip--hover {
+            color: $footer-key-foreground;
+            background: $block-hover-background;
+        }
+    }
+    """
+
+    def __init__(self, keys: list[ShownKey]) -> None:
+        super().__init__()
+        self.keys = keys
+        self._spans: list[tuple[int, int]] = []  # each key's cells: [start, end)
+        self._hovered: int | None = None
+
+    def render(self) -> Text:
+        key_style = self.get_component_rich_style("key-strip--key")
+        description_style = self.get_component_rich_style("key-strip--description")
+        hover_style = self.get_component_rich_style("key-strip--hover")
+        key_pad = self.get_component_styles("key-strip--key").padding
+        description_pad = self.get_component_styles("key-strip--description").padding
+        base = self.rich_style
+        text = Text(no_wrap=True, end="")
+        self._spans = []
+        for index, key in enumerate(self.keys):
+            start = text.cell_len
+            part = Text.assemble(
+                (" " * key_pad.left + key.display + " " * key_pad.right, key_style),
+                (" " * description_pad.left + key.description + " " * description_pad.right
+                 if key.description else "", description_style))
+            style = base + Style(dim=True) if not key.enabled else base
+            if index == self._hovered:
+                part.stylize(hover_style)
+            part.stylize_before(style)
+            text.append_text(part)
+            self._spans.append((start, text.cell_len))
+        return text
+
+    def key_at(self, x: int) -> ShownKey | None:
+        """The key drawn at column ``x`` of the strip (None: none)."""
+        index = self._index_at(x)
+        return None if index is None else self.keys[index]
+
+    def _index_at(self, x: int) -> int | None:
+        return next((i for i, (start, end) in enumerate(self._spans) if start <= x < end), None)
+
+    def on_mouse_down(self, event: events.MouseDown) -> None:
+        key = self.key_at(event.x)
+        if key is None:
+            return
+        if key.enabled:
+            self.app.simulate_key(key.key)
+        else:
+            self.app.bell()
+
+    def on_mouse_move(self, event: events.MouseMove) -> None:
+        index = self._index_at(event.x)
+        if index != self._hovered:
+            self._hovered = index
+            self.tooltip = self.keys[index].tooltip or None if index is not None else None
+            self.refresh()
+
+    def on_leave(self, event: events.Leave) -> None:
+        if self._hovered is not None:
+            self._hovered = None
+            self.tooltip = None
+            self.refresh()
+
+
 class KeyFooter(Footer):
-    """Textual's :class:`~textual.widgets.Footer`, rebuilt less often.
+    """Textual's :class:`~textual.widgets.Footer`, its keys in one :class:`KeyStrip`
+    (the command palette's key on the right stays Textual's own), rebuilt less often.
 
-    The footer rebuilds all its keys after each bindings change the screen
-    publishes: three at start-up (stack, auto focus, after the first refresh)
-    and one per focus move. Here a rebuild already scheduled absorbs the changes
-    published before it runs, and a rebuild that would show the same keys
-    (same bindings, enabled states and tooltips) is skipped.
-
-    Each key bound to the footer's compact state starts in it: such a key is built
-    compact (its default) and then bound to the footer's (not compact), which
-    restyled every key twice as it was mounted (a tenth of the first paint's CPU
-    time). The command palette's key is not bound and stays compact.
+    The footer rebuilds its keys after each bindings change the screen publishes: three
+    at start-up (stack, auto focus, after the first refresh) and one per focus move.
+    Here a rebuild already scheduled absorbs the changes published before it runs, and a
+    rebuild that would show the same keys (same bindings, enabled states and tooltips) is
+    skipped. Binding groups are shown as single keys (the app has none); the compact
+    style is not supported.
     """
 
     _rebuild_pending = False
@@ -38,17 +153,35 @@ class KeyFooter(Footer):
         super().bindings_changed(screen)
 
     def _keys_shown(self) -> tuple[Any, ...]:
-        """Everything :meth:`Footer.compose` reads to build the keys."""
+        """Everything :meth:`compose` reads to build the keys."""
         bindings = tuple((key, binding, enabled, tooltip) for key, (_, binding, enabled, tooltip)
                          in self.screen.active_bindings.items())
         return bindings, self.show_command_palette, self.app.ENABLE_COMMAND_PALETTE
 
     def compose(self) -> ComposeResult:
-        """Footer's keys, the bound ones set to the footer's compact state before mounting."""
-        for widget in super().compose():
-            if isinstance(widget, FooterKey) and "compact" in (widget._reactive_connect or {}):
-                widget.set_reactive(FooterKey.compact, self.compact)
-            yield widget
+        """The keys of the screen's active bindings (one per action, as Textual's footer
+        shows them) in a :class:`KeyStrip`, then the command palette's key."""
+        if not self._bindings_ready:
+            return
+        active = self.screen.active_bindings
+        palette = self.app.COMMAND_PALETTE_BINDING
+        keys: dict[str, ShownKey] = {}
+        for key, (_, binding, enabled, tooltip) in active.items():
+            if binding.show and binding.action not in keys and key != palette:
+                keys[binding.action] = ShownKey(
+                    binding.key, self.app.get_key_display(binding), binding.description,
+                    binding.action, enabled, tooltip)
+        yield KeyStrip(list(keys.values()))
+        if self.show_command_palette and self.app.ENABLE_COMMAND_PALETTE and palette in active:
+            _, binding, enabled, _ = active[palette]
+            yield FooterKey(binding.key, self.app.get_key_display(binding),
+                            binding.description, binding.action, classes="-command-palette",
+                            disabled=not enabled, tooltip=binding.tooltip or binding.description)
+
+    def shown_keys(self) -> list[str]:
+        """The keys shown now, left to right (the command palette's last)."""
+        keys = [key.key for strip in self.query(KeyStrip) for key in strip.keys]
+        return keys + [key.key for key in self.query(FooterKey)]
 
     def show_keys(self) -> None:
         """Build the keys now from the screen's current bindings (the footer must have none).
@@ -61,7 +194,7 @@ class KeyFooter(Footer):
         """
         self.set_reactive(Footer._bindings_ready, True)
         self._shown = self._keys_shown()
-        with self._context():  # the keys bind to this footer's reactives (data_bind)
+        with self._context():
             keys = compose(self)
         self.mount_all(keys)  # not awaited: drawn in the first frame with the rest
 
