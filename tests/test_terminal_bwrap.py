@@ -366,6 +366,39 @@ def test_allow_list_shows_exact_python_folders_never_home_or_the_repository(tmp_
     assert not any(p.startswith("relative") for p in shown)
 
 
+def test_allow_list_lists_an_unchanged_path_folder_once_and_sees_a_new_python(
+        tmp_path, monkeypatch):
+    """Each terminal start asks for the Python folders: a PATH folder's names are listed
+    once while the folder stays unchanged (listing /usr/bin at every start cost ~3 ms),
+    and a python added to it later is found at the next start."""
+    import glob
+
+    from dgym_tui.core.terminals import allowlist
+
+    home, tools, prefix = tmp_path / "home", tmp_path / "tools" / "bin", tmp_path / "py"
+    for folder in (home, tools, prefix / "bin", prefix / "lib" / "python3.99"):
+        folder.mkdir(parents=True)
+    long_ago = time.time() - 60
+    os.utime(tools, (long_ago, long_ago))  # settled: its names may be kept
+    listed = []
+    real_glob = glob.glob
+
+    def counting(pattern, *args, **kwargs):
+        listed.append(pattern)
+        return real_glob(pattern, *args, **kwargs)
+
+    monkeypatch.setattr(glob, "glob", counting)
+    environ = {"PATH": str(tools)}
+    first = allowlist.python_folders(environ, str(home))
+    assert str(tools) in first and str(prefix) not in first
+    assert allowlist.python_folders(environ, str(home)) == first
+    assert listed.count(os.path.join(str(tools), "python*")) == 1
+    (tools / "python3").symlink_to(prefix / "bin" / "python3.99")
+    (prefix / "bin" / "python3.99").write_text("")
+    assert allowlist.python_folders(environ, str(home)) == sorted([*first, str(prefix)])
+    assert listed.count(os.path.join(str(tools), "python*")) == 2
+
+
 def test_without_a_host_view_bwrap_still_runs(repo, monkeypatch):
     """Where a user and mount namespace of our own cannot be made (Ubuntu's AppArmor lets only
     bwrap make user namespaces), commands still run, without the read-only view of the host."""
