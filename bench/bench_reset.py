@@ -31,11 +31,13 @@ eval's pytest too; steadier than wall time on a shared machine), each reset
 split into its eval's run (the terminal's ``run`` of the entrypoint) and the
 rest (the working copy, the terminal's start, the report, the spares), then
 issue 28's two goals for each terminal's overlay: reset at the largest size /
-at the smallest (<= 1.1; also as the ratio of the fastest runs and of the CPU
-times), and the overlay's reset / the copy's at the smallest size (<= 1.0,
-"no slower than today"); and where the overlay reset's growth goes: the rest,
-the eval, and the same eval in the plain original (pytest's own growth, the
-part dgym cannot remove without changing what pytest does).
+at the smallest (<= 1.1; also as the ratio of the fastest runs, the median of
+each round's own ratio (its two runs seconds apart, under the same load) and the
+ratio of the CPU times; and the plain eval's, pytest's own), and the overlay's
+reset / the copy's at the smallest size (<= 1.0, "no slower than today"); and
+where the overlay reset's growth goes: the rest, the eval, and the same eval
+in the plain original (pytest's own growth, the part dgym cannot remove
+without changing what pytest does).
 """
 
 from __future__ import annotations
@@ -241,6 +243,13 @@ def main() -> None:
     def fastest(size: int, case: str) -> float:
         return min(samples[f"{size:>6} files {case}"])
 
+    def paired(case: str) -> float:
+        """Median over rounds of (largest size / smallest size) within each round: the two
+        runs of a round are seconds apart, so they share the machine's load."""
+        return statistics.median(b / a for a, b in zip(samples[f"{small:>6} files {case}"],
+                                                       samples[f"{big:>6} files {case}"],
+                                                       strict=True))
+
     small, big = min(sizes), max(sizes)
     for terminal in terminals:
         overlay, copy = f"reset {terminal} overlay", f"reset {terminal} copy"
@@ -251,7 +260,13 @@ def main() -> None:
                       f"{median(big, case) / median(small, case):.2f}"
                       + ("  (goal <= 1.1)" if kind == "overlay" else "")
                       + f"; fastest runs {fastest(big, case) / fastest(small, case):.2f}"
+                      + f"; paired by round {paired(case):.2f}"
                       + f"; CPU time {median(big, case, cpu) / median(small, case, cpu):.2f}")
+            if terminal in ("local", "bwrap"):
+                plain = f"eval {terminal} plain"
+                print(f"{plain} (pytest alone, no working copy): at {big} files / at {small} "
+                      f"files = {median(big, plain) / median(small, plain):.2f}; paired by "
+                      f"round {paired(plain):.2f}")
         if "overlay" in kinds and "copy" in kinds:
             print(f"{overlay} / {copy} at {small} files = "
                   f"{median(small, overlay) / median(small, copy):.2f}  (goal <= 1.0)")
