@@ -90,6 +90,95 @@ def spin(n):
 spin(3000)
 helper.double(5)
 """,
+    # collected by pytest: its assertion rewriter compiles and execs the module
+    "test_lazy.py": """\
+import helper
+
+
+def test_one():
+    a = helper.double(2)
+    assert a == 4
+""",
+    # a file run by runpy, and code of a file compiled and called as a function
+    "runner.py": """\
+import runpy
+
+runpy.run_path("tool.py", run_name="tool")
+print("ran")
+""",
+    "tool.py": """\
+n = 3
+n = n + 1
+print("tool", n)
+""",
+    # gen.py's code made without compiling gen.py (another name, renamed in marshal's
+    # bytes), then called as a function: no ``exec`` and no ``compile`` of gen.py
+    "genrun.py": """\
+import marshal
+import types
+
+with open("gen.py") as f:
+    code = compile(f.read(), "xyz.py", "exec")
+code = marshal.loads(marshal.dumps(code).replace(b"xyz.py", b"gen.py"))
+fn = types.FunctionType(code.co_consts[0], {})
+print("gen", fn(4))
+""",
+    "gen.py": """\
+def g(v):
+    w = v + 1
+    return w
+""",
+    # what code imported while pdb continues sees as the trace function
+    "probe.py": """\
+import sys
+
+T = getattr(sys.gettrace(), "__name__", None)
+""",
+    # a thread imports a module with a breakpoint; the debugged thread then calls it
+    "threaded.py": """\
+import importlib
+import threading
+
+t = threading.Thread(target=importlib.import_module, args=("late",))
+t.start()
+t.join()
+import helper
+import late
+
+print(late.triple(2), helper.double(1))
+""",
+    # the program turns the trace off itself before a breakpoint's file runs
+    "untrace.py": """\
+import sys
+
+sys.settrace(None)
+import late
+
+print(late.triple(2))
+""",
+    # reads the trace function as pytest-timeout does to tell a debugger is on (a stand-in
+    # of that name: the check goes by the module's name)
+    "pytest_timeout.py": """\
+import sys
+
+
+def debugging():
+    return sys.gettrace() is not None
+""",
+    "timed.py": """\
+import pytest_timeout
+
+debugging = pytest_timeout.debugging()
+import late
+
+print("debugging", debugging, late.triple(1))
+""",
+    "probed.py": """\
+import probe
+import late
+
+print(probe.T, late.triple(1))
+""",
 }
 
 #: (script, commands) run from pdb's first prompt
@@ -120,6 +209,24 @@ SEQUENCES = {
                     "c"]),
     "a breakpoint added while stopped elsewhere": (
         "busy.py", ["b busy.py:16", "c", "b helper.py:3", "c", "p y", "c", "c"]),
+    # the cases where the global trace may be off until a breakpoint's file runs
+    "a conditional breakpoint in a module imported later": (
+        "main.py", ["b late.py:2, x > 1", "c", "p x", "c", "c", "c"]),
+    "the test file through pytest's assertion rewriter": (
+        "-m pytest -q -s -p no:cacheprovider -p no:timeout test_lazy.py",
+        ["b test_lazy.py:6", "b helper.py:3", "c", "p a", "c", "c", "c"]),
+    "the test file with pytest-timeout's plugin": (
+        "-m pytest -q -s -p no:cacheprovider test_lazy.py", ["b test_lazy.py:5", "c", "c", "c"]),
+    "a file run by runpy": (
+        "runner.py", ["b tool.py:2", "c", "p n", "c", "c", "p n"]),
+    "code of a file compiled and called as a function": (
+        "genrun.py", ["b gen.py:2", "c", "p v", "c", "c"]),
+    "a module imported by another thread": (
+        "threaded.py", ["b late.py:2", "c", "p x", "c", "c"]),
+    "the program turns the trace off": (
+        "untrace.py", ["b late.py:2", "c", "c"]),
+    "a module that reads the trace function to tell a debugger is on": (
+        "timed.py", ["b late.py:2", "c", "c", "c"]),
 }
 
 
@@ -134,7 +241,7 @@ def _terminal(kind: str):
 
 
 def _normal(text: str) -> str:
-    return re.sub(r"0x[0-9a-f]+", "0x?", text)
+    return re.sub(r" in \d+\.\d+s", " in ?s", re.sub(r"0x[0-9a-f]+", "0x?", text))
 
 
 def _transcripts(kind: str, root, script: str, commands: list[str],
@@ -288,3 +395,26 @@ def test_commands_interact_and_debug(make_repo):
     plain, fast = _raw(root, False), _raw(root, True)
     assert fast == plain
     assert "('hit', 0)" in "".join(plain) and "('hit', 2)" in "".join(plain)
+
+
+def test_code_imported_before_a_breakpoints_file_runs_untraced(make_repo, kind):
+    """With the cheap ``continue``, no trace function runs until code of a breakpoint's
+    file is about to: probe.py, imported first, sees none (bdb's: ``trace_dispatch``)."""
+    root = make_repo(FILES)
+    seen = {}
+    for fast in (False, True):
+        old, pdb_session.FAST_CONTINUE = pdb_session.FAST_CONTINUE, fast
+        try:
+            with _terminal(kind) as term:
+                term.start(str(root))
+                session = PdbSession(term, "python -m pdb probed.py")
+                session.start(20)
+                replies = session.send_many(["b late.py:2", "c", "p __import__('probe').T", "c"], 20)
+                session.close()
+        finally:
+            pdb_session.FAST_CONTINUE = old
+        assert "late.py(2)triple()" in replies[1].output
+        seen[fast] = (replies[2].output.strip(), replies[3].output)
+    assert seen[False][0] == "'trace_dispatch'"
+    assert seen[True][0] == "None"
+    assert "None 3" in seen[True][1] and "trace_dispatch 3" in seen[False][1]

@@ -25,12 +25,41 @@ they would over ``trace_dispatch``. Breakpoints only change while pdb is in cont
 command, a ``commands`` list, a temporary breakpoint deleted when hit, which stops), and
 pdb resumes through ``_set_stopinfo`` afterwards.
 
+Before any code of a breakpoint's file has run, not even that function is needed: while
+``continue`` runs (the state above) and no breakpoint's file is the file of a module in
+``sys.modules``, of a frame on the current stack, or of code seen since the install (below),
+the global trace is None and nothing is traced: bdb's answer to every ``call`` of that
+stretch would be "no local trace", and the frames already on the stack are in files without
+breakpoints, where bdb's ``line`` events never stop (stop line -1). An audit hook
+(``sys.addaudithook``: one per instance, it cannot be removed) watches how code starts:
+``exec`` (builtin ``exec``/``eval``, every importer's module exec, ``runpy``, pytest's
+assertion rewriter) and ``function.__new__`` carry the code object, ``compile`` and
+``code.__new__`` the file name. It records those file names always; while the trace is
+off, one of a breakpoint's file puts ``_dgym_continue`` back from inside the hook, so the
+frame about to start gets its ``call`` event, as under bdb. It also puts it back when a
+module that reads the trace function to tell a debugger is on appears (pytest-timeout,
+python-dotenv, hypothesis, numpy.testing: with one imported the trace stays on), and at
+the first event of the debugged thread once another thread exists or has run code (bdb
+traces only the thread that runs pdb). A ``sys.settrace`` of the program's own ends the
+stretch without putting anything back (its trace, or none, is what it would have had). The
+hook does a dictionary look-up and returns when the trace is on; it never raises (an
+exception in a hook aborts the audited operation): a failure of its own puts the trace back.
+
+What this cannot see, where pdb could stop and dgym's would not: code with one file name
+that holds code of another (marshal data built so, or ``code.replace`` of its constants),
+run by ``exec`` of the outer one; and a breakpoint's file whose code another thread ran,
+called by the debugged thread before it raises any audit event.
+
 The program can see it: ``sys.gettrace()`` returns the function (named
 ``_dgym_continue``) while it runs between breakpoints, and the instance's
 ``_set_stopinfo`` is an attribute of the instance. The function's ``__module__`` is
 ``bdb``, as ``trace_dispatch``'s: what libraries ask to tell a debugger is on (pytest-timeout's
-``is_debugging``: the module of ``sys.gettrace()``) gets bdb's answer. A program that replaces or calls them
-gets no more than it could already do to pdb from inside: pdb's replies stay data to dgym.
+``is_debugging``: the module of ``sys.gettrace()``) gets bdb's answer. Until code of a breakpoint's file runs,
+``sys.gettrace()`` is None (bdb's: its ``trace_dispatch``); the audit hook runs for the
+program's audit events (its time; a hook of the program added later sees the
+``sys.settrace`` and ``sys._getframe`` events of the switch). A program that replaces or
+calls them gets no more than it could already do to pdb from inside: pdb's replies stay
+data to dgym.
 A nested debugger (``debug``) is a new instance and keeps bdb's plain trace.
 """
 
@@ -39,11 +68,14 @@ from __future__ import annotations
 #: Defines ``install(P)`` (P: a ``pdb.Pdb``; returns nothing; does nothing twice). Runs in
 #: the debugged process, in the namespace of the start's ``exec``.
 SCRIPT = '''
-import sys
+import sys, _thread
 def install(P):
     if "_set_stopinfo" in vars(P):
         return
     base, dispatch, canonic, quiet = P._set_stopinfo, P.trace_dispatch, P.canonic, set()
+    me, seen, lazy, own, other = _thread.get_ident(), set(), [False], [False], [False]
+    where = {"exec": 0, "function.__new__": 0, "compile": 1, "code.__new__": 1}
+    readers = ("pytest_timeout", "dotenv", "hypothesis", "numpy.testing")
     def _dgym_continue(frame, event, arg):
         name = frame.f_code.co_filename
         if event == "call":
@@ -54,16 +86,81 @@ def install(P):
                 return None
         return dispatch(frame, event, arg)
     _dgym_continue.__module__ = "bdb"
+    def hit(name):
+        return type(name) is str and canonic(name) in P.breaks
+    def trace(fn):
+        own[0] = True
+        try:
+            sys.settrace(fn)
+        finally:
+            own[0] = False
+    def cold():
+        if _thread.get_ident() != me or _thread._count() or None in seen:
+            return False
+        if any(n in sys.modules for n in readers) or any(hit(n) for n in seen):
+            return False
+        for m in list(sys.modules.values()):
+            d = getattr(m, "__dict__", None)
+            f = d.get("__file__") if type(d) is dict else None
+            if type(f) is str and canonic(f) in P.breaks:
+                return False
+        f = sys._getframe()
+        while f is not None:
+            if canonic(f.f_code.co_filename) in P.breaks:
+                return False
+            f = f.f_back
+        return True
+    def hook(event, args):
+        try:
+            at = where.get(event)
+            if at is not None:
+                name = getattr(args[at], "co_filename", args[at])
+                if len(seen) > 50000:
+                    seen.clear()
+                    seen.add(None)
+                if type(name) is str:
+                    seen.add(name)
+            if not lazy[0] or own[0]:
+                return
+            if _thread.get_ident() != me:
+                other[0] = True
+                return
+            if event == "sys.settrace":
+                lazy[0] = False
+                return
+            wake = at is not None and hit(name)
+            if event == "exec" or event == "import":
+                wake = wake or any(n in sys.modules for n in readers)
+            if wake or other[0] or _thread._count():
+                lazy[0] = False
+                if sys.gettrace() is None:
+                    trace(_dgym_continue)
+        except Exception:
+            try:
+                if lazy[0] and _thread.get_ident() == me:
+                    lazy[0] = False
+                    if sys.gettrace() is None:
+                        trace(_dgym_continue)
+            except Exception:
+                pass
     def _set_stopinfo(*args, **kwargs):
+        was, lazy[0] = lazy[0], False
         base(*args, **kwargs)
         quiet.clear()
         now = sys.gettrace()
+        ours = now is _dgym_continue or (was and now is None)
         if P.stoplineno == -1 and P.stopframe and P.botframe and P.breaks:
-            if now is not _dgym_continue and now == dispatch:
-                sys.settrace(_dgym_continue)
-        elif now is _dgym_continue:
-            sys.settrace(dispatch)
+            if ours or now == dispatch:
+                if cold():
+                    other[0] = False
+                    trace(None)
+                    lazy[0] = True
+                elif now is not _dgym_continue:
+                    trace(_dgym_continue)
+        elif ours:
+            trace(dispatch)
     P._set_stopinfo = _set_stopinfo
+    sys.addaudithook(hook)
 '''
 
 
