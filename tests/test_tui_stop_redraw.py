@@ -14,6 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from textual.geometry import Region
 from tui_helpers import SIZE, screen_text, settle, stop_at
 
 from dgym_tui.tui import app as app_module
@@ -147,6 +148,48 @@ class TestStopRedraw:
                 assert log.scroll_y == log.max_scroll_y > 0  # the newest line in view
                 assert log.vertical_scrollbar.window_virtual_size == len(log.lines)
             assert "calc.py(4)average()" in screen_text(app)  # the answer, drawn
+
+    async def test_the_console_draws_only_its_new_rows(self, make_repo, tmp_path, monkeypatch):
+        """A step's answer scrolls the full console up by the lines written (the echo and
+        the answer): the rows that only moved keep their drawing, and only the rows showing
+        the new lines are drawn again (Textual drew every row of the log: ~0.1 ms each).
+        What the log shows is what a fresh drawing of every row gives."""
+        from tui_helpers import CALC, ENTRYPOINT
+
+        from dgym_tui.core.env import RepoEnv
+        from dgym_tui.episode.session import Session
+
+        repo = make_repo({"calc.py": CALC, "test_calc.py": "from calc import average\n\n\n"
+                          "def test_many():\n    assert average([4] * 40) == 4\n"})
+        app = DgymApp(session=Session(RepoEnv(repo, entrypoint=ENTRYPOINT), None,
+                                      trajectory_path=tmp_path / "t.jsonl"))
+        async with app.run_test(size=SIZE) as pilot:
+            await stop_at(app, pilot, "calc.py:4")
+            log = app.pdb_console.log_widget
+            while log.max_scroll_y < log.size.height:  # full, and taller than it
+                await _run(app, pilot, "n")
+            drawn: list[int] = []
+            render_line = log.render_line
+            monkeypatch.setattr(log, "render_line",
+                                lambda y: drawn.append(y) or render_line(y))
+            full = Region(0, 0, *log.size)
+            for _ in range(4):
+                lines = len(log.lines)
+                drawn.clear()
+                await _run(app, pilot, "n")
+                new = len(log.lines) - lines
+                assert 0 < new < log.size.height and log.scroll_y == log.max_scroll_y
+                assert sorted(drawn) == list(range(log.size.height - new, log.size.height))
+                shown = [strip.text for strip in log.render_lines(full)]
+                log._styles_cache.clear()  # every row drawn afresh
+                assert shown == [strip.text for strip in log.render_lines(full)]
+                assert shown[-1].strip() == log.lines[-1].text.strip()
+            log.scroll_to(y=log.scroll_y - 3, animate=False, immediate=True)  # back 3 lines
+            await pilot.pause()
+            shown = [strip.text for strip in log.render_lines(full)]
+            log._styles_cache.clear()
+            assert shown == [strip.text for strip in log.render_lines(full)]
+            assert shown[-1].strip() == log.lines[-4].text.strip()
 
     async def test_a_quick_step_is_drawn_once_with_its_answer(self, calc_session, monkeypatch):
         """From the key to the step's end no frame is drawn (the echoed command, the busy

@@ -70,16 +70,54 @@ class ConsoleLog(StyleOncePerRender, RichLog):
     #: every visible scroll bar. The log's size on screen never depends on its content, so
     #: here only its own scroll bars follow (a scroll bar that appears or goes still lays
     #: the screen out: ``show_vertical_scrollbar``).
-    virtual_size: Reactive[Size] = Reactive(Size(0, 0), layout=False)
+    virtual_size: Reactive[Size] = Reactive(Size(0, 0), layout=False, repaint=False)
 
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
         self._entries: deque[Text] = deque()
         self._wrap_width = 0
 
-    def watch_virtual_size(self, size: Size) -> None:
+    def watch_virtual_size(self, old: Size, size: Size) -> None:
         self._scroll_update(size)  # the scroll bars' visibility, length and position
-        self.refresh()
+        if size.height > old.height:
+            # lines added at the end: only the rows that show them change (Textual redraws
+            # every row of the log for a bare refresh, ~0.1 ms each)
+            self.refresh_lines(old.height, size.height - old.height)
+        else:
+            self.refresh()
+
+    def watch_scroll_y(self, old: float, new: float) -> None:
+        """Textual's, which redraws every row of the log when it scrolls; here the rows
+        whose line is already drawn are moved up (or down) with it, and only the rows that
+        show another line are drawn again (a step's answer scrolls the console by its
+        lines: 3 rows drawn for an ``n``, not all of them)."""
+        rows = self._rows_drawn()
+        super().watch_scroll_y(old, new)
+        if rows is not None:
+            self._keep_rows(rows, round(new) - round(old))
+
+    def _rows_drawn(self) -> dict[int, Any] | None:
+        """The log's rows drawn and still valid (row: Textual's line of it), or None when
+        they cannot be moved: Textual's styles cache is not the one this was written for,
+        or a row is not the line of the same number (a border or padding)."""
+        cache = getattr(self, "_styles_cache", None)
+        drawn, dirty = getattr(cache, "_cache", None), getattr(cache, "_dirty_lines", None)
+        if not isinstance(drawn, dict) or not isinstance(dirty, set) \
+                or self.content_offset != (0, 0):
+            return None
+        return {row: line for row, line in drawn.items() if row not in dirty}
+
+    def _keep_rows(self, rows: dict[int, Any], shift: int) -> None:
+        """After a scroll by ``shift`` lines (which marked every row to draw again): row
+        ``y`` takes the line drawn at row ``y + shift`` before, and only the rows left
+        without one are drawn."""
+        height = self.size.height
+        if not shift or abs(shift) >= height:
+            return
+        cache = self._styles_cache
+        kept = {row: rows[row + shift] for row in range(height) if row + shift in rows}
+        cache._cache = kept
+        cache._dirty_lines = set(range(height)) - kept.keys()
 
     def add(self, text: Text) -> None:
         """Write ``text`` at the end (without scrolling), keeping it to wrap again after a
