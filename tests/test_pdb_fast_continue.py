@@ -173,6 +173,55 @@ import late
 
 print("debugging", debugging, late.triple(1))
 """,
+    # modules with breakpoints that import others before they define anything
+    "shaded.py": """\
+import shaded2
+import inner
+
+
+def f(v):
+    w = v * 2
+    return w
+""",
+    "shaded2.py": """\
+import inner2
+
+
+def k(v):
+    u = v - 1
+    return u
+""",
+    "inner.py": """\
+import sys
+
+T = getattr(sys.gettrace(), "__name__", None)
+""",
+    "inner2.py": """\
+import sys
+
+T = getattr(sys.gettrace(), "__name__", None)
+""",
+    "shadedrun.py": """\
+import shaded
+import shaded2
+
+print(shaded.f(3), shaded2.k(3))
+""",
+    # a module with a breakpoint defines a function, then imports a module that calls it
+    "circ.py": """\
+def g(v):
+    w = v + 1
+    return w
+
+
+import caller
+""",
+    "circrun.py": "import circ\n",
+    "caller.py": """\
+import circ
+
+print("g", circ.g(1))
+""",
     "probed.py": """\
 import probe
 import late
@@ -225,6 +274,12 @@ SEQUENCES = {
         "threaded.py", ["b late.py:2", "c", "p x", "c", "c"]),
     "the program turns the trace off": (
         "untrace.py", ["b late.py:2", "c", "c"]),
+    "breakpoints' modules importing others first": (
+        "shadedrun.py", ["b shaded.py:6", "b shaded2.py:5", "c", "p v", "c", "p v", "c", "c"]),
+    "a breakpoint at module level after an import": (
+        "shadedrun.py", ["b shaded.py:2", "c", "n", "n", "c", "c"]),
+    "a module with a breakpoint whose import calls it back": (
+        "circrun.py", ["b circ.py:2", "c", "p v", "c", "c"]),
     "a module that reads the trace function to tell a debugger is on": (
         "timed.py", ["b late.py:2", "c", "c", "c"]),
 }
@@ -418,3 +473,28 @@ def test_code_imported_before_a_breakpoints_file_runs_untraced(make_repo, kind):
     assert seen[False][0] == "'trace_dispatch'"
     assert seen[True][0] == "None"
     assert "None 3" in seen[True][1] and "trace_dispatch 3" in seen[False][1]
+
+
+def test_a_breakpoints_module_imports_others_untraced(make_repo, kind):
+    """A module with breakpoints that imports others before it defines anything: those run
+    with no Python trace function (getattr's C function answers their ``call`` events),
+    bdb's own trace comes back at the module's next line."""
+    root = make_repo(FILES)
+    seen = {}
+    for fast in (False, True):
+        old, pdb_session.FAST_CONTINUE = pdb_session.FAST_CONTINUE, fast
+        try:
+            with _terminal(kind) as term:
+                term.start(str(root))
+                session = PdbSession(term, "python -m pdb shadedrun.py")
+                session.start(20)
+                replies = session.send_many(
+                    ["b shaded.py:6", "c", "p __import__('inner').T, __import__('inner2').T",
+                     "c"], 20)
+                session.close()
+        finally:
+            pdb_session.FAST_CONTINUE = old
+        assert "shaded.py(6)f()" in replies[1].output
+        seen[fast] = replies[2].output.strip()
+    assert seen[False] == "('trace_dispatch', 'trace_dispatch')"
+    assert seen[True] == "('getattr', 'getattr')"

@@ -45,6 +45,18 @@ stretch without putting anything back (its trace, or none, is what it would have
 hook does a dictionary look-up and returns when the trace is on; it never raises (an
 exception in a hook aborts the audited operation): a failure of its own puts the trace back.
 
+A module of a breakpoint's file that imports others before it defines anything (a test
+file's ``import pytest`` at its top) gets one more step: when such a module (every one of
+them on the stack, none finished: the files' only code so far) starts another file's
+module and none of their code so far, nor of their current line, made a function or a
+class or jumped back (read with ``dis``, once per code object), the global trace becomes
+``getattr``: a C function whose answer to a ``call`` event (``getattr(frame, "call",
+None)``) is None, bdb's answer for those frames, without a Python call. The modules'
+frames get a local trace function that puts ``_dgym_continue`` back at their next event
+(their next line, an exception, their return) and hands it to bdb: a line of theirs with a
+breakpoint still stops, and their functions are traced from their first call. A module of
+a breakpoint's file started meanwhile puts ``_dgym_continue`` back at once.
+
 What this cannot see, where pdb could stop and dgym's would not: code with one file name
 that holds code of another (marshal data built so, or ``code.replace`` of its constants),
 run by ``exec`` of the outer one; and a breakpoint's file whose code another thread ran,
@@ -55,7 +67,8 @@ The program can see it: ``sys.gettrace()`` returns the function (named
 ``_set_stopinfo`` is an attribute of the instance. The function's ``__module__`` is
 ``bdb``, as ``trace_dispatch``'s: what libraries ask to tell a debugger is on (pytest-timeout's
 ``is_debugging``: the module of ``sys.gettrace()``) gets bdb's answer. Until code of a breakpoint's file runs,
-``sys.gettrace()`` is None (bdb's: its ``trace_dispatch``); the audit hook runs for the
+``sys.gettrace()`` is None, and builtin ``getattr`` while such a module imports others
+(bdb's: its ``trace_dispatch``); the audit hook runs for the
 program's audit events (its time; a hook of the program added later sees the
 ``sys.settrace`` and ``sys._getframe`` events of the switch). A program that replaces or
 calls them gets no more than it could already do to pdb from inside: pdb's replies stay
@@ -68,12 +81,13 @@ from __future__ import annotations
 #: Defines ``install(P)`` (P: a ``pdb.Pdb``; returns nothing; does nothing twice). Runs in
 #: the debugged process, in the namespace of the start's ``exec``.
 SCRIPT = '''
-import sys, _thread
+import sys, _thread, dis
 def install(P):
     if "_set_stopinfo" in vars(P):
         return
     base, dispatch, canonic, quiet = P._set_stopinfo, P.trace_dispatch, P.canonic, set()
-    me, seen, lazy, own, other = _thread.get_ident(), set(), [False], [False], [False]
+    me, seen, own, other = _thread.get_ident(), set(), [False], [False]
+    mode, mods, first = [0], [], {}
     where = {"exec": 0, "function.__new__": 0, "compile": 1, "code.__new__": 1}
     readers = ("pytest_timeout", "dotenv", "hypothesis", "numpy.testing")
     def _dgym_continue(frame, event, arg):
@@ -86,6 +100,7 @@ def install(P):
                 return None
         return dispatch(frame, event, arg)
     _dgym_continue.__module__ = "bdb"
+    bdb_codes = (dispatch.__func__.__code__, _dgym_continue.__code__)
     def hit(name):
         return type(name) is str and canonic(name) in P.breaks
     def trace(fn):
@@ -94,6 +109,17 @@ def install(P):
             sys.settrace(fn)
         finally:
             own[0] = False
+    def wake():
+        mode[0] = 0
+        now = sys.gettrace()
+        if now is None or now is getattr:
+            trace(_dgym_continue)
+    def resume(frame, event, arg):
+        frame.f_trace = dispatch
+        if mode[0] == 3 and sys.gettrace() is getattr:
+            trace(_dgym_continue)
+            mode[0] = 2
+        return dispatch(frame, event, arg)
     def cold():
         if _thread.get_ident() != me or _thread._count() or None in seen:
             return False
@@ -110,6 +136,39 @@ def install(P):
                 return False
             f = f.f_back
         return True
+    def pristine(f):
+        code = f.f_code
+        at = first.get(code)
+        if at is None:
+            at = len(code.co_code)
+            for i in dis.get_instructions(code):
+                if "BACKWARD" in i.opname:
+                    at = -1
+                    break
+                if i.opname in ("MAKE_FUNCTION", "LOAD_BUILD_CLASS"):
+                    at = min(at, i.offset)
+            first[code] = at
+        end, line = len(code.co_code), f.f_lineno
+        for start, _, number in code.co_lines():
+            if start > f.f_lasti and number is not None and number != line:
+                end = min(end, start)
+        return code.co_name == "<module>" and f.f_trace in (dispatch, resume) and at >= end
+    def shade():
+        frames, f = [], sys._getframe(2)
+        while f is not None:
+            if f.f_code in bdb_codes:
+                return False
+            if canonic(f.f_code.co_filename) in P.breaks:
+                if not pristine(f):
+                    return False
+                frames.append(f)
+            f = f.f_back
+        if not mods or sorted(map(id, mods)) != sorted(id(f.f_code) for f in frames):
+            return False
+        for f in frames:
+            f.f_trace = resume
+        trace(getattr)
+        return True
     def hook(event, args):
         try:
             at = where.get(event)
@@ -120,41 +179,52 @@ def install(P):
                     seen.add(None)
                 if type(name) is str:
                     seen.add(name)
-            if not lazy[0] or own[0]:
+            m = mode[0]
+            if not m or own[0]:
                 return
             if _thread.get_ident() != me:
                 other[0] = True
                 return
             if event == "sys.settrace":
-                lazy[0] = False
+                mode[0] = 0
                 return
-            wake = at is not None and hit(name)
-            if event == "exec" or event == "import":
-                wake = wake or any(n in sys.modules for n in readers)
-            if wake or other[0] or _thread._count():
-                lazy[0] = False
-                if sys.gettrace() is None:
+            if other[0] or _thread._count() or (
+                    (event == "exec" or event == "import")
+                    and any(n in sys.modules for n in readers)):
+                wake()
+                return
+            if at is None:
+                return
+            if hit(name):
+                if event == "function.__new__":
+                    wake()
+                    return
+                if event == "exec":
+                    mods.append(args[0])
+                if m != 2:
                     trace(_dgym_continue)
+                    mode[0] = 2
+            elif event == "exec" and m == 2:
+                mode[0] = 3 if shade() else 0
         except Exception:
             try:
-                if lazy[0] and _thread.get_ident() == me:
-                    lazy[0] = False
-                    if sys.gettrace() is None:
-                        trace(_dgym_continue)
+                if mode[0] and _thread.get_ident() == me:
+                    wake()
             except Exception:
                 pass
     def _set_stopinfo(*args, **kwargs):
-        was, lazy[0] = lazy[0], False
+        was, mode[0] = mode[0], 0
+        mods.clear()
         base(*args, **kwargs)
         quiet.clear()
         now = sys.gettrace()
-        ours = now is _dgym_continue or (was and now is None)
+        ours = now is _dgym_continue or (was and (now is None or now is getattr))
         if P.stoplineno == -1 and P.stopframe and P.botframe and P.breaks:
             if ours or now == dispatch:
                 if cold():
                     other[0] = False
                     trace(None)
-                    lazy[0] = True
+                    mode[0] = 1
                 elif now is not _dgym_continue:
                     trace(_dgym_continue)
         elif ours:
