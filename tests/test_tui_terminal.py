@@ -8,6 +8,7 @@ checking the screen (capture-pane) and the step counter after each key."""
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import time
@@ -192,3 +193,31 @@ def test_keys_typed_together_run_in_order(tmp_path):
     assert lines.index('"p 111"') < lines.index('"p 222"') < lines.index('"p 333"')
     assert '"b test_pagination.py:9"' in lines
     assert "# abd" in lines
+
+
+@pytest.mark.parametrize("size", [(80, 24), (200, 60)], ids=lambda size: f"{size[0]}x{size[1]}")
+def test_keys_typed_while_the_episode_starts_run_in_order(tmp_path, size):
+    """A new user's first keys, ``b`` ``c`` ``n`` in ONE write right after the command
+    (before the episode has started: the first frame, the working copy, the first eval),
+    then ``q``: each waits for the start and runs in the order typed; none is lost."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "stats.py").write_text("def average(xs):\n    total = 0\n    for x in xs:\n"
+                                   "        total += x\n    return total / len(xs[1:])\n")
+    (repo / "test_stats.py").write_text("from stats import average\n\n\ndef test_average():\n"
+                                        "    assert average([1, 2, 3]) == 2\n")
+    t = Terminal(tmp_path, f"{dgym_tui_command()} repo --trajectory traj.jsonl "
+                           "--no-apply-prompt", size)
+    try:
+        time.sleep(0.05)
+        t.text("bcn")
+        t.wait_for(r"│ step 3/\d+ ", 180)
+        t.wait_for(r"> stats\.py\(1\)<module>\(\)->None", 30)  # c stopped at 1, n returned
+        t.keys("q")
+        assert t.wait_exit() == "EXIT=0"
+    finally:
+        t.close()
+    steps = [json.loads(line) for line in (tmp_path / "traj.jsonl").read_text().splitlines()]
+    commands = [s["action"]["arguments"].get("command") for s in steps if s["type"] == "step"]
+    assert commands == ["b stats.py:1", "c", "n"]
+    assert steps[-1]["type"] == "footer" and steps[-1]["reason"] == "quit"
