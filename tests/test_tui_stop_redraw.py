@@ -191,6 +191,51 @@ class TestStopRedraw:
             assert shown == [strip.text for strip in log.render_lines(full)]
             assert shown[-1].strip() == log.lines[-4].text.strip()
 
+    async def test_the_console_scroll_bar_is_drawn_when_its_cells_change(
+            self, calc_session, monkeypatch):
+        """At the end of a long console a step moves the scroll bar's thumb by less than
+        an eighth of a cell: the bar's rows are not drawn again (Textual drew them at each
+        step); they are what a fresh drawing gives, and a scroll that moves the thumb, or
+        the mouse over the bar (another colour), draws it again."""
+        from textual.widget import Widget
+
+        app = DgymApp(session=calc_session())
+        async with app.run_test(size=SIZE) as pilot:
+            await stop_at(app, pilot, "calc.py:4")
+            log = app.pdb_console.log_widget
+            for number in range(400):
+                app.pdb_console.write(f"line {number}")
+            await settle(app, pilot)
+            bar = log.vertical_scrollbar
+            crop = Region(0, 0, *bar.size)
+            drawn: list[object] = []
+            textual_lines = Widget.render_lines
+            monkeypatch.setattr(Widget, "render_lines", lambda widget, region: (
+                drawn.append(widget) if widget is bar else None) or textual_lines(widget,
+                                                                                region))
+
+            def fresh() -> list[str]:
+                bar._drawn = None
+                bar._styles_cache.clear()
+                bar.refresh()
+                return [list(strip) for strip in bar.render_lines(crop)]
+
+            for command in ("n", "u", "d"):
+                drawn.clear()
+                await _run(app, pilot, command)
+                assert log.scroll_y == log.max_scroll_y
+                assert bar not in drawn  # the thumb stays in its cells
+            shown = [list(strip) for strip in bar.render_lines(crop)]  # cells and styles
+            assert shown == fresh()
+            drawn.clear()
+            log.scroll_home(animate=False, immediate=True)
+            await pilot.pause()
+            assert bar in drawn and [list(strip) for strip in bar.render_lines(crop)] != shown
+            drawn.clear()
+            await pilot.hover(bar)
+            await pilot.pause()
+            assert bar.mouse_over and bar in drawn
+
     async def test_a_quick_step_is_drawn_once_with_its_answer(self, calc_session, monkeypatch):
         """From the key to the step's end no frame is drawn (the echoed command, the busy
         label, the cleared input wait, up to ``screen_hold.GRACE``: set long here, so a slow

@@ -15,9 +15,11 @@ from rich.text import Text
 from textual.events import Resize
 from textual.geometry import Size
 from textual.reactive import Reactive
+from textual.scrollbar import ScrollBar
 from textual.widgets import RichLog
 
 from dgym_tui.tui.widgets.line_style import StyleOncePerRender
+from dgym_tui.tui.widgets.scroll_bar import SteadyScrollBar
 
 #: A separator line of pytest's: one of ``=_-`` repeated, maybe with a title in the middle.
 _RULE = re.compile(r"^([=_-])\1{2,}(?: (.+) \1{2,})?$")
@@ -76,6 +78,20 @@ class ConsoleLog(StyleOncePerRender, RichLog):
         super().__init__(**kwargs)
         self._entries: deque[Text] = deque()
         self._wrap_width = 0
+
+    @property
+    def vertical_scrollbar(self) -> ScrollBar:
+        """Textual's vertical scroll bar (made on first use, as Textual makes it), of a
+        kind that is drawn again only when its cells change: the log grows at each step,
+        which moved the thumb by less than an eighth of a cell but drew the bar's rows."""
+        bar = self._vertical_scrollbar
+        if bar is None:
+            bar = SteadyScrollBar(vertical=True, name="vertical",
+                                  thickness=self.scrollbar_size_vertical)
+            bar.display = False
+            self._vertical_scrollbar = bar
+            self.app._start_widget(self, bar)
+        return bar
 
     def watch_virtual_size(self, old: Size, size: Size) -> None:
         self._scroll_update(size)  # the scroll bars' visibility, length and position
