@@ -1,6 +1,7 @@
 """Where the app's ``c`` to a breakpoint goes: pdb alone, a RepoEnv step, the app hop by hop.
 
-Run: ``python bench/bench_c.py [--rounds 5] [--terminals bwrap,local] [--no-app]``.
+Run: ``python bench/bench_c.py [--rounds 5] [--terminals bwrap,local] [--no-app]
+[--baseline OTHER_CHECKOUT]``.
 
 The task is bench_pudb's (``data/mini/pagination`` plus ``run_tests.py``, a breakpoint at
 ``test_pagination.py:7``, ``c`` from the script's first line: the script imports
@@ -14,7 +15,8 @@ times, in turn (the order reversed every other round):
   pytest`` costs under the same trace when most of the standard library is already loaded,
   as in pudb's process;
 - ``pdb alone, the session's cheap continue``: the same after the command a session sends at
-  its start (its prompt and :mod:`dgym_tui.core.pdb.fastcontinue`);
+  its start (its prompt and :mod:`dgym_tui.core.pdb.fastcontinue`), and with
+  ``--baseline`` the command of another checkout (e.g. ``git archive`` of an older commit);
 - ``RepoEnv step`` per terminal: ``RepoEnv.step`` of ``c`` (the pdb started by a ``b`` step
   before, from its preloaded spare; the next spare's imports waited for), and the same with
   the session's cheap ``continue`` off (``session.FAST_CONTINUE``: bdb's plain trace);
@@ -61,10 +63,23 @@ PUDB_FIRST = (f"{PUDB_MODULES}; import sys, pdb; sys.argv[:] = ['pdb', 'run_test
 HOPS = Path(__file__).resolve().parent / "c_hops.py"
 
 
-def pdb_alone(work: Path, first: str = "", fast: bool = False) -> tuple[float, float]:
+def start_command(checkout: Path) -> str:
+    """The command a session of the dgym-tui at ``checkout`` sends at its start (its
+    prompt and cheap ``continue``), asked of that checkout in a child Python."""
+    import subprocess
+    code = ("from dgym_tui.core.pdb.session import _prompt_setter; "
+            "print(_prompt_setter('(Pdb) '))")
+    return subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH":
+                          str(checkout)}, capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
+def pdb_alone(work: Path, first: str = "", fast: bool = False,
+              start: str = "") -> tuple[float, float]:
     """(wall, CPU) seconds of ``c`` in a pdb spawned on the host; ``first``: Python code
     run instead of ``-m pdb`` (it starts pdb itself); ``fast``: pdb given the session's
-    cheap ``continue`` first (the command a session sends at its start)."""
+    cheap ``continue`` first (the command a session sends at its start); ``start``: that
+    command of another checkout (:func:`start_command`) instead."""
     repo = _task(work)
     env = _env()
     env["PYTHONDONTWRITEBYTECODE"] = "1"
@@ -74,8 +89,8 @@ def pdb_alone(work: Path, first: str = "", fast: bool = False) -> tuple[float, f
     try:
         child.delaybeforesend = None
         child.expect_exact("(Pdb) ")
-        if fast:
-            child.sendline(_prompt_setter("(Pdb) ", True))
+        if fast or start:
+            child.sendline(start or _prompt_setter("(Pdb) ", True))
             child.expect_exact("\n(Pdb) ")  # not the echo's "'(Pdb) '"
         child.sendline(f"b {repo / BREAK}")
         child.expect_exact("(Pdb) ")
@@ -177,6 +192,8 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--terminals", default="bwrap,local")
     parser.add_argument("--no-app", action="store_true", help="leave the app rows out")
+    parser.add_argument("--baseline", type=Path, help="another checkout of dgym-tui: one more "
+                        "row, pdb alone with that checkout's cheap continue")
     args = parser.parse_args()
     terminals = [t for t in args.terminals.split(",") if t]
     try:
@@ -187,6 +204,10 @@ def main() -> int:
     jobs: list[tuple[str, object]] = [("pdb alone", lambda w: pdb_alone(w)),
                                       ("pdb alone, the session's cheap continue",
                                        lambda w: pdb_alone(w, fast=True))]
+    if args.baseline:
+        other = start_command(args.baseline.resolve())
+        jobs.append(("pdb alone, the baseline's cheap continue",
+                     lambda w: pdb_alone(w, start=other)))
     if has_pudb:
         jobs.append(("pdb, pudb's modules first", lambda w: pdb_alone(w, PUDB_FIRST)))
     for terminal in terminals:

@@ -207,6 +207,27 @@ import shaded2
 
 print(shaded.f(3), shaded2.k(3))
 """,
+    # the module a breakpoint's module imports next is imported meanwhile by another one
+    "early.py": """\
+import pre
+import post
+
+
+def f(v):
+    w = v + 2
+    return w
+""",
+    "pre.py": """\
+import importlib
+
+importlib.import_module("post")
+""",
+    "post.py": "P = 1\n",
+    "earlyrun.py": """\
+import early
+
+print(early.f(1))
+""",
     # a module with a breakpoint defines a function, then imports a module that calls it
     "circ.py": """\
 def g(v):
@@ -278,6 +299,8 @@ SEQUENCES = {
         "shadedrun.py", ["b shaded.py:6", "b shaded2.py:5", "c", "p v", "c", "p v", "c", "c"]),
     "a breakpoint at module level after an import": (
         "shadedrun.py", ["b shaded.py:2", "c", "n", "n", "c", "c"]),
+    "the next import of a breakpoint's module done meanwhile": (
+        "earlyrun.py", ["b early.py:6", "c", "p v", "c", "c"]),
     "a module with a breakpoint whose import calls it back": (
         "circrun.py", ["b circ.py:2", "c", "p v", "c", "c"]),
     "a module that reads the trace function to tell a debugger is on": (
@@ -477,8 +500,9 @@ def test_code_imported_before_a_breakpoints_file_runs_untraced(make_repo, kind):
 
 def test_a_breakpoints_module_imports_others_untraced(make_repo, kind):
     """A module with breakpoints that imports others before it defines anything: those run
-    with no Python trace function (getattr's C function answers their ``call`` events),
-    bdb's own trace comes back at the module's next line."""
+    with no trace function while the module has another import to make before anything
+    else (shaded2, and inner2 in it), then with getattr's C function answering their
+    ``call`` events (inner: the last import before the module's functions)."""
     root = make_repo(FILES)
     seen = {}
     for fast in (False, True):
@@ -497,4 +521,4 @@ def test_a_breakpoints_module_imports_others_untraced(make_repo, kind):
         assert "shaded.py(6)f()" in replies[1].output
         seen[fast] = replies[2].output.strip()
     assert seen[False] == "('trace_dispatch', 'trace_dispatch')"
-    assert seen[True] == "('getattr', 'getattr')"
+    assert seen[True] == "('getattr', None)"
