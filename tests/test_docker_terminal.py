@@ -299,6 +299,36 @@ def test_spawn_pdb_close_and_respawn(term):
 
 
 @pytest.mark.docker
+def test_closing_a_session_kills_its_whole_group_without_an_exec(term, monkeypatch):
+    """A pdb restart closes the old session first: its process group (here a shell and
+    two sleeps) is killed from the host, not by a second exec in the container (~70 ms of
+    the restart); nothing of it is left. Where the host may not signal the container's
+    processes (not root here), the exec still does it."""
+    child = term.spawn("sleep 4711 & sleep 4712")
+    deadline = time.monotonic() + 10
+    while sum("sleep 471" in p for p in _processes(term)) < 2 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    api = term._client.api
+    made = []
+    real_create = api.exec_create
+
+    def counting(*args, **kwargs):
+        made.append(args)
+        return real_create(*args, **kwargs)
+
+    monkeypatch.setattr(api, "exec_create", counting)
+    child.close(force=True)
+    monkeypatch.undo()
+    assert child.closed and not child.isalive()
+    deadline = time.monotonic() + 10
+    while any("sleep 471" in p for p in _processes(term)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any("sleep 471" in p for p in _processes(term))
+    if os.geteuid() == 0:
+        assert made == []
+
+
+@pytest.mark.docker
 def test_spawn_sendintr_interrupts_running_code(term):
     child = term.spawn("python -q -i")
     child.expect(">>> ", timeout=20)

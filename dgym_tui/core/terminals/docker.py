@@ -49,6 +49,7 @@ import posixpath
 import secrets
 import selectors
 import shlex
+import signal
 import socket
 import struct
 import threading
@@ -527,6 +528,53 @@ class DockerTerminal(preload.Preloading, Terminal):
                   + (f"rm -f {pidfile}" if sig == "KILL" else "true"))
         self._exec_wait(container, ["sh", "-c", script])
 
+    def kill_group_from_host(self, exec_id: str) -> bool:
+        """SIGKILL the process group of the running exec ``exec_id`` from the host, without
+        an exec in the container (``kill_pidfile`` starts one: ~70 ms of a docker pdb
+        restart's ~160 ms here, against ~2 ms for this).
+
+        Done only when it is safe: the exec's leader (its ``Pid`` as the daemon gives it)
+        is opened as a pidfd, its ``/proc`` entry then shows this container's id in its
+        cgroup (kernel data the sandbox cannot set) and it leads its own process group,
+        and the pidfd says it still runs after those reads (so the entry read was that
+        process: its pid cannot have been reused meanwhile). A process of the container
+        cannot join a group of the host's, so the group holds the container's processes
+        only. Anything else (not root, another pid namespace than the daemon's, an exec
+        that ended, a daemon that cannot be asked) returns False and kills nothing.
+
+        Returns:
+            True when the group was sent SIGKILL.
+        """
+        container = self.container
+        pidfd_open = getattr(os, "pidfd_open", None)
+        send = getattr(signal, "pidfd_send_signal", None)
+        if container is None or pidfd_open is None or send is None:
+            return False
+        try:
+            info = self._client.api.exec_inspect(exec_id)
+        except Exception:  # noqa: BLE001  the daemon or the container is gone
+            return False
+        pid = info.get("Pid")
+        if not info.get("Running") or not isinstance(pid, int) or pid <= 1:
+            return False
+        try:
+            pidfd = pidfd_open(pid)
+        except OSError:
+            return False
+        try:
+            with open(f"/proc/{pid}/cgroup", encoding="ascii", errors="replace") as f:
+                cgroups = f.read()
+            if len(container.id) != 64 or container.id not in cgroups \
+                    or os.getpgid(pid) != pid:
+                return False
+            send(pidfd, 0)  # still the process whose entry was read (raises once it ended)
+            os.killpg(pid, signal.SIGKILL)
+            return True
+        except OSError:
+            return False
+        finally:
+            os.close(pidfd)
+
     def _start_exec(self, command: str, env: dict[str, str] | None,
                     tty: bool) -> tuple[str, Any, str]:
         """Create and start an exec of ``command`` (wrapped to record its pid) in ``workdir``.
@@ -892,12 +940,14 @@ class DockerProcess(fdspawn):
     def close(self, force: bool = True) -> None:
         """Kill the process group inside the container, then close the connection.
 
-        Idempotent. ``force`` is accepted for ``pexpect.spawn`` compatibility:
-        the process is always killed, since a detached exec would live on.
+        The group is killed from the host when that is safe
+        (:meth:`DockerTerminal.kill_group_from_host`), else by ``kill_pidfile``.
+        Idempotent. ``force`` is accepted for ``pexpect.spawn`` compatibility: the
+        process is always killed, since a detached exec would live on.
         """
         if self.child_fd == -1:
             return
-        if self.isalive():
+        if self.isalive() and not self.terminal.kill_group_from_host(self.exec_id):
             self.terminal.kill_pidfile(self.pidfile, "KILL")
         self._release()
 
