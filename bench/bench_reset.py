@@ -98,7 +98,7 @@ def _cpu() -> float:
 class _NoLookAhead:
     """Stands for ``workspace.LookAhead`` in the ``bare-overlay`` cases: starts nothing."""
 
-    def __init__(self, fd: int, delay: float = 0.0) -> None:
+    def __init__(self, fd: int, delay: float = 0.0, within: object = None) -> None:
         pass
 
     def stop(self) -> None:

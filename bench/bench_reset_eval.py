@@ -47,7 +47,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 from repo_size_plan import ENTRYPOINT, ENV, interleaved, make_repo, print_table  # noqa: E402
 
-from dgym_tui.core.fs.lookahead import START_DELAY, LookAhead  # noqa: E402
+from dgym_tui.core.fs.lookahead import START_DELAY, LookAhead, test_folders  # noqa: E402
 from dgym_tui.core.fs.overlay import Overlay, remove_base  # noqa: E402
 from dgym_tui.core.terminals.bwrap import BwrapTerminal  # noqa: E402
 from dgym_tui.core.terminals.identity import sandbox_ids  # noqa: E402
@@ -95,7 +95,8 @@ def _run(repo: Path, terminal_kind: str, kind: str, tmp: Path,
             command = f"python -c '{WRAPPER}' {ARGS}"
             started, launched = time.perf_counter(), time.time()
             if kind == "lookahead":  # as an eval does, just before its run
-                ahead = LookAhead(ov.root_fd, delay=START_DELAY)  # type: ignore[union-attr]
+                ahead = LookAhead(ov.root_fd, delay=START_DELAY,  # type: ignore[union-attr]
+                                  within=test_folders(ENTRYPOINT))
             res = terminal.run(command, timeout=120, env=ENV)
             elapsed, returned = time.perf_counter() - started, time.time()
         finally:

@@ -35,6 +35,9 @@ FILES = {
     ".debugignore": "data/secret/\n",
 }
 VISITED = ["data", "pkg", "tests", "data/public", "pkg/sub", "tests/data", "tests/unit"]
+#: What an eval of ``tests/unit/test_a.py`` looks up: the root's folders, then only theirs
+#: of ``tests`` (pytest lists the root and ``tests`` on its way to the file).
+VISITED_FOR_TESTS = ["data", "pkg", "tests", "tests/data", "tests/unit"]
 
 
 def _ids() -> tuple[int, int] | None:
@@ -71,6 +74,22 @@ def test_the_root_folders_then_theirs_are_looked_up_never_a_link_or_a_hidden_ent
     assert {rel.count("/") for rel in visited[:3]} == {0}  # the root's folders first
 
 
+def test_one_level_down_only_in_the_folders_the_test_command_names(working_copy):
+    """pytest lists the root and each folder on the way to a path it is given: the second
+    level is looked up in those only (a test file at the root: none), every folder when
+    the command names no path or does not run pytest itself."""
+    fd = working_copy._tree.fd
+    assert _sorted_by_level(lookahead.look_up(fd, within={"tests"})) == VISITED_FOR_TESTS
+    assert _sorted_by_level(lookahead.look_up(fd, within=set())) == ["data", "pkg", "tests"]
+    folders = lookahead.test_folders
+    assert folders("python -m pytest -q -p no:cacheprovider test_target.py") == set()
+    assert folders("PYTEST_ADDOPTS=-q python -m pytest tests/unit/test_a.py::test_a "
+                   "pkg/sub/t.py") == {"tests", "pkg"}
+    for unknown in ("pytest", "pytest tests", "python run_tests.py", "cd sub && pytest x/t.py",
+                    "pytest /abs/t.py", "pytest ../up/t.py", "pytest 'unclosed"):
+        assert folders(unknown) is None, unknown
+
+
 def _layer(path: str) -> list[tuple[str, int]]:
     """Every entry below ``path`` with its mode (whiteouts are device nodes or marked
     files), sorted."""
@@ -101,7 +120,7 @@ def test_a_working_copy_looks_up_ahead_and_the_lookups_change_nothing(repo, monk
         ws.cleanup()
 
     class Off:
-        def __init__(self, fd: int, delay: float = 0.0) -> None:
+        def __init__(self, fd: int, delay: float = 0.0, within=None) -> None:
             pass
 
         def stop(self) -> None:
@@ -179,8 +198,9 @@ def terminal_kind(request):
 
 def test_an_episode_on_each_terminal_looks_up_ahead_and_its_eval_sees_the_tree(
         terminal_kind, repo, make_env, fast_pytest):
-    """local, bwrap, docker: the reset's eval starts the working copy's lookups (same
-    folders) as its command starts, it collects and passes as in a plain tree, and
+    """local, bwrap, docker: the reset's eval starts the working copy's lookups (the
+    root's folders, then those of ``tests``, the folder its test path names) as its
+    command starts, it collects and passes as in a plain tree, and
     nothing of the thread is left after close()."""
     env = make_env(repo, terminal=terminal_kind, terminal_options={"overlay": True},
                    entrypoint=f"{fast_pytest} tests/unit/test_a.py")
@@ -189,7 +209,7 @@ def test_an_episode_on_each_terminal_looks_up_ahead_and_its_eval_sees_the_tree(
     assert ahead is not None
     assert "1 passed" in result.observation
     assert ahead.wait(60)
-    assert _sorted_by_level(ahead.visited) == VISITED
+    assert _sorted_by_level(ahead.visited) == VISITED_FOR_TESTS
     assert env.workspace.changed_files() == []
     folder = Path(env.workspace.folder)
     env.close()

@@ -32,6 +32,7 @@ from dgym_tui.core.breakpoints import BreakpointStore
 from dgym_tui.core.errors import first_line
 from dgym_tui.core.evaluation import pytest_plugin
 from dgym_tui.core.evaluation.summary import describe_score, is_resolved, summarize
+from dgym_tui.core.fs.lookahead import test_folders
 from dgym_tui.core.fs.workspace import Workspace, WorkspaceError
 from dgym_tui.core.safetext import strip_controls
 from dgym_tui.core.terminals import cleanup
@@ -667,7 +668,8 @@ class RepoEnv:
             pytest_plugin.forget(terminal, report_path)
         else:
             command, report_path = pytest_plugin.prepare(terminal, self.entrypoint)
-        workspace.look_ahead()  # a fresh overlay's first lookups, while the command starts
+        # a fresh overlay's first lookups, while the command starts
+        workspace.look_ahead(test_folders(self.entrypoint))
         res = terminal.run(command, timeout=self.eval_timeout, max_output=self.max_output)
         self.last_eval_start = res.start
         if terminal is self.terminal:  # the next eval's spare imports pytest meanwhile

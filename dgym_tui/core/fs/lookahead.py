@@ -32,7 +32,10 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import posixpath
+import shlex
 import threading
+from collections.abc import Collection
 
 from dgym_tui.core.fdtree import open_subdir
 
@@ -77,7 +80,44 @@ def _folders(fd: int, limit: int = MAX_ENTRIES) -> tuple[list[str], int]:
     return names, count
 
 
-def look_up(fd: int, stop: threading.Event | None = None) -> list[str]:
+def test_folders(command: str) -> frozenset[str] | None:
+    """The root folders a test command names on its way to its tests, for
+    :func:`look_up`'s ``within``: the first part of each word naming a path below a
+    folder (``tests/x/test_y.py::test_a`` -> ``tests``). pytest lists every folder
+    on the way from the root to a path it is given (and the root itself), so those are
+    the folders whose own folders it looks up; a test file at the root names none.
+
+    Returns:
+        The folder names (empty when every path the command names is a file at the
+        root), or None when that cannot be told: the command does not run pytest
+        itself (a script may collect anything), no word names a path (a bare
+        ``pytest``), the line cannot be split, a path is absolute or leaves the root,
+        or the command changes folder (``cd``).
+    """
+    try:
+        words = shlex.split(command, comments=True)
+    except ValueError:
+        return None
+    if "cd" in words or "pushd" in words or not any(
+            posixpath.basename(word) in ("pytest", "py.test") for word in words):
+        return None
+    folders: set[str] = set()
+    named = False
+    for word in words:
+        path = word.split("::", 1)[0]
+        if word.startswith("-") or "=" in word or not (path.endswith(".py") or "/" in path):
+            continue
+        path = posixpath.normpath(path)
+        if path.startswith(("/", "..")):
+            return None
+        named = True
+        if "/" in path:
+            folders.add(path.split("/", 1)[0])
+    return frozenset(folders) if named else None
+
+
+def look_up(fd: int, stop: threading.Event | None = None,
+            within: Collection[str] | None = None) -> list[str]:
     """Look up the folders of folder ``fd`` and :data:`NAMES` in each, then the same one
     level down (a test path such as ``tests/x/test_y.py`` makes pytest collect
     ``tests`` as well as the root).
@@ -85,6 +125,8 @@ def look_up(fd: int, stop: threading.Event | None = None) -> list[str]:
     Args:
         fd: an open folder (not closed here).
         stop: when set, return at the next folder.
+        within: the root's folders to look into one level down (:func:`test_folders`);
+            None: every one, within :data:`MAX_LISTED` entries.
 
     Returns:
         The relative paths of the folders visited, in order (the root's folders
@@ -97,7 +139,8 @@ def look_up(fd: int, stop: threading.Event | None = None) -> list[str]:
     visited: list[str] = []
     top, _ = _folders(fd)
     budget = MAX_LISTED
-    for parent, names in [("", top), *((name, None) for name in top)]:
+    inside = top if within is None else [name for name in top if name in within]
+    for parent, names in [("", top), *((name, None) for name in inside)]:
         if len(visited) >= MAX_FOLDERS or budget <= 0 or (stop is not None and stop.is_set()):
             break
         here = os.dup(fd) if names is not None else open_subdir(fd, parent)
@@ -155,14 +198,17 @@ class LookAhead:
             fails nothing is started (a head start only: never an error).
         delay: seconds the thread waits before its first lookup (:data:`START_DELAY`
             when a command is being launched); :meth:`stop` ends the wait.
+        within: as for :func:`look_up`.
 
     Attributes:
         visited: :func:`look_up`'s answer once the thread is done (empty before).
     """
 
-    def __init__(self, fd: int, delay: float = 0.0) -> None:
+    def __init__(self, fd: int, delay: float = 0.0,
+                 within: Collection[str] | None = None) -> None:
         self.visited: list[str] = []
         self._delay = delay
+        self._within = within
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         try:
@@ -182,7 +228,7 @@ class LookAhead:
     def _run(self, fd: int) -> None:
         try:
             if not self._stop.wait(self._delay):
-                self.visited = look_up(fd, self._stop)
+                self.visited = look_up(fd, self._stop, self._within)
         except Exception:  # noqa: BLE001  a head start only: the sandbox looks up anyway
             log.debug("looking up the working copy's folders ahead failed", exc_info=True)
         finally:

@@ -32,7 +32,7 @@ import os
 import posixpath
 import stat
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -869,9 +869,11 @@ class Workspace:
             os.close(fd)
         return sorted(out)
 
-    def look_ahead(self) -> None:
+    def look_ahead(self, within: Collection[str] | None = None) -> None:
         """Start looking up, in a thread, what a test run first asks a fresh overlay
         for (:mod:`.lookahead`), once per working copy; nothing for a copy.
+        ``within``: the root's folders the run collects from (``lookahead.test_folders``
+        of its command; None: every one).
 
         Called when a command is about to start (the eval): the lookups are made
         while it starts (the shell, the sandbox, Python: hundreds of ms, with this
@@ -881,7 +883,7 @@ class Workspace:
         start. Never raises.
         """
         if self._lookahead is None and self.overlay is not None and self._tree is not None:
-            self._lookahead = LookAhead(self._tree.fd, delay=START_DELAY)
+            self._lookahead = LookAhead(self._tree.fd, delay=START_DELAY, within=within)
 
     # ------------------------------------------------------------ the index
     def refresh(self) -> bool:
