@@ -221,3 +221,58 @@ def test_keys_typed_while_the_episode_starts_run_in_order(tmp_path, size):
     commands = [s["action"]["arguments"].get("command") for s in steps if s["type"] == "step"]
     assert commands == ["b stats.py:1", "c", "n"]
     assert steps[-1]["type"] == "footer" and steps[-1]["reason"] == "quit"
+
+
+LOOP = ("def work():\n    total = 0\n    for i in range(1000):\n        total += i\n"
+        "        j = i * 2\n    return total\n\n\nif __name__ == '__main__':\n    print(work())\n")
+
+
+def _console_rows(screen: str) -> list[str]:
+    """The console's rows on ``screen`` (120x36: below the source box, above the input
+    box; the scroll bar's two columns left out)."""
+    lines = screen.splitlines()
+    bottom = next(n for n, line in enumerate(lines) if "╰─" in line)
+    left, right = lines[bottom].index("╰"), lines[bottom].index("╯") + 1
+    field = next(n for n, line in enumerate(lines) if "▔▔▔" in line)
+    return [line[left:right - 2].rstrip() for line in lines[bottom + 2:field]]
+
+
+def test_the_console_scrolls_by_its_new_lines(tmp_path):
+    """``n`` after ``n``: each answer scrolls the console by its lines, the rows already
+    drawn moved rather than drawn again (the terminal gets only what Textual draws). The
+    terminal shows the echo, the location and its line, in order, row after row, up to
+    the last answer, the line the source view's marker is on."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "loop.py").write_text(LOOP)
+    code = LOOP.splitlines()
+    terminal = Terminal(tmp_path, f"{dgym_tui_command()} repo --entrypoint 'python loop.py' "
+                                  "--trajectory traj.jsonl --no-apply-prompt", (120, 36))
+    s, t = Session(terminal), terminal
+    try:
+        t.wait_for(r"│ step 0/", 180)
+        t.keys(":")
+        t.wait_for(CONSOLE_FOOTER, 30)
+        t.text("b loop.py:4")
+        t.keys("Enter")
+        s.step()
+        s.source()
+        s.key("c", r"│●▶ 4 │")
+        for _ in range(14):
+            s.key("n")
+            rows = _console_rows(t.screen())
+            assert len(rows) == 10 and rows[-1].startswith("-> ")
+        kinds = [0 if row == '› pdb(command="n")' else 1 if row.startswith("> loop.py(")
+                 else 2 if row.startswith("-> ") else -1 for row in rows]
+        first = kinds[0]
+        assert kinds == [(first + n) % 3 for n in range(len(rows))], rows
+        for number, row in enumerate(rows[:-1]):
+            if kinds[number] == 1:  # the location, then its line of code
+                line = int(re.match(r"> loop\.py\((\d+)\)work\(\)$", row).group(1))
+                assert rows[number + 1] == "-> " + code[line - 1].strip()
+        line = int(re.match(r"> loop\.py\((\d+)\)", rows[-2]).group(1))
+        assert re.search(rf"│[ ●]▶ *{line} │", t.screen())
+        t.keys("q")
+        assert t.wait_exit() == "EXIT=0"
+    finally:
+        t.close()
