@@ -53,6 +53,20 @@ def _backgrounds(app, widget) -> list[set[str]]:
     return rows
 
 
+def _long_loop_app(make_repo, tmp_path) -> DgymApp:
+    """The app on a calc repository whose test loops 40 times in ``average`` (a breakpoint
+    at calc.py:4 stops 40 times)."""
+    from tui_helpers import CALC, ENTRYPOINT
+
+    from dgym_tui.core.env import RepoEnv
+    from dgym_tui.episode.session import Session
+
+    repo = make_repo({"calc.py": CALC, "test_calc.py": "from calc import average\n\n\n"
+                      "def test_many():\n    assert average([4] * 40) == 4\n"})
+    return DgymApp(session=Session(RepoEnv(repo, entrypoint=ENTRYPOINT), None,
+                                   trajectory_path=tmp_path / "t.jsonl"))
+
+
 class TestStopRedraw:
     async def test_next_updates_the_panes_in_place(self, calc_session):
         """``n`` in the same function: the variables keep their nodes (an expanded one stays
@@ -129,15 +143,7 @@ class TestStopRedraw:
         ``n`` in a long loop (the variables and the stack keep their rows) lays nothing out
         once the console's scroll bar is there, and the console shows the answer at its
         end."""
-        from tui_helpers import CALC, ENTRYPOINT
-
-        from dgym_tui.core.env import RepoEnv
-        from dgym_tui.episode.session import Session
-
-        repo = make_repo({"calc.py": CALC, "test_calc.py": "from calc import average\n\n\n"
-                          "def test_many():\n    assert average([4] * 40) == 4\n"})
-        app = DgymApp(session=Session(RepoEnv(repo, entrypoint=ENTRYPOINT), None,
-                                      trajectory_path=tmp_path / "t.jsonl"))
+        app = _long_loop_app(make_repo, tmp_path)
         async with app.run_test(size=SIZE) as pilot:
             await stop_at(app, pilot, "calc.py:4")
             log = app.pdb_console.log_widget
@@ -154,15 +160,7 @@ class TestStopRedraw:
         the answer): the rows that only moved keep their drawing, and only the rows showing
         the new lines are drawn again (Textual drew every row of the log: ~0.1 ms each).
         What the log shows is what a fresh drawing of every row gives."""
-        from tui_helpers import CALC, ENTRYPOINT
-
-        from dgym_tui.core.env import RepoEnv
-        from dgym_tui.episode.session import Session
-
-        repo = make_repo({"calc.py": CALC, "test_calc.py": "from calc import average\n\n\n"
-                          "def test_many():\n    assert average([4] * 40) == 4\n"})
-        app = DgymApp(session=Session(RepoEnv(repo, entrypoint=ENTRYPOINT), None,
-                                      trajectory_path=tmp_path / "t.jsonl"))
+        app = _long_loop_app(make_repo, tmp_path)
         async with app.run_test(size=SIZE) as pilot:
             await stop_at(app, pilot, "calc.py:4")
             log = app.pdb_console.log_widget
