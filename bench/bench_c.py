@@ -69,9 +69,9 @@ def start_command(checkout: Path) -> str:
     import subprocess
     code = ("from dgym_tui.core.pdb.session import _prompt_setter; "
             "print(_prompt_setter('(Pdb) '))")
-    return subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH":
-                          str(checkout)}, capture_output=True, text=True,
-                          check=True).stdout.strip()
+    return subprocess.run([sys.executable, "-c", code], cwd=checkout,  # "" first on the path
+                          env={**os.environ, "PYTHONPATH": str(checkout)}, capture_output=True,
+                          text=True, check=True).stdout.strip()
 
 
 def pdb_alone(work: Path, first: str = "", fast: bool = False,

@@ -88,6 +88,9 @@ A nested debugger (``debug``) is a new instance and keeps bdb's plain trace.
 
 from __future__ import annotations
 
+import binascii
+import zlib
+
 #: Defines ``install(P)`` (P: a ``pdb.Pdb``; returns nothing; does nothing twice). Runs in
 #: the debugged process, in the namespace of the start's ``exec``.
 SCRIPT = '''
@@ -287,3 +290,12 @@ def packed() -> str:
         body = line.lstrip(" ")
         lines.append(" " * ((len(line) - len(body)) // 4) + body)
     return "\n".join(lines) + "\n"
+
+
+def compact() -> str:
+    """Python code that defines ``install`` as :data:`SCRIPT` does, from :func:`packed`
+    compressed (zlib, base64): ~2,500 characters instead of ~5,400 on pdb's command line,
+    which pdb reads through readline and the terminal echoes (~2.5 ms of the pdb process's
+    CPU per 1,000 characters). Imports ``zlib`` and ``binascii`` in the debugged process."""
+    data = binascii.b2a_base64(zlib.compress(packed().encode(), 9), newline=False)
+    return f"import zlib, binascii\nexec(zlib.decompress(binascii.a2b_base64({data!r})))\n"

@@ -55,7 +55,7 @@ def _prompt_setter(prompt: str, fast_continue: bool = True) -> str:
     """The pdb command giving every debugger of the process ``prompt`` and, with
     ``fast_continue``, the cheap ``continue`` (:data:`fastcontinue.SCRIPT`); prints nothing."""
     code = ("import gc, pdb\n"
-            + (fastcontinue.packed() if fast_continue else "")
+            + (fastcontinue.compact() if fast_continue else "")
             + "for o in gc.get_objects():\n"
             " if isinstance(o, pdb.Pdb):\n"
             f"  o.prompt = {prompt!r}\n"
