@@ -77,7 +77,8 @@ def first_frames(app):
         now = (time.perf_counter() - t0, time.thread_time() - c0)
         frames.setdefault("first", now)
         frames.setdefault("update", update)
-        keys = screen.query("KeyStrip")
+        # dgym-tui's footer draws its keys in one KeyStrip; the bare app's are FooterKeys
+        keys = screen.query("KeyStrip") or screen.query("FooterKey")
         if keys and keys.first().region:  # laid out: drawn in this frame
             frames["full"] = now
 
@@ -270,7 +271,7 @@ async def bench_trajectory(path: Path) -> tuple[float, float]:
         await pilot.press("dollar_sign")
         await pilot.pause()
         elapsed = time.perf_counter() - start
-        assert app.step_index == 1000
+        assert app.episode_screen.step_index == 1000  # the replay screen's
     app.close_session()
     return loaded, elapsed
 
