@@ -10,12 +10,14 @@ cannot pass with it silently off.
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 
 import pexpect
 import pytest
 
+from dgym_tui.core.pdb import fastcontinue
 from dgym_tui.core.pdb import session as pdb_session
 from dgym_tui.core.pdb.session import PdbSession, _prompt_setter
 from dgym_tui.core.terminals.bwrap import BwrapTerminal
@@ -522,3 +524,26 @@ def test_a_breakpoints_module_imports_others_untraced(make_repo, kind):
         seen[fast] = replies[2].output.strip()
     assert seen[False] == "('trace_dispatch', 'trace_dispatch')"
     assert seen[True] == "('getattr', None)"
+
+
+def test_the_script_is_read_from_the_terminals_plugin_folder(make_repo, kind, monkeypatch):
+    """pdb reads the script from the terminal's plugin folder: the start's command line is
+    short (it carried the whole script compressed, ~2,700 characters echoed by the terminal
+    and read by pdb at each start)."""
+    sent: list[str] = []
+    real = pdb_session._prompt_setter
+    monkeypatch.setattr(pdb_session, "_prompt_setter",
+                        lambda *args: sent.append(real(*args)) or sent[-1])
+    root = make_repo(FILES)
+    with _terminal(kind) as term:
+        term.start(str(root))
+        session = PdbSession(term, "python -m pdb main.py")
+        session.start(20)
+        assert len(sent) == 1 and fastcontinue.FILE in sent[0] and len(sent[0]) < 600, sent
+        path = os.path.join(term.plugin_dir, fastcontinue.FILE)
+        with open(path) as f:
+            assert f.read() == fastcontinue.SCRIPT
+        assert os.stat(path).st_mode & 0o777 == 0o644
+        session.send_many(["b helper.py:2", "c"], 20)
+        assert _trace_name(session) == "'_dgym_continue'"
+        session.close()

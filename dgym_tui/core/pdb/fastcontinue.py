@@ -282,6 +282,12 @@ def install(P):
 '''
 
 
+#: :data:`SCRIPT`'s file name in a terminal's plugin folder (read-only to the commands):
+#: pdb reads it from there at its start (a short command line; :func:`compact` where a
+#: terminal has no plugin folder).
+FILE = "dgym_fast_continue.py"
+
+
 def packed() -> str:
     """:data:`SCRIPT` with one space per indentation level (the same code, ~25% shorter on
     pdb's command line, which the terminal echoes)."""

@@ -51,11 +51,14 @@ _KEEP = max(48, *(len(q) for q in CONFIRMATIONS)) - 1
 FAST_CONTINUE = True
 
 
-def _prompt_setter(prompt: str, fast_continue: bool = True) -> str:
+def _prompt_setter(prompt: str, fast_continue: bool = True, script: str = "") -> str:
     """The pdb command giving every debugger of the process ``prompt`` and, with
-    ``fast_continue``, the cheap ``continue`` (:data:`fastcontinue.SCRIPT`); prints nothing."""
+    ``fast_continue``, the cheap ``continue`` (:data:`fastcontinue.SCRIPT`, read from the
+    file ``script`` as the process sees it when given, else carried compressed); prints
+    nothing."""
+    loader = f"exec(open({script!r}).read())\n" if script else fastcontinue.compact()
     code = ("import gc, pdb\n"
-            + (fastcontinue.compact() if fast_continue else "")
+            + (loader if fast_continue else "")
             + "for o in gc.get_objects():\n"
             " if isinstance(o, pdb.Pdb):\n"
             f"  o.prompt = {prompt!r}\n"
@@ -230,7 +233,8 @@ class PdbSession:
             # Nothing of the program ran yet: this prompt is pdb's. From now on
             # pdb prompts with a token only this session knows.
             token = f"dgym-{secrets.token_hex(16)}"
-            self.child.send(_prompt_setter(f"({token}) ", FAST_CONTINUE) + "\n")
+            self.child.send(_prompt_setter(f"({token}) ", FAST_CONTINUE,
+                                           self._fast_continue_file()) + "\n")
             self._token = token
             switched = self._read_reply(deadline, started, accept_plain=True)
             if switched.ok:
@@ -245,6 +249,17 @@ class PdbSession:
         reply.elapsed = time.monotonic() - started
         self.prewarm()  # the next start's spare imports pytest while pdb waits
         return reply
+
+    def _fast_continue_file(self) -> str:
+        """:data:`fastcontinue.SCRIPT`'s path in the terminal's plugin folder as pdb sees
+        it ("" where there is none: the command then carries the script)."""
+        write = getattr(self.terminal, "write_plugin_file", None)
+        if not FAST_CONTINUE or write is None:
+            return ""
+        try:
+            return write(fastcontinue.FILE, fastcontinue.SCRIPT.encode())
+        except OSError:  # the terminal closed meanwhile: the command carries it
+            return ""
 
     def _process_env(self) -> dict[str, str]:
         return {"PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1", **self.env}

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import abc
 import functools
+import os
+import posixpath
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -99,6 +101,39 @@ class Terminal(abc.ABC):
     def plugin_path(self) -> str:
         """The ``plugin_dir`` folder's path as commands see it (the host path by default)."""
         return self.plugin_dir
+
+    def write_plugin_file(self, name: str, data: bytes) -> str:
+        """Write ``data`` as file ``name`` into :attr:`plugin_dir`, unless it is there.
+
+        The folder is the terminal's own (read-only to the commands); the file is created
+        ``O_EXCL | O_NOFOLLOW`` through the folder's descriptor, mode 0644.
+
+        Args:
+            name: a file name (no folder).
+            data: the file's bytes; a file already there is kept as it is.
+
+        Returns:
+            The file's path as commands see it; "" when the terminal has no plugin folder.
+
+        Raises:
+            OSError: the folder cannot be written.
+        """
+        if not self.plugin_dir:
+            return ""
+        folder = os.open(self.plugin_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+                         | os.O_CLOEXEC)
+        try:
+            try:
+                fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+                             | os.O_CLOEXEC, 0o644, dir_fd=folder)
+            except FileExistsError:
+                return posixpath.join(self.plugin_path(), name)
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            os.chmod(name, 0o644, dir_fd=folder)  # whatever the umask
+        finally:
+            os.close(folder)
+        return posixpath.join(self.plugin_path(), name)
 
     @abc.abstractmethod
     def start(self, host_root: str) -> None:

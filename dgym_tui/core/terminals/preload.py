@@ -117,29 +117,6 @@ def spare_command(command: str, script: str, channel: int | str, root: str) -> s
     return f"{head}{newline}{spare} {raw[i + 1]}"
 
 
-def install(plugin_dir: str) -> None:
-    """Write the spare script into ``plugin_dir`` (a folder the terminal made for itself,
-    read-only to the commands), unless it is there.
-
-    The file is created ``O_EXCL | O_NOFOLLOW`` through the folder's descriptor.
-
-    Raises:
-        OSError: the folder cannot be written.
-    """
-    folder = os.open(plugin_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    try:
-        try:
-            fd = os.open(SCRIPT, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
-                         | os.O_CLOEXEC, 0o644, dir_fd=folder)
-        except FileExistsError:
-            return
-        with os.fdopen(fd, "wb") as f:
-            f.write(Path(__file__).with_name("preload_spare.py").read_bytes())
-        os.chmod(SCRIPT, 0o644, dir_fd=folder)  # whatever the umask
-    finally:
-        os.close(folder)
-
-
 #: what a spare's answers other than the expected one mean
 _WHY = {b"U": "unfit: a module of the working copy or an unknown command",
         b"C": "stale: a file it imported, a sys.path folder or the configuration changed, "
@@ -389,10 +366,10 @@ class Preloading:
         self._drop(self._spares.pop(interactive, None))
         channel = None
         try:
-            install(self.plugin_dir)
+            script = self.write_plugin_file(  # type: ignore[attr-defined]
+                SCRIPT, Path(__file__).with_name("preload_spare.py").read_bytes())
             with self._spare_channel() as channel:
-                line = spare_command(command, os.path.join(self.plugin_path(), SCRIPT),  # type: ignore[attr-defined]
-                                     channel.arg, self.workdir)
+                line = spare_command(command, script, channel.arg, self.workdir)
                 if line is None:
                     channel.close()
                     return False
