@@ -146,3 +146,53 @@ async def test_the_keys_are_one_widget_that_a_click_presses():
         await pilot.hover(strip, offset=(22, 0))  # the key under the mouse: its tooltip
         await pilot.pause()
         assert strip.tooltip == "not now" and strip._hovered == 2
+
+
+class Many(Pane):
+    BINDINGS = [Binding(k, f"press('{k}')", label) for k, label in
+                (("b", "Breakpoint"), ("n", "next"), ("s", "step"), ("c", "continue"),
+                 ("r", "return"), ("u", "up"), ("d", "down"))]
+
+    def action_press(self, key: str) -> None:
+        self.app.pressed.append(key)  # type: ignore[attr-defined]
+
+
+class NarrowApp(App):
+    BINDINGS = [Binding("q", "press_quit", "Quit"), Binding("question_mark", "help", "Keys")]
+
+    def compose(self) -> ComposeResult:
+        yield Many("many", id="many")
+        yield KeyFooter(always=("press_quit", "help"))
+
+    def on_mount(self) -> None:
+        self.pressed: list[str] = []
+        self.query_one("#many").focus()
+
+    def action_press_quit(self) -> None:
+        self.pressed.append("q")
+
+    def action_help(self) -> None:
+        self.pressed.append("?")
+
+
+async def test_keys_that_do_not_fit_leave_quit_and_help_shown():
+    """Before, the strip was cut at the footer's right edge: at 80 columns the episode
+    screen's ``q Quit`` and ``? Keys`` (after the pane's pdb keys) were not shown."""
+    app = NarrowApp()
+    async with app.run_test(size=(60, 10)) as pilot:
+        await pilot.pause()
+        strip = app.query_one(KeyStrip)
+        text = strip.render().plain
+        # the first keys while they fit beside q and ?, the palette's key on the right
+        assert text == " b Breakpoint  n next  s step  q Quit  ? Keys "
+        palette = app.query_one(FooterKey)
+        assert strip.region.right <= palette.region.x and palette.region.right == 60
+        await pilot.click(strip, offset=(text.index("Quit"), 0))
+        await pilot.click(strip, offset=(text.index("Keys"), 0))
+        await pilot.click(strip, offset=(text.index("next"), 0))
+        await pilot.pause()
+        assert app.pressed == ["q", "?", "n"]
+        await pilot.resize_terminal(140, 10)  # room for every key, in their order
+        await pilot.pause()
+        assert strip.render().plain == (" b Breakpoint  n next  s step  c continue  r return  "
+                                        "u up  d down  q Quit  ? Keys ")

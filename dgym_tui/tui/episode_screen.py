@@ -106,7 +106,7 @@ class EpisodeScreen(QuietKeys, Screen[None]):
                 with TabPane("Diff", id="tab-diff"):
                     yield DiffView(id="diff")
         yield StatusBar(id="status")
-        yield KeyFooter()
+        yield KeyFooter(always=("quit_app", "help"))  # at 80 columns too
 
     def on_screen_resume(self, event: events.ScreenResume) -> None:
         """Shown: Textual's own handler (after this one) styles every widget again, which

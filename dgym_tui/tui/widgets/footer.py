@@ -11,6 +11,7 @@ from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
 from textual.compose import compose
+from textual.geometry import Size
 from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Footer
@@ -69,33 +70,61 @@ class KeyStrip(Widget):
     }
     """
 
-    def __init__(self, keys: list[ShownKey]) -> None:
+    def __init__(self, keys: list[ShownKey], always: tuple[str, ...] = ()) -> None:
         super().__init__()
         self.keys = keys
-        self._spans: list[tuple[int, int]] = []  # each key's cells: [start, end)
+        self.always = always
+        self._room: int | None = None  # the cells the strip may take (None: any)
+        self._spans: list[tuple[int, int, int]] = []  # shown keys: (index, start, end)
         self._hovered: int | None = None
 
-    def render(self) -> Text:
+    def _parts(self) -> list[Text]:
+        """Each key as drawn (not yet dimmed nor highlighted), left to right."""
         key_style = self.get_component_rich_style("key-strip--key")
         description_style = self.get_component_rich_style("key-strip--description")
-        hover_style = self.get_component_rich_style("key-strip--hover")
         key_pad = self.get_component_styles("key-strip--key").padding
         description_pad = self.get_component_styles("key-strip--description").padding
+        return [Text.assemble(
+            (" " * key_pad.left + key.display + " " * key_pad.right, key_style),
+            (" " * description_pad.left + key.description + " " * description_pad.right
+             if key.description else "", description_style)) for key in self.keys]
+
+    def shown(self, room: int | None = None) -> list[int]:
+        """Indexes of the keys drawn in ``room`` cells (default: the room the footer gives
+        the strip), left to right: every key when they fit; else the keys whose action is
+        in :attr:`always` (quit, help) first, then the others in order while they fit."""
+        room = self._room if room is None else room
+        widths = [part.cell_len for part in self._parts()]
+        if room is None or sum(widths) <= room:
+            return list(range(len(self.keys)))
+        kept = {i for i, key in enumerate(self.keys) if key.action in self.always}
+        used = sum(widths[i] for i in kept)
+        for i, width in enumerate(widths):
+            if i not in kept and used + width <= room:
+                kept.add(i)
+                used += width
+        return sorted(kept)
+
+    def get_content_width(self, container: Size, viewport: Size) -> int:
+        self._room = container.width
+        parts = self._parts()
+        return sum(parts[i].cell_len for i in self.shown())
+
+    def render(self) -> Text:
+        hover_style = self.get_component_rich_style("key-strip--hover")
         base = self.rich_style
+        parts = self._parts()
         text = Text(no_wrap=True, end="")
         self._spans = []
-        for index, key in enumerate(self.keys):
+        for index in self.shown():
+            key, part = self.keys[index], parts[index]
             start = text.cell_len
-            part = Text.assemble(
-                (" " * key_pad.left + key.display + " " * key_pad.right, key_style),
-                (" " * description_pad.left + key.description + " " * description_pad.right
-                 if key.description else "", description_style))
             style = base + Style(dim=True) if not key.enabled else base
             if index == self._hovered:
                 part.stylize(hover_style)
             part.stylize_before(style)
             text.append_text(part)
-            self._spans.append((start, text.cell_len))
+            self._spans.append((index, start, text.cell_len))
         return text
 
     def key_at(self, x: int) -> ShownKey | None:
@@ -104,7 +133,7 @@ class KeyStrip(Widget):
         return None if index is None else self.keys[index]
 
     def _index_at(self, x: int) -> int | None:
-        return next((i for i, (start, end) in enumerate(self._spans) if start <= x < end), None)
+        return next((i for i, start, end in self._spans if start <= x < end), None)
 
     def on_mouse_down(self, event: events.MouseDown) -> None:
         key = self.key_at(event.x)
@@ -144,6 +173,12 @@ class KeyFooter(Footer):
     _rebuild_pending = False
     _shown: Any = None  # what the keys were last built from
 
+    def __init__(self, *args: Any, always: tuple[str, ...] = (), **kwargs: Any) -> None:
+        """Args as Textual's footer's; ``always``: actions whose keys stay shown when the
+        keys do not fit the footer's width (see :meth:`KeyStrip.shown`)."""
+        super().__init__(*args, **kwargs)
+        self.always = always
+
     def bindings_changed(self, screen: Screen) -> None:
         """Schedule one rebuild after the next refresh unless one is pending."""
         if self._rebuild_pending:
@@ -171,7 +206,7 @@ class KeyFooter(Footer):
                 keys[binding.action] = ShownKey(
                     binding.key, self.app.get_key_display(binding), binding.description,
                     binding.action, enabled, tooltip)
-        yield KeyStrip(list(keys.values()))
+        yield KeyStrip(list(keys.values()), self.always)
         if self.show_command_palette and self.app.ENABLE_COMMAND_PALETTE and palette in active:
             _, binding, enabled, _ = active[palette]
             yield FooterKey(binding.key, self.app.get_key_display(binding),
