@@ -291,7 +291,8 @@ class _StopClock:
         self.painted: float | None = None
         self.changed: float | None = None
         self.cells: dict[tuple[int, int], tuple] = {}  # (row, cut) -> the strip's segments
-        display, post = app._display, app._bridge.post
+        bridge = app.screen._bridge  # the live screen's (the app holds none)
+        display, post = app._display, bridge.post
 
         def on_display(screen, update) -> None:
             display(screen, update)
@@ -310,7 +311,7 @@ class _StopClock:
                 self.posted = time.perf_counter()
             post(message)
 
-        app._display, app._bridge.post = on_display, on_post
+        app._display, bridge.post = on_display, on_post
 
     def _apply(self, update) -> bool:
         """Put ``update``'s strips into the screen model; True if a cell changed."""
@@ -336,7 +337,7 @@ class _StopClock:
 
         self.posted = self.painted = self.changed = None
         start = time.perf_counter()
-        assert self.app.act(pdb_call(command))
+        assert self.app.screen.act(pdb_call(command))  # the live screen acts
         while self.app.busy:
             await asyncio.sleep(0.005)
         await asyncio.sleep(0.15)  # every frame the stop causes has been drawn by now
@@ -367,7 +368,7 @@ async def bench_stop(repo: Path, tmp: Path) -> dict[str, tuple[float, ...]]:
             await clock.stop(command)
         for name, commands in (("n", ["n"] * 30), ("u / d", ["u", "d"] * 15)):
             times = [await clock.stop(command) for command in commands]
-            assert app.debug_panel.query_one("#variables").shown, "no variables shown"
+            assert app.screen.debug_panel.query_one("#variables").shown, "no variables shown"
             out[name] = tuple(statistics.median(t[i] for t in times) for i in range(3)) + (
                 statistics.median(t[0] + t[1] for t in times),
                 statistics.quantiles([t[1] for t in times], n=10)[-1],
