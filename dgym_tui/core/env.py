@@ -488,7 +488,7 @@ class RepoEnv:
             used = workspace.disk_usage()
         except OSError as exc:
             if exc.errno == errno.ELOOP:  # safefs.walk: a chain deeper than its descriptors
-                return (f"the working copy cannot be measured: {first_line(exc.strerror, 160)}; "
+                return (f"the working copy cannot be measured: {str(exc.strerror)[:160]}; "
                         "evals do not run until they are deleted")
             return (f"the working copy cannot be measured ({first_line(exc, 160)}); "
                     "evals do not run until it can be")
