@@ -9,8 +9,10 @@ checking the screen (capture-pane) and the step counter after each key."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import subprocess
 import time
 
 import pytest
@@ -276,3 +278,40 @@ def test_the_console_scrolls_by_its_new_lines(tmp_path):
         assert t.wait_exit() == "EXIT=0"
     finally:
         t.close()
+
+
+@pytest.mark.parametrize("how", ["window closed", "SIGTERM"])
+def test_a_closed_terminal_or_sigterm_leaves_nothing(tmp_path, how):
+    """The terminal window closed under a running app (tmux kills its session: SIGHUP), or
+    a SIGTERM to the app: the episode's working copy, scratch, plugin and support folders
+    and its processes are gone, as after ``q``. Before, the episode started in a worker
+    thread, where no signal handler can be installed: the signal ended the process at once
+    and every folder stayed in the temporary folder."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "calc.py").write_text("def add(a, b):\n    return a - b\n")
+    (repo / "test_calc.py").write_text("from calc import add\n\n\ndef test_add():\n"
+                                       "    assert add(1, 2) == 3\n")
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    marker = f"dgym-hangup-{tmp_path.name}"
+    t = Terminal(tmp_path, f"TMPDIR={temp} {dgym_tui_command()} repo --trajectory "
+                           f"{marker}.jsonl --no-apply-prompt", (100, 30))
+    try:
+        t.wait_for(r"│ tests 0/1", 180)  # the episode started: its first eval is shown
+        assert any(name.startswith("dgym-ws-") for name in os.listdir(temp))
+        if how == "SIGTERM":
+            subprocess.run(["pkill", "-TERM", "-f", marker], check=True, timeout=30)
+        else:
+            t.tmux("kill-session", "-t", t.name)
+        deadline = time.monotonic() + 60
+        while os.listdir(temp) or _running(marker):
+            assert time.monotonic() < deadline, (os.listdir(temp), _running(marker))
+            time.sleep(0.2)
+    finally:
+        t.close()
+
+
+def _running(marker: str) -> bool:
+    return subprocess.run(["pgrep", "-f", marker], capture_output=True,
+                          timeout=30).returncode == 0

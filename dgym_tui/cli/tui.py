@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from dgym_tui.core.errors import first_line
+from dgym_tui.core.terminals import cleanup
 from dgym_tui.episode.session import DEFAULT_MAX_STEPS
 from dgym_tui.launch.open import UsageError, load_task, open_session
 
@@ -283,6 +284,11 @@ def main(argv: list[str] | None = None) -> int:
     """
     argv = sys.argv[1:] if argv is None else argv
     args = build_parser().parse_args(argv)
+    # From the main thread: the episode starts in a worker thread, where no signal handler
+    # can be installed. A closed terminal window (SIGHUP) or a SIGTERM then closes the
+    # environment and its terminals (working copy, scratch and plugin folders, processes)
+    # before the process ends, as a quit does.
+    cleanup.install_handlers()
     if args.serve:
         from dgym_tui.tui.serve import serve
 

@@ -15,6 +15,7 @@ removes those whose owner is gone.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import signal
 import sys
@@ -105,14 +106,26 @@ def install_handlers() -> bool:
         return bool(_previous)
 
 
+def _set_handlers(handler) -> None:
+    for signum in _previous:
+        with contextlib.suppress(ValueError, OSError):
+            signal.signal(signum, handler)
+
+
 def _on_signal(signum: int, frame) -> None:
-    """Close live terminals, then behave as the previously installed handler would."""
+    """Close live terminals, then behave as the previously installed handler would.
+
+    The handled signals are ignored while closing: one often follows another (a
+    ``kill`` of a terminal's shell and of its program: the program gets SIGTERM, then
+    SIGHUP when its terminal goes), and the second one's default action would end the
+    process in the middle of the first one's cleanup."""
+    _set_handlers(signal.SIG_IGN)
     close_all()
     previous = _previous.get(signum, signal.SIG_DFL)
-    if callable(previous):
-        previous(signum, frame)
-        return
-    if previous == signal.SIG_IGN:
+    if callable(previous) or previous == signal.SIG_IGN:
+        _set_handlers(_on_signal)  # the process goes on: handle the next one again
+        if callable(previous):
+            previous(signum, frame)
         return
     # Default action: terminate with this signal, as if we had never caught it.
     signal.signal(signum, signal.SIG_DFL)
