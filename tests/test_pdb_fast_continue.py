@@ -492,22 +492,30 @@ def test_commands_interact_and_debug(make_repo):
     assert "('hit', 0)" in "".join(plain) and "('hit', 2)" in "".join(plain)
 
 
+def _replies(kind: str, root, fast: bool, script: str, commands: list[str]) -> list:
+    """pdb's replies to ``commands`` in ``python -m pdb SCRIPT``, with the cheap ``continue``
+    on (``fast``) or off."""
+    old, pdb_session.FAST_CONTINUE = pdb_session.FAST_CONTINUE, fast
+    try:
+        with _terminal(kind) as term:
+            term.start(str(root))
+            session = PdbSession(term, f"python -m pdb {script}")
+            session.start(20)
+            replies = session.send_many(commands, 20)
+            session.close()
+    finally:
+        pdb_session.FAST_CONTINUE = old
+    return replies
+
+
 def test_code_imported_before_a_breakpoints_file_runs_untraced(make_repo, kind):
     """With the cheap ``continue``, no trace function runs until code of a breakpoint's
     file is about to: probe.py, imported first, sees none (bdb's: ``trace_dispatch``)."""
     root = make_repo(FILES)
     seen = {}
     for fast in (False, True):
-        old, pdb_session.FAST_CONTINUE = pdb_session.FAST_CONTINUE, fast
-        try:
-            with _terminal(kind) as term:
-                term.start(str(root))
-                session = PdbSession(term, "python -m pdb probed.py")
-                session.start(20)
-                replies = session.send_many(["b late.py:2", "c", "p __import__('probe').T", "c"], 20)
-                session.close()
-        finally:
-            pdb_session.FAST_CONTINUE = old
+        replies = _replies(kind, root, fast, "probed.py",
+                           ["b late.py:2", "c", "p __import__('probe').T", "c"])
         assert "late.py(2)triple()" in replies[1].output
         seen[fast] = (replies[2].output.strip(), replies[3].output)
     assert seen[False][0] == "'trace_dispatch'"
@@ -523,18 +531,9 @@ def test_a_breakpoints_module_imports_others_untraced(make_repo, kind):
     root = make_repo(FILES)
     seen = {}
     for fast in (False, True):
-        old, pdb_session.FAST_CONTINUE = pdb_session.FAST_CONTINUE, fast
-        try:
-            with _terminal(kind) as term:
-                term.start(str(root))
-                session = PdbSession(term, "python -m pdb shadedrun.py")
-                session.start(20)
-                replies = session.send_many(
-                    ["b shaded.py:6", "c", "p __import__('inner').T, __import__('inner2').T",
-                     "c"], 20)
-                session.close()
-        finally:
-            pdb_session.FAST_CONTINUE = old
+        replies = _replies(kind, root, fast, "shadedrun.py",
+                           ["b shaded.py:6", "c",
+                            "p __import__('inner').T, __import__('inner2').T", "c"])
         assert "shaded.py(6)f()" in replies[1].output
         seen[fast] = replies[2].output.strip()
     assert seen[False] == "('trace_dispatch', 'trace_dispatch')"
