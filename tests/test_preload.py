@@ -470,7 +470,7 @@ def _kill(terminal, process) -> None:
     process.wait(timeout=30)
 
 
-def test_a_dead_or_stale_spare_starts_cold(tmp_path, kind):
+def test_a_dead_or_stale_spare_starts_cold(tmp_path, kind, caplog):
     """The spare killed before its run, or a folder of its sys.path changed after its
     imports (as a package installed meanwhile changes site-packages): the eval starts
     cold, with the right result, and the next one is preloaded again."""
@@ -487,8 +487,11 @@ def test_a_dead_or_stale_spare_starts_cold(tmp_path, kind):
 
         assert env.terminal.wait_spares(60)
         (Path(env.terminal.plugin_dir) / "new_module.py").write_text("")  # on its sys.path
+        caplog.set_level(logging.INFO, logger="dgym_tui.core.terminals.preload")
         step = env.step({"name": "eval", "arguments": {}})
         assert (step.start, env.last_eval.passed, env.last_eval.failed) == ("cold", 1, 1)
+        assert "not used: stale: a file it imported or a folder on its sys.path changed" \
+            in caplog.text
         assert env.step({"name": "eval", "arguments": {}}).start == "preloaded"
 
 

@@ -26,9 +26,9 @@ own mounted read-only in the sandbox (CHANNEL is its path there): the host
 accepts one connection, from a process of the spare's own start only (its
 process id, as the kernel gives it, checked by the terminal), then removes
 the socket. The host reads single bytes from it (``R`` ready, ``U`` unfit,
-``P`` proceeding, ``C`` stale) and any other byte, an end of file, or no
-answer in time means "start cold". No descriptor or path comes back from the
-sandbox.
+``P`` proceeding; ``F``, ``S`` or ``W`` stale, each for a reason of ``_WHY``)
+and any other byte, an end of file, or no answer in time means "start cold". No
+descriptor or path comes back from the sandbox.
 
 Turned off by ``DGYM_PRELOAD=0`` in the environment (read when a terminal is
 made) or ``terminal.preload = False``.
@@ -119,8 +119,9 @@ def spare_command(command: str, script: str, channel: int | str, root: str) -> s
 
 #: what a spare's answers other than the expected one mean
 _WHY = {b"U": "unfit: a module of the working copy or an unknown command",
-        b"C": "stale: a file it imported, a sys.path folder or the configuration changed, "
-              "or the folder holds a module named like one it imported"}
+        b"F": "stale: a file it imported or a folder on its sys.path changed",
+        b"S": "stale: the current folder holds a module named like one it imported",
+        b"W": "stale: the plugin set or the configuration changed"}
 
 
 @dataclass

@@ -282,9 +282,10 @@ def main():
         go = b""
     if go != b"G":
         os._exit(0)
-    if _files() != before or _shadowed() or (
-            words is not None and _plugin_words(pytest_args) != words):
-        _send(fd, b"C")
+    stale = (b"F" if _files() != before else b"S" if _shadowed() else
+             b"W" if words is not None and _plugin_words(pytest_args) != words else b"")
+    if stale:
+        _send(fd, stale)
         os._exit(0)
     _send(fd, b"P")
     os.close(fd)
