@@ -20,6 +20,7 @@ from dgym_tui.core.safetext import one_line, strip_controls
 from dgym_tui.core.types import StepResult
 from dgym_tui.episode.records import Turn
 from dgym_tui.tui.keys import KeySpec, QuietKeys
+from dgym_tui.tui.partial_update import draw_changed_widgets_only
 from dgym_tui.tui.screens.modals import HelpScreen
 from dgym_tui.tui.widgets.approve_panel import ApprovePanel
 from dgym_tui.tui.widgets.console import PdbConsole
@@ -85,6 +86,8 @@ class EpisodeScreen(QuietKeys, Screen[None]):
 
     def __init__(self, first_tab: str = "tab-transcript") -> None:
         super().__init__()
+        # a step's frame draws only the panes it changes, not every pane between them
+        draw_changed_widgets_only(self)
         self.first_tab = first_tab  # the side column's tab shown first
         self._current_path: str | None = None
         self._last_result: StepResult | None = None
