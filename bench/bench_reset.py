@@ -1,6 +1,7 @@
 """What ``RepoEnv.reset()`` costs against repository size: a copy against an overlay.
 
     python bench/bench_reset.py [--sizes 100,10000] [--rounds 5] [--terminals local,bwrap,docker]
+        [--layout flat|nested]
 
 On bench/repo_size_plan.py's synthetic repositories (50 modules of ~40 lines
 per folder, plus target.py and its test), each round measures, the cases in
@@ -196,7 +197,13 @@ def main() -> None:
                              "without its look-ahead thread), comma-separated (a copy of "
                              "10,000 files leaves writeback that slows the case after it)")
     parser.add_argument("--warmup", type=int, default=1, help="untimed rounds first")
+    parser.add_argument("--layout", choices=("flat", "nested"), default="flat",
+                        help="flat: the module folders in the repository's root (200 root "
+                             "entries at 10,000 files, 2 at 100: pytest's own collection "
+                             "scans them); nested: in its folder src/ (3 root entries at "
+                             "every size)")
     args = parser.parse_args()
+    under = "src" if args.layout == "nested" else ""
     os.environ.update(ENV)
     sizes = [int(s) for s in args.sizes.split(",")]
     terminals = args.terminals.split(",")
@@ -206,8 +213,8 @@ def main() -> None:
     split: dict[str, dict[str, list[float]]] = {}
     with tempfile.TemporaryDirectory(prefix="dgym-bench-reset-") as tmp:
         for size in sizes:
-            repo = make_repo(Path(tmp) / f"repo{size}", size)
-            twin = make_repo(Path(tmp) / f"plain{size}", size)
+            repo = make_repo(Path(tmp) / f"repo{size}", size, under)
+            twin = make_repo(Path(tmp) / f"plain{size}", size, under)
             for terminal in terminals:
                 for kind in kinds:
                     name = f"{size:>6} files reset {terminal} {kind}"
@@ -227,7 +234,8 @@ def main() -> None:
         samples, load_before, load_after = interleaved(cases, args.rounds)
     print_table(f"reset() and working-copy costs on {time.strftime('%Y-%m-%d %H:%M')}, "
                 f"{os.cpu_count()} cores, load {load_before:.2f} before / {load_after:.2f} "
-                f"after, {args.rounds} rounds, interleaved, uid {os.geteuid()}", samples,
+                f"after, {args.rounds} rounds, interleaved, uid {os.geteuid()}, "
+                f"{args.layout} layout", samples,
                 width=36)
     print_table("CPU time of the same resets (dgym's process and the children it waited for: "
                 "the local terminal's eval; not a sandbox's processes)", cpu, width=36)

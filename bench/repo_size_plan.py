@@ -50,11 +50,14 @@ def rewrite_call(i: int) -> tuple[str, str, dict]:
     return ("rewrite", "rewrite", {"path": "target.py", "start": 2, "end": 2, "new_code": code})
 
 
-def make_repo(root: Path, files: int) -> Path:
-    """Write ``files`` modules (50 per folder, ~40 lines each) plus target.py / test_target.py."""
+def make_repo(root: Path, files: int, under: str = "") -> Path:
+    """Write ``files`` modules (50 per folder, ~40 lines each) plus target.py / test_target.py.
+
+    The module folders ``pkgNNN`` are made in ``root`` itself, or in its subfolder
+    ``under`` when given (then the root holds three entries at every size)."""
     body = "".join(f"def helper_{i}(x):\n    return x * {i}  # filler line\n\n" for i in range(13))
     for n in range(files):
-        folder = root / f"pkg{n // 50:03d}"
+        folder = root / under / f"pkg{n // 50:03d}"
         folder.mkdir(parents=True, exist_ok=True)
         (folder / f"mod{n % 50:02d}.py").write_text(f"# module {n}\n{body}")
     (root / "target.py").write_text(TARGET)
