@@ -5,7 +5,9 @@ nor do the modules of what the first frame does not show: Textual's RichLog (ric
 and the edit dialogs' text area (bench/bench_tui.py measures the first paint; this keeps
 what it gained); nor the Docker terminal,
 PyYAML (the themes are TOML; a folder's dgym.yaml is read when there is one) or psutil (the
-terminal's clean-up at its close).
+terminal's clean-up at its close); nor the dialogs (the first key that opens one imports
+them), the replay screen, the patch parser (unidiff: a live episode needs it once a step
+changed a file) or rich's emoji table (a label given as markup loads it).
 The first frame shows the first source file, read from the original repository
 (dgym_tui.episode.first_file), without its syntax colours: pygments (its Python lexer's
 rules), rich.syntax's token colours and importlib.metadata (pygments.lexers imports it)
@@ -25,7 +27,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 DEFERRED = ("jsonschema", "re2", "pathspec", "rich.pretty", "textual.widgets._rich_log",
             "textual.widgets._text_area", "dgym_tui.core.terminals.docker", "yaml", "psutil",
-            "pygments", "rich.syntax", "importlib.metadata")
+            "pygments", "rich.syntax", "importlib.metadata", "dgym_tui.tui.screens.modals",
+            "dgym_tui.tui.replay.screen", "unidiff", "rich._emoji_codes")
 
 def _run(script: str, *args: str) -> str:
     """Run ``script`` in a fresh interpreter importing this checkout; its output (it must

@@ -34,7 +34,6 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from dgym_tui import __version__
-from dgym_tui.core.fs.patches import PatchError, original_texts
 from dgym_tui.core.types import StepResult, ToolCall
 from dgym_tui.episode.events import (
     EpisodeEnded,
@@ -557,6 +556,9 @@ class Session:
         """Starting text of the files whose start replay does not know yet: changed for
         the first time, or whose start moved because the changes were applied to the
         original meanwhile (the patch is then against the applied version)."""
+        # here: the patch parser (unidiff) is needed only once a step changed a file
+        from dgym_tui.core.fs.patches import PatchError, original_texts
+
         ws = self.env.workspace
 
         def current(rel: str) -> str | None:

@@ -26,11 +26,11 @@ from dgym_tui.tui.episode_screen import EpisodeScreen
 from dgym_tui.tui.key_order import OrderedKeys
 from dgym_tui.tui.live.screen import Live, LiveScreen
 from dgym_tui.tui.live.session_worker import SessionWorker
-from dgym_tui.tui.replay.screen import ReplayScreen
 from dgym_tui.tui.themes import load_themes
 
 if TYPE_CHECKING:
     from dgym_tui.episode.session import Session
+    from dgym_tui.tui.replay.screen import ReplayScreen
     from dgym_tui.tui.replay_model import ReplayModel
     from dgym_tui.tui.widgets.console import PdbConsole
     from dgym_tui.tui.widgets.source_view import SourceView
@@ -63,8 +63,10 @@ class DgymApp(OrderedKeys, App[int]):
     VERTICAL_BREAKPOINTS = [(0, "-short"), (32, "-tall")]
     TITLE = "dgym-tui"
     ENABLE_COMMAND_PALETTE = True
-    #: The screen of a replay (a subclass may add keys).
-    REPLAY_SCREEN: ClassVar[type[ReplayScreen]] = ReplayScreen
+    #: The screen of a replay (a subclass may add keys); None:
+    #: :class:`~dgym_tui.tui.replay.screen.ReplayScreen`, imported only for a replay (it and
+    #: the patch parser it needs are not on a live session's first frame).
+    REPLAY_SCREEN: ClassVar[type[ReplayScreen] | None] = None
     #: ctrl+c quits from a dialog too (the screens' own keys are in dgym_tui.tui.keys).
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+c", "quit_app", "Quit", show=False, priority=True)]
@@ -76,7 +78,11 @@ class DgymApp(OrderedKeys, App[int]):
         if (session is None) == (replay is None):
             raise ValueError("give exactly one of session= or replay=")
         self.worker = SessionWorker(session) if session is not None else None
-        self.replay_screen = self.REPLAY_SCREEN(replay, fork) if replay is not None else None
+        self.replay_screen: ReplayScreen | None = None
+        if replay is not None:
+            from dgym_tui.tui.replay.screen import ReplayScreen
+
+            self.replay_screen = (self.REPLAY_SCREEN or ReplayScreen)(replay, fork)
         self.ask_apply = ask_apply
         self.can_apply = can_apply
         self.start_error: str | None = None

@@ -21,7 +21,6 @@ from dgym_tui.core.types import StepResult
 from dgym_tui.episode.records import Turn
 from dgym_tui.tui.keys import KeySpec, QuietKeys
 from dgym_tui.tui.partial_update import draw_changed_widgets_only
-from dgym_tui.tui.screens.modals import HelpScreen
 from dgym_tui.tui.widgets.approve_panel import ApprovePanel
 from dgym_tui.tui.widgets.console import PdbConsole
 from dgym_tui.tui.widgets.debug_panel import DebugPanel
@@ -309,6 +308,8 @@ class EpisodeScreen(QuietKeys, Screen[None]):
                 keys += f" / {format_key('ctrl+c')}"  # the app's own binding
             text = spec.help + ("" if self.action_available(spec.name) else "  (not now)")
             rows.append((keys, text))
+        from dgym_tui.tui.screens.modals import HelpScreen  # not before the first frame
+
         self.app.push_screen(HelpScreen([("App", rows), *self.help_sections()]))
 
     def key_commands(self) -> Iterable[SystemCommand]:

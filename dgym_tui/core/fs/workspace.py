@@ -124,8 +124,6 @@ def remove_stale_folders(folder: str | None = None) -> list[str]:
     Returns:
         The host paths removed.
     """
-    import psutil  # here: ~10 ms of the app's start otherwise
-
     folder = folder or tempfile.gettempdir()
     removed: list[str] = []
     try:
@@ -134,7 +132,7 @@ def remove_stale_folders(folder: str | None = None) -> list[str]:
         return removed
     for name in names:
         pid = tempdirs.owner_pid(name)
-        if pid is None or psutil.pid_exists(pid):
+        if pid is None or pid == os.getpid() or _pid_exists(pid):
             continue
         path = os.path.join(folder, name)
         try:
@@ -147,6 +145,14 @@ def remove_stale_folders(folder: str | None = None) -> list[str]:
             remove_base(path)
             removed.append(path)
     return removed
+
+
+def _pid_exists(pid: int) -> bool:
+    """Whether process ``pid`` runs (psutil's answer, imported only when a folder another
+    process named is found: ~10 ms of the app's start, on the reset's thread, otherwise)."""
+    import psutil
+
+    return bool(psutil.pid_exists(pid))
 
 
 def _copy_fd(fd_in: int, fd_out: int, size: int) -> None:

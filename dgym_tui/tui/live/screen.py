@@ -46,14 +46,6 @@ from dgym_tui.tui.messages import (
 )
 from dgym_tui.tui.proposal_preview import preview_of
 from dgym_tui.tui.screen_hold import ScreenHold
-from dgym_tui.tui.screens.modals import (
-    CodeEditScreen,
-    ConfirmScreen,
-    EditActionScreen,
-    PromptScreen,
-    QuitScreen,
-    RejectScreen,
-)
 from dgym_tui.tui.widgets.approve_panel import ApprovePanel
 from dgym_tui.tui.widgets.breakpoints import BreakpointsPane
 from dgym_tui.tui.widgets.console import PdbConsole
@@ -726,6 +718,8 @@ class LiveScreen(EpisodeScreen):
             if edited is not None:
                 self.session_call("edited step", lambda: self.session.edit(proposal, edited))
 
+        from dgym_tui.tui.screens.modals import EditActionScreen  # dialogs: after the first frame
+
         self.app.push_screen(EditActionScreen(action), done)
 
     def action_reject(self) -> None:
@@ -736,6 +730,8 @@ class LiveScreen(EpisodeScreen):
         def done(note: str | None) -> None:
             if note is not None:
                 self.session_call("rejecting", lambda: self.session.reject(proposal, note))
+
+        from dgym_tui.tui.screens.modals import RejectScreen
 
         self.app.push_screen(RejectScreen(), done)
 
@@ -895,6 +891,8 @@ class LiveScreen(EpisodeScreen):
             if condition is not None:
                 self.act(pdb_call(f"condition {row.number} {condition}".rstrip()))
 
+        from dgym_tui.tui.screens.modals import PromptScreen
+
         self.app.push_screen(PromptScreen(f"Condition of the breakpoint at {row.path}:{row.line} "
                                           "(empty: none)", "e.g. x > 3", row.condition or ""), done)
 
@@ -953,6 +951,8 @@ class LiveScreen(EpisodeScreen):
             self.act(ToolCall(name="rewrite", arguments={
                 "path": path, "start": start, "end": end, "new_code": new_code}))
 
+        from dgym_tui.tui.screens.modals import CodeEditScreen
+
         self.app.push_screen(CodeEditScreen(path, start, end, old), done)
 
     # -- applying the patch, quitting --------------------------------------------------------
@@ -970,6 +970,8 @@ class LiveScreen(EpisodeScreen):
 
         self.query_one(DiffView).set_patch(patch)
         over = f"The episode is over ({ended}). " if ended else ""
+        from dgym_tui.tui.screens.modals import ConfirmScreen
+
         self.app.push_screen(ConfirmScreen(f"{over}Apply the patch to the original repository "
                                            f"{self.session.source_path}?", patch), done)
 
@@ -1009,6 +1011,8 @@ class LiveScreen(EpisodeScreen):
     def ask_quit(self) -> bool:
         """Ask before quitting with a fix not applied, or refuse while an edit is open.
         Returns True when the app may quit now."""
+        from dgym_tui.tui.screens.modals import CodeEditScreen, QuitScreen
+
         if isinstance(self.app.screen, CodeEditScreen):  # ctrl+c in the editor: keep the edit
             self.notify("an edit is open: ctrl+s rewrites it, escape cancels it; then q quits",
                         severity="warning", title="not quitting")

@@ -71,7 +71,8 @@ class BreakpointsPane(DataTable):
         self.rows_shown: list[Row] = []
 
     def on_mount(self) -> None:
-        self.add_columns("", "where", "condition", "hits")
+        # Text, not markup: markup would import rich's emoji table before the first frame
+        self.add_columns(*(Text(heading) for heading in ("", "where", "condition", "hits")))
 
     def show_rows(self, rows: list[Row]) -> None:
         """List ``rows`` (keeps the cursor row when it still exists)."""

@@ -33,7 +33,9 @@ class FileTree(Tree[str]):
         path: str
 
     def __init__(self, *, id: str | None = None) -> None:
-        super().__init__("working copy", id=id)
+        # a Text, not markup: markup would import rich's emoji table (~2 ms) before the
+        # first frame for a root that is never shown
+        super().__init__(Text("working copy"), id=id)
         self.show_root = False
         self.guide_depth = 2
         self._files: list[str] = []

@@ -102,7 +102,7 @@ class VariablesPane(StyleOncePerRender, Tree[Any]):
         scope: str
 
     def __init__(self, *, id: str | None = None) -> None:
-        super().__init__("variables", id=id)
+        super().__init__(Text("variables"), id=id)  # not markup: see FileTree's root
         self.show_root = False
         self.guide_depth = 2
         self.scope = "locals"
