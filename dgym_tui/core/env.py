@@ -100,8 +100,9 @@ class RepoEnv:
         setup_commands: shell commands run in the working copy after the
             terminal starts and before the initial eval.
         terminal_options: extra keyword arguments for the Docker terminal
-            (``workdir``, ``network``, ``mem_limit``, ``pids_limit``, ``cpus``);
-            e.g. ``{"workdir": "/testbed"}`` for images that installed the
+            (``workdir``, ``network``, ``mem_limit``, ``pids_limit``, ``cpus``,
+            ``fork_spare``: "lazy", "eager" or "off", when the container a
+            fork adopts starts, see ``DockerTerminal``); e.g. ``{"workdir": "/testbed"}`` for images that installed the
             repository there. For bwrap: ``network``, ``limits``. For every
             terminal given by name (local too): ``overlay`` (default True: the
             working copy is an overlay of the original, nothing copied at
@@ -320,13 +321,23 @@ class RepoEnv:
                 log.exception("tool %s could not get ready", tool.name)
         return self.last
 
-    def _start_terminal(self) -> list[str]:
+    def _start_terminal(self, spare: Terminal | None = None) -> list[str]:
         """Start a terminal on the working copy, run the setup commands, reset the tools.
+
+        Args:
+            spare: a docker fork spare (``DockerTerminal.take_fork_spare``) the new
+                terminal adopts; it owns it from then on.
 
         Returns:
             Notes for the observation (the terminal's, failed setup commands).
         """
         terminal = self.terminal = self._make_terminal(self.workspace)
+        adopt = getattr(terminal, "adopt_spare", None)
+        if spare is not None:
+            if adopt is not None:
+                adopt(spare)
+            else:
+                spare.close()
         self._stop_if_closed(terminal)
         terminal.start(str(self.workspace.root))
         self._stop_if_closed(terminal)
@@ -384,15 +395,21 @@ class RepoEnv:
         self._catch_up()
         twin = type(self)(**self._arguments)
         cleanup.register(twin)
+        # a docker terminal's spare container (started after its last fork): the twin's
+        # terminal adopts it, its working copy shows the files as the spare's user
+        take = getattr(self.terminal, "take_fork_spare", None)
+        spare = take() if take is not None else None
         try:
             if twin._mcp_specs:
                 twin._open_mcp_servers()
-            twin.workspace = self.workspace.fork(run_as=self._overlay_ids())
+            twin.workspace = self.workspace.fork(
+                run_as=spare.run_as if spare is not None else self._overlay_ids())
             twin.breakpoints = self.breakpoints.copy(twin.workspace)
             twin.generation, twin.steps, twin.done = self.generation, self.steps, self.done
             twin.last, twin.last_eval = self.last, self.last_eval
             twin.last_eval_output = self.last_eval_output
-            twin._start_terminal()
+            twin._start_terminal(spare)
+            spare = None  # the twin's terminal owns it
             twin.workspace.refresh()
             mine, theirs = self.tools.get("pdb"), twin.tools.get("pdb")
             if mine is not None and theirs is not None and hasattr(theirs, "fork_from") \
@@ -402,6 +419,12 @@ class RepoEnv:
         except BaseException:
             twin.close()
             raise
+        finally:
+            if spare is not None:  # the twin's terminal never got it
+                spare.close()
+        prepare = getattr(self.terminal, "prepare_fork_spare", None)
+        if prepare is not None:  # forked once, likely again: the next fork's container
+            prepare()
         return twin
 
     def step(self, action: ToolCall | dict[str, Any]) -> StepResult:

@@ -37,6 +37,16 @@ container); no descriptor crosses ``docker exec``, so the spare connects to a
 Unix socket the host listens on in ``plugin_dir/control`` (read-only inside),
 and the host takes the connection only from a process of that exec (its
 ``Pid``, then the peer's parents). Spares die with the container at ``close()``.
+
+Forks (``RepoEnv.fork``): creating and starting a container costs ~200 ms, so an
+episode that was forked keeps a *spare container* for its next fork, started in
+a background thread (:meth:`DockerTerminal.prepare_fork_spare`; the option
+``fork_spare``): the same image, options, caps, labels and a user of its own,
+with an empty folder at ``workdir``. The fork's terminal adopts it
+(:meth:`DockerTerminal.adopt_spare`): the fork's overlay is moved into it
+(:mod:`.mountmove`, root only) instead of a new container being created. A spare
+that does not fit or fails is removed and the fork creates its container as
+before; a spare is removed with its episode's terminal.
 """
 
 from __future__ import annotations
@@ -64,7 +74,7 @@ from pexpect.fdpexpect import fdspawn
 from dgym_tui.core import fdtree, tempdirs
 from dgym_tui.core.errors import first_line
 
-from . import cleanup, identity, preload
+from . import cleanup, identity, mountmove, preload
 from .base import DEFAULT_MAX_OUTPUT, RunResult, Terminal, TerminalError, holding_lock
 from .environ import SANDBOX_HOME, SANDBOX_USER_NAME
 from .limits import Limits
@@ -103,6 +113,16 @@ CONTROL_DIR = "control"
 #: Capabilities added back when the commands run as root (``user="root"``):
 #: writing files of other owners in the working copy and handing them back.
 ROOT_CAPS = ["CHOWN", "DAC_OVERRIDE", "FOWNER"]
+
+#: When a docker episode starts the spare container its next fork adopts
+#: (:meth:`DockerTerminal.prepare_fork_spare`): "lazy" after each fork of it (an
+#: episode never forked costs nothing), "eager" also once its own container runs
+#: (the first fork is fast too), "off" never.
+FORK_SPARE_MODES = ("lazy", "eager", "off")
+#: Seconds a fork waits for a spare container that is starting (a start is ~0.2 s).
+SPARE_WAIT = 60.0
+#: Name of the empty folder (in the support folder) a spare binds at ``workdir``.
+_PLACEHOLDER = "workdir"
 
 _PID_DIR = "/tmp/.dgym-pids"
 _counter = itertools.count(1)
@@ -215,6 +235,8 @@ class DockerTerminal(preload.Preloading, Terminal):
         run_as: with ``overlay`` and ``user="auto"`` when dgym runs as root:
             the uid / gid the overlay shows the original's files as; the
             commands run as them (nothing is handed over with ``chown``).
+        fork_spare: when a spare container for this episode's next fork starts:
+            one of :data:`FORK_SPARE_MODES` (default "lazy": after each fork).
 
     Attributes:
         workdir: the mount point of the working copy inside the container.
@@ -225,12 +247,15 @@ class DockerTerminal(preload.Preloading, Terminal):
                  mem_limit: str = "2g", pids_limit: int = 512, cpus: float = 2.0,
                  workdir: str = "/workspace", ignored=(), user: str = "auto",
                  root_setup=(), limits: Limits | dict | None = None, overlay=None,
-                 run_as: tuple[int, int] | None = None) -> None:
+                 run_as: tuple[int, int] | None = None, fork_spare: str = "lazy") -> None:
         if not posixpath.isabs(workdir):
             raise TerminalError(f"workdir must be an absolute path inside the container, "
                                 f"got {workdir!r}")
         if user not in ("auto", "root"):
             raise TerminalError(f"user must be 'auto' or 'root', got {user!r}")
+        if fork_spare not in FORK_SPARE_MODES:
+            raise TerminalError(f"fork_spare must be one of {', '.join(FORK_SPARE_MODES)}, "
+                                f"got {fork_spare!r}")
         self.image = image or DEFAULT_IMAGE
         self.readonly = [str(p) for p in readonly]
         self.ignored = [str(p) for p in ignored]
@@ -265,12 +290,27 @@ class DockerTerminal(preload.Preloading, Terminal):
         #: (:mod:`.preload`); off with ``DGYM_PRELOAD=0``
         self.preload = preload.enabled()
         self._spares: dict[bool, preload.Spare] = {}  # interactive? -> the spare
+        #: when the spare container for this episode's next fork starts (FORK_SPARE_MODES)
+        self.fork_spare = fork_spare
+        #: True once this terminal's container came from a fork spare
+        self.started_from_spare = False
+        self._plain = False  # nothing mounted on top of the working copy
+        self._spare_lock = threading.RLock()  # the fork spare's fields below (re-entered by a
+        # signal handler's close); never held long
+        self._fork_spare: DockerTerminal | None = None  # ready for the next fork
+        self._spare_thread: threading.Thread | None = None  # starting one
+        self._spare_closed = False  # close() ran: no spare may start or stay
+        self._adopted: DockerTerminal | None = None  # given by adopt_spare, for start()
 
     # -- lifecycle ---------------------------------------------------------
 
     @holding_lock
     def start(self, host_root: str) -> None:
         """Create and start the episode's container with ``host_root`` mounted at ``workdir``.
+
+        A spare given to :meth:`adopt_spare` is used instead when it fits (the
+        working copy moved into it, see :mod:`.mountmove`); else, or when that
+        fails, the spare is removed and a container created as without it.
 
         Args:
             host_root: host path of the working copy (must exist).
@@ -279,7 +319,6 @@ class DockerTerminal(preload.Preloading, Terminal):
             TerminalError: the working copy is missing, the daemon is unreachable,
                 the image is missing, or the container cannot start.
         """
-        from docker.errors import APIError, ImageNotFound
         from docker.types import Mount
 
         if self.container is not None:
@@ -287,32 +326,16 @@ class DockerTerminal(preload.Preloading, Terminal):
         if not os.path.isdir(host_root):
             raise TerminalError(f"working copy {host_root!r} does not exist")
         host_root = self._bind_source() if self.overlay is not None else os.path.realpath(host_root)
-        client = get_client()
-        try:
-            client.images.get(self.image)
-        except ImageNotFound:
-            raise TerminalError(f"image {self.image} not found: build it with "
-                                "scripts/setup_docker.sh or pull it") from None
-        except Exception as exc:  # noqa: BLE001  DockerException, requests' ConnectionError, ...
-            _forget_client()  # the daemon may come back: ping again next time
-            raise _unreachable(first_line(exc, 160)) from None
-
+        spare, self._adopted = self._adopted, None
+        if spare is not None and self._take_over(spare, host_root):
+            return
+        client = self._checked_client()
         try:  # a refused path (readonly / ignored) must not leave the folders behind
-            self.scratch = tempdirs.make("scratch")
-            self.plugin_dir = tempdirs.make("plugin")
-            os.chmod(self.plugin_dir, 0o755)
-            self._support = tempdirs.make("sandbox")  # never writable inside
-            empty = os.path.join(self._support, "empty")
-            with open(empty, "w"):
-                pass
-            os.chmod(empty, 0o444)
-            if self.run_as is not None and os.getuid() == 0:
-                if self.overlay is None:  # an overlay shows the files as run_as's already
-                    identity.chown_tree(host_root, *self.run_as)  # the sandbox user writes them
-                os.chown(self.scratch, *self.run_as)
-            mounts = [Mount(self.workdir, host_root, type="bind"),
-                      Mount(SCRATCH_MOUNT, self.scratch, type="bind"),
-                      Mount(PLUGIN_MOUNT, self.plugin_dir, type="bind", read_only=True)]
+            empty = self._make_folders()
+            if self.run_as is not None and os.getuid() == 0 and self.overlay is None:
+                # an overlay shows the files as run_as's already
+                identity.chown_tree(host_root, *self.run_as)  # the sandbox user writes them
+            mounts = [Mount(self.workdir, host_root, type="bind"), *self._folder_mounts()]
             for rel in inside_paths(host_root, self.readonly):
                 mounts.append(Mount(posixpath.join(self.workdir, rel), os.path.join(host_root, rel),
                                     type="bind", read_only=True))
@@ -326,6 +349,67 @@ class DockerTerminal(preload.Preloading, Terminal):
         except BaseException:
             self.close()
             raise
+        self._plain = len(mounts) == 3  # nothing on top of the working copy: spares can serve
+        self.host_root = host_root
+        with self._closed_on_failure():
+            self._create_container(client, mounts)
+            if self.overlay is not None:
+                self._check_overlay()
+                self.overlay.detach()  # the container's mount and our descriptor hold it
+            self.notes = tuple(self._run_root_setup())
+        if self.fork_spare == "eager":
+            self.prepare_fork_spare()
+
+    def _checked_client(self):
+        """The shared client, once the image is known to be there.
+
+        Raises:
+            TerminalError: the daemon is unreachable or the image is missing.
+        """
+        from docker.errors import ImageNotFound
+
+        client = get_client()
+        try:
+            client.images.get(self.image)
+        except ImageNotFound:
+            raise TerminalError(f"image {self.image} not found: build it with "
+                                "scripts/setup_docker.sh or pull it") from None
+        except Exception as exc:  # noqa: BLE001  DockerException, requests' ConnectionError, ...
+            _forget_client()  # the daemon may come back: ping again next time
+            raise _unreachable(first_line(exc, 160)) from None
+        return client
+
+    def _make_folders(self) -> str:
+        """Make ``scratch``, ``plugin_dir`` and the support folder (with its empty
+        read-only file and empty folder); returns the empty file's path."""
+        self.scratch = tempdirs.make("scratch")
+        self.plugin_dir = tempdirs.make("plugin")
+        os.chmod(self.plugin_dir, 0o755)
+        self._support = tempdirs.make("sandbox")  # never writable inside
+        empty = os.path.join(self._support, "empty")
+        with open(empty, "w"):
+            pass
+        os.chmod(empty, 0o444)
+        os.mkdir(os.path.join(self._support, _PLACEHOLDER), 0o555)
+        if self.run_as is not None and os.getuid() == 0:
+            os.chown(self.scratch, *self.run_as)
+        return empty
+
+    def _folder_mounts(self) -> list:
+        """The scratch and plugin folders' mounts."""
+        from docker.types import Mount
+
+        return [Mount(SCRATCH_MOUNT, self.scratch, type="bind"),
+                Mount(PLUGIN_MOUNT, self.plugin_dir, type="bind", read_only=True)]
+
+    def _create_container(self, client, mounts: list) -> None:
+        """Create and start the container with ``mounts`` (``self.container``).
+
+        Raises:
+            docker.errors.APIError: the daemon refused.
+        """
+        from docker.errors import APIError
+
         global _stale_checked
         if not _stale_checked:  # once per process: containers of killed owners
             _stale_checked = True
@@ -355,20 +439,50 @@ class DockerTerminal(preload.Preloading, Terminal):
                        LABEL_HOST: socket.gethostname()},
         }
         self._client = client
-        self.host_root = host_root
         cleanup.register(self)  # before creating: a signal now still removes the container
         try:
-            try:
-                self._create_and_start(options)
-            except APIError as exc:
-                if "docker-init" not in str(exc):
-                    raise
-                options["init"] = False  # this daemon has no init binary
-                self._create_and_start(options)
-            if self.overlay is not None:
-                self._check_overlay()
-                self.overlay.detach()  # the container's mount and our descriptor hold it
-            self.notes = tuple(self._run_root_setup())
+            self._create_and_start(options)
+        except APIError as exc:
+            if "docker-init" not in str(exc):
+                raise
+            options["init"] = False  # this daemon has no init binary
+            self._create_and_start(options)
+
+    # -- spare containers for forks (see mountmove) ---------------------------
+
+    def _spare_fit(self) -> tuple:
+        """What a spare must share with the terminal adopting it."""
+        return (self.image, self.network, self.mem_limit, self.pids_limit, self.cpus,
+                self.workdir, self.user, self.limits, self.run_as)
+
+    def start_spare(self) -> None:
+        """Create and start this terminal's container with an empty folder at ``workdir``
+        (a spare, for :meth:`adopt_spare`): no working copy, no root setup.
+
+        Raises:
+            TerminalError: the daemon is unreachable, the image is missing, or the
+                container cannot start (nothing is left behind).
+        """
+        from docker.types import Mount
+
+        with self._lock:
+            if self.container is not None:
+                raise TerminalError("terminal already started")
+            with self._closed_on_failure():
+                client = self._checked_client()
+                self._make_folders()
+                placeholder = os.path.join(self._support, _PLACEHOLDER)
+                self._create_container(client, [Mount(self.workdir, placeholder, type="bind"),
+                                                *self._folder_mounts()])
+
+    @contextlib.contextmanager
+    def _closed_on_failure(self) -> Iterator[None]:
+        """Close the terminal when the block raises; the daemon's refusal (``APIError``)
+        becomes a :class:`TerminalError`."""
+        from docker.errors import APIError
+
+        try:
+            yield
         except APIError as exc:
             self.close()
             raise TerminalError(f"cannot start a container from {self.image}: "
@@ -376,6 +490,133 @@ class DockerTerminal(preload.Preloading, Terminal):
         except BaseException:
             self.close()
             raise
+
+    def adopt_spare(self, spare: DockerTerminal) -> None:
+        """Start with ``spare``'s container (from :meth:`take_fork_spare`) at the next
+        :meth:`start`, when it fits; this terminal owns the spare from now on (it is
+        removed at ``start`` when it does not serve, or at :meth:`close`)."""
+        with self._spare_lock:
+            previous, self._adopted = self._adopted, spare
+        if previous is not None:
+            previous.close()
+
+    def _take_over(self, spare: DockerTerminal, host_root: str) -> bool:
+        """Move the working copy (the overlay mounted at ``host_root``) into ``spare``'s
+        container and make it this terminal's. False (the spare removed, nothing of
+        it left) when the spare does not fit or anything fails: the caller starts a
+        container of its own."""
+        from docker.errors import DockerException
+
+        fits = (self.overlay is not None and spare.container is not None
+                and spare._spare_fit() == self._spare_fit() and mountmove.available()
+                and not inside_paths(host_root, self.readonly)
+                and not inside_paths(host_root, self.ignored))
+        try:
+            if fits:
+                container = spare.container
+                container.reload()  # State.Pid; the spare has run no command (no exec)
+                state = container.attrs.get("State") or {}
+                if state.get("Running") and not container.attrs.get("ExecIDs"):
+                    mountmove.move_into(host_root, container.id, int(state.get("Pid") or 0),
+                                        self.workdir, os.path.join(spare._support, _PLACEHOLDER))
+                    with spare._lock:  # the spare's container and folders are ours now
+                        for attr in ("container", "_client", "scratch", "plugin_dir",
+                                     "_support"):
+                            setattr(self, attr, getattr(spare, attr))
+                            setattr(spare, attr, None if attr in ("container", "_client")
+                                    else "")
+                        cleanup.unregister(spare)
+                    cleanup.register(self)
+                    self.host_root, self._plain = host_root, True
+                    try:
+                        self._check_overlay()
+                    except TerminalError:
+                        self._drop_container()
+                        raise
+        except (OSError, DockerException, TerminalError, ValueError) as exc:
+            log.info("a fork's spare container did not serve (%s); starting one",
+                     first_line(exc, 160))
+        if self.container is None:
+            spare.close()
+            return False
+        self.overlay.detach()  # the container's mount and our descriptor hold it
+        self.notes = tuple(self._run_root_setup())
+        self.started_from_spare = True
+        if self.fork_spare == "eager":
+            self.prepare_fork_spare()
+        return True
+
+    def _drop_container(self) -> None:
+        """Remove the container (and the folders that came with it) and forget it,
+        leaving the terminal able to start again (a spare that did not serve)."""
+        with self._lock:
+            container, self.container = self.container, None
+        if container is not None:
+            with contextlib.suppress(Exception):  # gone already
+                container.remove(force=True)
+        self._remove_folders()
+        cleanup.unregister(self)
+
+    def prepare_fork_spare(self) -> None:
+        """Start, in a background thread, the spare container the next fork of this
+        episode adopts (:meth:`take_fork_spare`), when none is ready or starting.
+
+        Only where a spare can serve (dgym runs as root, the working copy is an
+        overlay with nothing mounted on top of it, ``fork_spare`` is not "off");
+        a spare that cannot start is logged and forgotten (forks create their
+        container as before). Never raises.
+        """
+        with self._spare_lock:
+            if (self.fork_spare == "off" or self.container is None or self.overlay is None
+                    or not self._plain or not mountmove.available() or self._spare_closed
+                    or self._fork_spare is not None
+                    or (self._spare_thread is not None and self._spare_thread.is_alive())):
+                return
+            self._spare_thread = threading.Thread(target=self._make_fork_spare,
+                                                  name="dgym-docker-spare", daemon=True)
+            self._spare_thread.start()
+
+    def _make_fork_spare(self) -> None:
+        spare = DockerTerminal(image=self.image, network=self.network, mem_limit=self.mem_limit,
+                               pids_limit=self.pids_limit, cpus=self.cpus, workdir=self.workdir,
+                               user=self.user, limits=self.limits, fork_spare=self.fork_spare)
+        try:
+            spare.start_spare()
+        except Exception as exc:  # noqa: BLE001  a head start only: forks create their own
+            log.info("no spare container for the next fork: %s", first_line(exc, 160))
+            return
+        left: DockerTerminal | None = spare
+        with self._spare_lock:
+            if not self._spare_closed:
+                self._fork_spare, left = spare, None
+        if left is not None:  # closed meanwhile: nothing outlives the episode
+            left.close()
+
+    def take_fork_spare(self) -> DockerTerminal | None:
+        """Hand the spare container over to a fork (it owns it from then on: give it to
+        the fork's terminal's :meth:`adopt_spare`, or ``close()`` it); waits for one
+        that is starting. None when there is none. Its ``run_as`` is the uid / gid the
+        fork's working copy must show its files as."""
+        with self._spare_lock:
+            thread = self._spare_thread
+        if thread is not None:
+            thread.join(SPARE_WAIT)
+        with self._spare_lock:
+            spare, self._fork_spare = self._fork_spare, None
+        return spare
+
+    def _close_fork_spares(self) -> None:
+        """Remove the spare (ready, starting or adopted-to-be); no new one starts."""
+        with self._spare_lock:
+            self._spare_closed = True
+            spares = [self._fork_spare, self._adopted]
+            self._fork_spare = self._adopted = None
+            thread = self._spare_thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(SPARE_WAIT)  # a spare finished meanwhile is removed by its thread
+        for spare in spares:
+            if spare is not None:
+                spare.close()
 
     def _bind_source(self) -> str:
         """The host path of the overlay's merged view, checked to be mounted there now
@@ -445,7 +686,9 @@ class DockerTerminal(preload.Preloading, Terminal):
 
     @holding_lock
     def close(self) -> None:
-        """Kill every process and remove the container (forced). Idempotent; never raises."""
+        """Kill every process and remove the container (forced), and the fork spare.
+        Idempotent; never raises."""
+        self._close_fork_spares()
         with self._lock:
             container, self.container = self.container, None
             spawned, self._spawned = self._spawned, []
@@ -466,11 +709,15 @@ class DockerTerminal(preload.Preloading, Terminal):
 
                     print(f"dgym-tui: could not remove container {container.short_id}: "
                           f"{first_line(exc, 160)}", file=sys.stderr)
+        self._remove_folders()
+        cleanup.unregister(self)
+
+    def _remove_folders(self) -> None:
+        """Delete the scratch, plugin and support folders (each once)."""
         for attr in ("scratch", "plugin_dir", "_support"):
             if getattr(self, attr):
                 fdtree.remove_tree(getattr(self, attr))
                 setattr(self, attr, "")
-        cleanup.unregister(self)
 
     def scratch_path(self) -> str:
         """The scratch folder's path as commands in the container see it."""

@@ -1,0 +1,169 @@
+"""Put a host mount into a running container: the Docker terminal's spare containers.
+
+A container that is started ahead of time (a *spare*, see
+:meth:`dgym_tui.core.terminals.docker.DockerTerminal.prepare_fork_spare`) has an
+empty folder of the host bound at its ``workdir``. When a fork adopts it,
+:func:`move_into` mounts the fork's working copy there: a detached clone of the
+host's mount (``open_tree``), moved into the container's mount namespace
+(``setns`` then ``move_mount``) by a short-lived child of this process, since a
+process with several threads cannot join another mount namespace. About 2 ms,
+where creating and starting a container costs ~200 ms.
+
+What is checked, so that a mount lands nowhere else (root only; the container's
+commands are hostile, though a spare has run none of them yet): the process
+``pid`` is opened as a pidfd, its ``/proc`` entry then shows the container's
+64-hex id in its cgroup (kernel data) and pid 1 in its own pid namespace (the
+container's init), and the pidfd says it still runs after those reads, so the
+entry read was that process's; the child joins the mount namespace through that
+pidfd, opens ``workdir`` there without following a link in its last component,
+and mounts on it only when it is the very folder the host bound (same device
+and inode as ``placeholder``). Anything else raises :class:`OSError`, and no
+mount was made.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import errno
+import os
+import signal
+import time
+
+from dgym_tui.core.namespaces import CLONE_NEWNS, libc
+from dgym_tui.core.namespaces import setns as _setns
+
+_SYS_OPEN_TREE, _SYS_MOVE_MOUNT = 428, 429  # the same on x86-64 and arm64
+_OPEN_TREE_CLONE, _AT_RECURSIVE = 0x1, 0x8000
+_MOVE_MOUNT_F_EMPTY_PATH, _MOVE_MOUNT_T_EMPTY_PATH = 0x4, 0x40
+_AT_FDCWD = -100
+
+#: Exit status of the child when ``workdir`` is not the placeholder folder.
+_NOT_PLACEHOLDER = 200
+#: Exit status of the child on an unexpected Python error.
+_FAILED = 201
+#: Seconds the child may take (it makes three system calls).
+CHILD_TIMEOUT = 5.0
+
+_syscall = libc.syscall
+_syscall.restype = ctypes.c_long
+
+
+def available() -> bool:
+    """True when this process may move mounts into a container: root, with pidfds."""
+    return os.geteuid() == 0 and hasattr(os, "pidfd_open") \
+        and hasattr(signal, "pidfd_send_signal")
+
+
+def _checked_pidfd(pid: int, container_id: str) -> int:
+    """A pidfd of ``pid``, checked to be the init of container ``container_id``.
+
+    Raises:
+        OSError: it is not (or it ended).
+    """
+    if len(container_id) != 64 or pid <= 1:
+        raise OSError(errno.ESRCH, f"no such container init: pid {pid}")
+    pidfd = os.pidfd_open(pid)
+    try:
+        with open(f"/proc/{pid}/cgroup", encoding="ascii", errors="replace") as f:
+            cgroups = f.read()
+        with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as f:
+            nspid = next((line.split()[1:] for line in f if line.startswith("NSpid:")), [])
+        if container_id not in cgroups or len(nspid) < 2 or nspid[-1] != "1":
+            raise OSError(errno.EPERM, f"pid {pid} is not the init of container "
+                                       f"{container_id[:12]}")
+        signal.pidfd_send_signal(pidfd, 0)  # the entries read were this process's
+    except BaseException:
+        os.close(pidfd)
+        raise
+    return pidfd
+
+
+def _in_child(pidfd: int, tree: int, workdir: str, placeholder: tuple[int, int]) -> None:
+    """The child's whole life: join, check the target, move the mount, exit (never returns)."""
+    code = _FAILED
+    try:
+        if _setns(pidfd, CLONE_NEWNS) != 0:
+            code = ctypes.get_errno() or _FAILED
+        else:  # our root and folder are now the container's
+            target = os.open(workdir, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            seen = os.fstat(target)
+            if (seen.st_dev, seen.st_ino) != placeholder:
+                code = _NOT_PLACEHOLDER
+            elif _syscall(_SYS_MOVE_MOUNT, tree, b"", target, b"",
+                          _MOVE_MOUNT_F_EMPTY_PATH | _MOVE_MOUNT_T_EMPTY_PATH) < 0:
+                code = ctypes.get_errno() or _FAILED
+            else:
+                code = 0
+    except OSError as exc:
+        code = exc.errno or _FAILED
+    except BaseException:  # noqa: BLE001  the child reports, it never unwinds into the parent's code
+        code = _FAILED
+    os._exit(code)
+
+
+def move_into(source: str, container_id: str, pid: int, workdir: str,
+              placeholder: str) -> None:
+    """Mount a clone of the host's mount at ``source`` on ``workdir`` in a container.
+
+    Args:
+        source: host path of a mount point (the working copy's overlay), with
+            what is mounted below it.
+        container_id: the container's full id (64 hex digits).
+        pid: the container's init process, as the daemon reports it (``State.Pid``).
+        workdir: absolute path inside the container, where ``placeholder`` is bound.
+        placeholder: host path of the empty folder the container binds at ``workdir``.
+
+    Raises:
+        OSError: not root, ``pid`` is not that container's init, ``workdir`` is
+            not the placeholder, or a system call failed (nothing was mounted).
+    """
+    if not available():
+        raise OSError(errno.EPERM, "moving a mount into a container needs root and pidfds")
+    want = os.stat(placeholder, follow_symlinks=False)
+    tree = _syscall(_SYS_OPEN_TREE, _AT_FDCWD, os.fsencode(source),
+                    _OPEN_TREE_CLONE | _AT_RECURSIVE | os.O_CLOEXEC)
+    if tree < 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"open_tree {source}: {os.strerror(err)}")
+    try:
+        pidfd = _checked_pidfd(pid, container_id)
+        try:
+            _run_child(pidfd, tree, workdir, (want.st_dev, want.st_ino))
+        finally:
+            os.close(pidfd)
+    finally:
+        os.close(tree)  # a clone that was not moved is freed with its last descriptor
+
+
+def _run_child(pidfd: int, tree: int, workdir: str, placeholder: tuple[int, int]) -> None:
+    """Fork the child of :func:`_in_child` (signals blocked: no Python handler runs in it)
+    and wait for it, at most :data:`CHILD_TIMEOUT` seconds."""
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
+    try:
+        child = os.fork()
+        if child == 0:
+            _in_child(pidfd, tree, workdir, placeholder)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+    deadline = time.monotonic() + CHILD_TIMEOUT
+    status = None
+    while status is None:
+        done, raw = os.waitpid(child, os.WNOHANG)
+        if done:
+            status = os.waitstatus_to_exitcode(raw)
+        elif time.monotonic() > deadline:
+            with contextlib.suppress(OSError):
+                os.kill(child, signal.SIGKILL)
+            os.waitpid(child, 0)
+            raise OSError(errno.ETIMEDOUT, "moving the mount into the container timed out")
+        else:
+            time.sleep(0.0005)
+    if status == _NOT_PLACEHOLDER:
+        raise OSError(errno.EPERM, f"{workdir} in the container is not its placeholder folder")
+    if status != 0:
+        code = status if 0 < status < _NOT_PLACEHOLDER else errno.EIO
+        raise OSError(code, f"moving the mount into the container failed: {os.strerror(code)}")
+
+
+__all__ = ["CHILD_TIMEOUT", "available", "move_into"]

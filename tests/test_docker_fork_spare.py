@@ -1,0 +1,191 @@
+"""Docker forks adopt a spare container started after the episode's last fork (real Docker).
+
+A fork's working copy is moved into a container that already runs
+(``dgym_tui.core.terminals.mountmove``) instead of one being created; a spare
+that is gone, or anything unexpected, gives a fork that creates its container
+as before. Root only for the adoption (moving a mount needs it); the fallback
+is tested too.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import time
+
+import pytest
+
+from dgym_tui import ToolCall
+
+pytestmark = pytest.mark.docker
+
+CODE = "def add(a, b):\n    return a - b\n"
+TESTS = "from code import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n"
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="a spare is adopted when dgym is root")
+
+
+def _ours() -> dict[str, object]:
+    """This process's containers (running or not), by id."""
+    from dgym_tui.core.terminals.docker import LABEL_PID, get_client
+
+    found = get_client().containers.list(all=True, filters={"label": f"{LABEL_PID}={os.getpid()}"})
+    return {c.id: c for c in found}
+
+
+def _wait_for_spare(known: set[str], timeout: float = 60.0) -> str | None:
+    """The id of a running container of ours not in ``known`` (the spare), waiting for it."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for cid, container in _ours().items():
+            if cid not in known and container.status == "running":
+                return cid
+        time.sleep(0.1)
+    return None
+
+
+def _created(container) -> float:
+    """When the daemon created ``container`` (seconds since the epoch)."""
+    container.reload()
+    stamp = container.attrs["Created"].rstrip("Z")
+    whole, _, frac = stamp.partition(".")
+    when = datetime.datetime.fromisoformat(whole).replace(tzinfo=datetime.UTC)
+    return when.timestamp() + float(f"0.{frac or 0}")
+
+
+def _run(env, line: str) -> str:
+    res = env.terminal.run(line, timeout=30)
+    assert res.exit_code == 0, res.output
+    return res.output
+
+
+@pytest.fixture
+def episode(make_repo, make_env, docker_ready, fast_pytest):
+    """A reset docker episode with a change made, forked once (so a spare is starting)."""
+    repo = make_repo({"code.py": CODE, "test_code.py": TESTS})
+    env = make_env(repo, terminal="docker", entrypoint=f"{fast_pytest} test_code.py")
+    env.reset()
+    r = env.step(ToolCall(name="rewrite", arguments={
+        "path": "code.py", "start": 1, "end": 1, "new_code": "def add(a, b):  # one\n"}))
+    assert not r.error
+    env.fork().close()
+    return env
+
+
+@needs_root
+def test_a_fork_adopts_the_spare_started_after_the_last_fork(episode):
+    spare = _wait_for_spare({episode.terminal.container.id})
+    assert spare is not None, "no spare container started after the first fork"
+    called = time.time()
+    twin = episode.fork()
+    try:
+        assert twin.terminal.container.id == spare
+        assert _created(twin.terminal.container) < called  # created before the fork call
+        assert _run(twin, "cat code.py") == "def add(a, b):  # one\n    return a - b\n"
+        assert twin.step(ToolCall(name="eval", arguments={})).score == 0  # its tests run there
+    finally:
+        twin.close()
+
+
+@needs_root
+def test_the_adopting_twin_sees_exactly_its_files_and_not_the_parents_later_changes(episode):
+    assert _wait_for_spare({episode.terminal.container.id}) is not None
+    twin = episode.fork()
+    try:
+        assert twin.terminal.started_from_spare
+        assert sorted(_run(twin, "ls -A").split()) == ["code.py", "test_code.py"]
+        assert _run(twin, "stat -c %u code.py").strip() == str(twin.terminal.run_as[0])
+        r = episode.step(ToolCall(name="rewrite", arguments={
+            "path": "code.py", "start": 1, "end": 1, "new_code": "def add(a, b):  # parent\n"}))
+        assert not r.error
+        assert "# parent" not in _run(twin, "cat code.py")
+        _run(twin, "echo twin > twin.txt")
+        assert not (episode.workspace.root / "twin.txt").exists()
+        assert twin.workspace.read_text("twin.txt") == "twin\n"
+        assert twin.patch() != episode.patch()
+        with open("/proc/self/mountinfo", encoding="utf-8") as f:
+            host_mounts = f.read()
+        assert str(twin.workspace.folder) not in host_mounts  # mounted in the container alone
+        assert "dgym-sandbox-" not in host_mounts  # the move did not come back to the host
+    finally:
+        twin.close()
+
+
+@needs_root
+def test_closing_both_removes_the_parent_the_twin_and_the_spare(episode):
+    first = _wait_for_spare({episode.terminal.container.id})
+    assert first is not None
+    twin = episode.fork()
+    assert twin.terminal.container.id == first
+    second = _wait_for_spare({episode.terminal.container.id, first})  # the parent's next spare
+    assert second is not None
+    assert len(_ours()) == 3  # the parent's, the twin's (the first spare) and the next spare
+    twin.close()
+    episode.close()
+    assert _ours() == {}
+
+
+@needs_root
+@pytest.mark.parametrize("how", ["kill", "remove"])
+def test_a_spare_that_died_before_the_fork_gives_a_working_fork(episode, how):
+    spare = _wait_for_spare({episode.terminal.container.id})
+    assert spare is not None
+    container = _ours()[spare]
+    if how == "kill":
+        container.kill()
+    else:
+        container.remove(force=True)
+    twin = episode.fork()
+    try:
+        assert not twin.terminal.started_from_spare
+        assert twin.terminal.container.id not in (spare, episode.terminal.container.id)
+        assert _run(twin, "cat code.py") == "def add(a, b):  # one\n    return a - b\n"
+        assert not twin.step(ToolCall(name="rewrite", arguments={
+            "path": "code.py", "start": 2, "end": 2, "new_code": "    return a + b\n"})).error
+        assert twin.step(ToolCall(name="eval", arguments={})).resolved
+    finally:
+        twin.close()
+    assert spare not in _ours()  # the dead spare was removed, not left behind
+
+
+@needs_root
+def test_the_mount_goes_only_to_the_spares_init_and_its_placeholder(episode, tmp_path):
+    from dgym_tui.core.terminals import mountmove
+
+    spare_id = _wait_for_spare({episode.terminal.container.id})
+    assert spare_id is not None
+    spare = episode.terminal._fork_spare
+    assert spare is not None and spare.container.id == spare_id
+    spare.container.reload()
+    pid = spare.container.attrs["State"]["Pid"]
+    source = str(tmp_path)  # any host folder: nothing of it may arrive
+    placeholder = os.path.join(spare._support, "workdir")
+    with pytest.raises(OSError, match="not the init"):  # a process of the host
+        mountmove.move_into(source, spare_id, os.getpid(), "/workspace", placeholder)
+    with pytest.raises(OSError, match="not the init"):  # another container's init
+        mountmove.move_into(source, episode.terminal.container.id, pid, "/workspace",
+                            placeholder)
+    with pytest.raises(OSError, match="placeholder"):  # a folder other than the placeholder
+        mountmove.move_into(source, spare_id, pid, "/tmp", placeholder)
+    out = spare.container.exec_run(["sh", "-c", "find /workspace /tmp -mindepth 1 | wc -l"])
+    assert out.output.decode().strip() == "0"  # nothing was mounted anywhere
+
+
+@needs_root
+@pytest.mark.parametrize("mode", ["eager", "off"])
+def test_fork_spare_option_eager_serves_the_first_fork_and_off_never_starts_one(
+        make_repo, make_env, docker_ready, fast_pytest, mode):
+    repo = make_repo({"code.py": CODE, "test_code.py": TESTS})
+    env = make_env(repo, terminal="docker", entrypoint=f"{fast_pytest} test_code.py",
+                   terminal_options={"fork_spare": mode})
+    env.reset()
+    spare = _wait_for_spare({env.terminal.container.id}, timeout=60 if mode == "eager" else 2)
+    assert (spare is not None) == (mode == "eager")
+    twin = env.fork()
+    try:
+        assert twin.terminal.started_from_spare == (mode == "eager")
+        assert _run(twin, "cat code.py") == CODE
+        if mode == "off":
+            time.sleep(1)
+            assert set(_ours()) == {env.terminal.container.id, twin.terminal.container.id}
+    finally:
+        twin.close()
