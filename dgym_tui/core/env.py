@@ -102,8 +102,8 @@ class RepoEnv:
         terminal_options: extra keyword arguments for the Docker terminal
             (``workdir``, ``network``, ``mem_limit``, ``pids_limit``, ``cpus``,
             ``fork_spare``: "lazy", "eager" or "off", when the container a
-            fork adopts starts, see ``DockerTerminal``); e.g. ``{"workdir": "/testbed"}`` for images that installed the
-            repository there. For bwrap: ``network``, ``limits``. For every
+            fork adopts starts, see ``DockerTerminal``); e.g.
+            ``{"workdir": "/testbed"}`` for images that installed the repository there. For bwrap: ``network``, ``limits``. For every
             terminal given by name (local too): ``overlay`` (default True: the
             working copy is an overlay of the original, nothing copied at
             reset, where the kernel allows it, and for docker when dgym runs as
