@@ -13,6 +13,10 @@ one file is changed in each (so the fork has a patch to carry):
   replay");
 - ``working copy``: ``Workspace.fork()`` alone (the copy and its index).
 
+On docker it also prints how many forks adopted a spare container (started
+after the episode's previous fork; the first fork, and one that comes before
+the spare is up, waits for or creates a container).
+
 Each round runs every case once, the cases in turn (A B C, then C B A), so
 all share the machine's load; every fork is checked (same patch and frame as
 its parent) and closed untimed. Prints median, p90 and mean milliseconds per
@@ -62,11 +66,17 @@ def _open(repo: Path, terminal: str, stopped: bool) -> RepoEnv:
     return env
 
 
-def _fork_case(env: RepoEnv) -> Callable[[], float]:
+#: case name -> forks whose terminal adopted a docker spare container
+SPARES: dict[str, int] = {}
+
+
+def _fork_case(env: RepoEnv, name: str) -> Callable[[], float]:
     def run() -> float:
         started = time.perf_counter()
         twin = env.fork()
         elapsed = time.perf_counter() - started
+        SPARES[name] = SPARES.get(name, 0) + bool(
+            getattr(twin.terminal, "started_from_spare", False))
         try:
             if twin.patch() != env.patch() or twin.frame != env.frame:
                 raise SystemExit("the fork differs from its parent (patch or frame)")
@@ -108,8 +118,8 @@ def main() -> None:
                 idle, stopped = _open(repo, terminal, False), _open(repo, terminal, True)
                 envs += [idle, stopped]
                 where = f"{terminal:<5} {size:>6} files"
-                cases[f"{where} pdb idle"] = _fork_case(idle)
-                cases[f"{where} pdb stopped"] = _fork_case(stopped)
+                cases[f"{where} pdb idle"] = _fork_case(idle, f"{where} pdb idle")
+                cases[f"{where} pdb stopped"] = _fork_case(stopped, f"{where} pdb stopped")
                 cases[f"{where} working copy"] = _copy_case(idle)
         try:
             samples, load_before, load_after = interleaved(cases, args.rounds)
@@ -119,6 +129,9 @@ def main() -> None:
     print_table(f"RepoEnv.fork() on {time.strftime('%Y-%m-%d %H:%M')}, {os.cpu_count()} cores, "
                 f"load {load_before:.2f} before / {load_after:.2f} after, "
                 f"{args.rounds} rounds, interleaved", samples)
+    for name, count in SPARES.items():
+        if name.startswith("docker"):
+            print(f"{name}: {count} of {args.rounds} forks adopted a spare container")
     for name in cases:
         if name.endswith("pdb idle") and " 100 files" in name:
             median = statistics.median(samples[name]) * 1000

@@ -103,11 +103,12 @@ class RepoEnv:
             (``workdir``, ``network``, ``mem_limit``, ``pids_limit``, ``cpus``,
             ``fork_spare``: "lazy", "eager" or "off", when the container a
             fork adopts starts, see ``DockerTerminal``); e.g.
-            ``{"workdir": "/testbed"}`` for images that installed the repository there. For bwrap: ``network``, ``limits``. For every
-            terminal given by name (local too): ``overlay`` (default True: the
-            working copy is an overlay of the original, nothing copied at
-            reset, where the kernel allows it, and for docker when dgym runs as
-            root; False: a copy; see docs/performance.md and docs/security.md).
+            ``{"workdir": "/testbed"}`` for images that installed the repository
+            there. For bwrap: ``network``, ``limits``. For every terminal given by
+            name (local too): ``overlay`` (default True: the working copy is an
+            overlay of the original, nothing copied at reset, where the kernel
+            allows it, and for docker when dgym runs as root; False: a copy; see
+            docs/performance.md and docs/security.md).
         grader: ``grader(result, terminal) -> EvalSummary | None`` scores each
             run of the entrypoint instead of pytest's summary line (e.g. a
             benchmark harness's log parser and resolution rule); ``result`` is
