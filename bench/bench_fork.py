@@ -13,7 +13,9 @@ one file is changed in each (so the fork has a patch to carry):
   replay");
 - ``working copy``: ``Workspace.fork()`` alone (the copy and its index).
 
-On docker it also prints how many forks adopted a spare container (started
+``--terminals docker,docker-off`` compares docker forks with and without spare
+containers in one run (``docker-off``, ``docker-eager``: the terminal option
+``fork_spare``). On docker it also prints how many forks adopted a spare container (started
 after the episode's previous fork; the first fork, and one that comes before
 the spare is up, waits for or creates a container).
 
@@ -52,7 +54,10 @@ GOAL_MS = 50.0
 
 
 def _open(repo: Path, terminal: str, stopped: bool) -> RepoEnv:
-    env = RepoEnv(repo, entrypoint=ENTRYPOINT, terminal=terminal)
+    options = {}
+    if terminal.startswith("docker-"):  # docker-off, docker-eager: the fork_spare option
+        terminal, options = "docker", {"fork_spare": terminal.removeprefix("docker-")}
+    env = RepoEnv(repo, entrypoint=ENTRYPOINT, terminal=terminal, terminal_options=options)
     env.reset()
     _, tool, arguments = rewrite_call(0)
     result = env.step(ToolCall(name=tool, arguments=arguments))
@@ -117,7 +122,7 @@ def main() -> None:
             for terminal in terminals:
                 idle, stopped = _open(repo, terminal, False), _open(repo, terminal, True)
                 envs += [idle, stopped]
-                where = f"{terminal:<5} {size:>6} files"
+                where = f"{terminal:<12} {size:>6} files"
                 cases[f"{where} pdb idle"] = _fork_case(idle, f"{where} pdb idle")
                 cases[f"{where} pdb stopped"] = _fork_case(stopped, f"{where} pdb stopped")
                 cases[f"{where} working copy"] = _copy_case(idle)
@@ -128,7 +133,7 @@ def main() -> None:
                 env.close()
     print_table(f"RepoEnv.fork() on {time.strftime('%Y-%m-%d %H:%M')}, {os.cpu_count()} cores, "
                 f"load {load_before:.2f} before / {load_after:.2f} after, "
-                f"{args.rounds} rounds, interleaved", samples)
+                f"{args.rounds} rounds, interleaved", samples, width=42)
     for name, count in SPARES.items():
         if name.startswith("docker"):
             print(f"{name}: {count} of {args.rounds} forks adopted a spare container")

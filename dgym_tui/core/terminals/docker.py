@@ -529,7 +529,7 @@ class DockerTerminal(preload.Preloading, Terminal):
                     cleanup.register(self)
                     self.host_root, self._plain = host_root, True
                     try:
-                        self._check_overlay()
+                        self._check_overlay(reload=False)
                     except TerminalError:
                         self._drop_container()
                         raise
@@ -639,15 +639,20 @@ class DockerTerminal(preload.Preloading, Terminal):
                                 "environment")
         return path
 
-    def _check_overlay(self) -> None:
+    def _check_overlay(self, reload: bool = True) -> None:
         """Make sure the container's ``workdir`` is the overlay the host reads (the same
         folder as its descriptor): a daemon in another mount namespace would bind an
         empty folder instead.
 
+        Args:
+            reload: ask the daemon for the container's state first (False: it was
+                just asked).
+
         Raises:
             TerminalError: it is another folder.
         """
-        self.container.reload()
+        if reload:
+            self.container.reload()
         pid = int(self.container.attrs.get("State", {}).get("Pid") or 0)
         try:
             fd = os.open(f"/proc/{pid}/root{self.workdir}",

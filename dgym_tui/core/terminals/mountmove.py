@@ -27,8 +27,8 @@ import contextlib
 import ctypes
 import errno
 import os
+import select
 import signal
-import time
 
 from dgym_tui.core.namespaces import CLONE_NEWNS, libc
 from dgym_tui.core.namespaces import setns as _setns
@@ -138,7 +138,7 @@ def move_into(source: str, container_id: str, pid: int, workdir: str,
 
 def _run_child(pidfd: int, tree: int, workdir: str, placeholder: tuple[int, int]) -> None:
     """Fork the child of :func:`_in_child` (signals blocked: no Python handler runs in it)
-    and wait for it, at most :data:`CHILD_TIMEOUT` seconds."""
+    and wait for it, at most :data:`CHILD_TIMEOUT` seconds (then it is killed)."""
     blocked = signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
     try:
         child = os.fork()
@@ -146,19 +146,20 @@ def _run_child(pidfd: int, tree: int, workdir: str, placeholder: tuple[int, int]
             _in_child(pidfd, tree, workdir, placeholder)
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
-    deadline = time.monotonic() + CHILD_TIMEOUT
-    status = None
-    while status is None:
-        done, raw = os.waitpid(child, os.WNOHANG)
-        if done:
-            status = os.waitstatus_to_exitcode(raw)
-        elif time.monotonic() > deadline:
-            with contextlib.suppress(OSError):
-                os.kill(child, signal.SIGKILL)
-            os.waitpid(child, 0)
-            raise OSError(errno.ETIMEDOUT, "moving the mount into the container timed out")
-        else:
-            time.sleep(0.0005)
+    try:  # a pidfd of the child is readable once it has ended
+        waited = os.pidfd_open(child)
+        try:
+            ended = bool(select.select([waited], [], [], CHILD_TIMEOUT)[0])
+        finally:
+            os.close(waited)
+    except OSError:
+        ended = False
+    if not ended:
+        with contextlib.suppress(OSError):
+            os.kill(child, signal.SIGKILL)
+    status = os.waitstatus_to_exitcode(os.waitpid(child, 0)[1])
+    if not ended:
+        raise OSError(errno.ETIMEDOUT, "moving the mount into the container timed out")
     if status == _NOT_PLACEHOLDER:
         raise OSError(errno.EPERM, f"{workdir} in the container is not its placeholder folder")
     if status != 0:
