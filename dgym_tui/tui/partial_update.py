@@ -1,4 +1,4 @@
-"""A partial screen update that draws only the widgets whose changed rows it writes.
+"""A partial screen update that draws only the widgets whose rows reach the terminal.
 
 When some widgets were refreshed and the screen was not laid out again, Textual (8.2.8)
 draws a partial update: ``Compositor.render_partial_update`` takes the bounding box of the
@@ -6,15 +6,18 @@ changed regions and asks every visible widget that overlaps that box for its row
 (``_render_chops`` -> ``_get_renders(crop)``), yet its ``ChopsUpdate`` writes to the
 terminal only the cells inside the changed regions. A pdb ``n`` changes about 7 widgets
 spread over the screen (source view, console, variables, stack, status bar): their
-bounding box held ~25 widgets, each unchanged one drawn for nothing (~1.8 ms at load 2,
-docs/performance.md).
+bounding box held ~25 widgets, the panes between them and every container under them
+(~0.1 ms each from their cached rows, docs/performance.md).
 
-:class:`ChangedOnlyCompositor` asks only the widgets whose visible part overlaps at least
-one changed region. The terminal receives the same cells: a cell written lies in a changed
-region and in one chop of its line (the compositor cuts each line at the edges of every
-widget's visible part), so every widget that could paint that chop overlaps the changed
-region at that cell and is still asked, front to back as before. A widget left out only
-filled chops that are never written.
+The compositor cuts each line at the edges of every widget's visible part (region within
+clip); a "chop" is the piece of a line between two cuts, and a widget covers a chop whole
+or not at all. Front to back, the first widget that covers a chop fills it, and the update
+writes the chops that have a cell in a changed region. :class:`ChangedOnlyCompositor`
+asks a widget for its rows only when it covers such a chop that no widget in front of it
+has filled: the terminal receives the same cells, from the same widgets, as with
+Textual's own update. A chop counts as filled only when the front widget's row is as wide
+as its visible part (Textual then fills each chop it covers); a shorter row leaves the
+widgets behind it asked, as Textual would.
 
 :func:`draw_changed_widgets_only` installs it on a screen when Textual's partial update
 is built the way described above; otherwise the screen keeps Textual's own compositor.
@@ -23,6 +26,7 @@ is built the way described above; otherwise the screen keeps Textual's own compo
 from __future__ import annotations
 
 from collections.abc import Iterable
+from itertools import pairwise
 
 from textual._compositor import ChopsUpdate, Compositor
 from textual.geometry import Region
@@ -31,8 +35,8 @@ from textual.strip import Strip
 
 
 class ChangedOnlyCompositor(Compositor):
-    """Textual's compositor, whose partial updates draw only the widgets that overlap a
-    changed region (full updates, screenshots and layouts are Textual's own)."""
+    """Textual's compositor, whose partial updates draw only the widgets whose rows reach
+    the terminal (full updates, screenshots and layouts are Textual's own)."""
 
     #: The changed regions (screen cells) of the partial update being drawn, else None.
     _painting: tuple[Region, ...] | None = None
@@ -47,18 +51,40 @@ class ChangedOnlyCompositor(Compositor):
     def _get_renders(self, crop: Region | None = None
                      ) -> Iterable[tuple[Region, Region, list[Strip]]]:
         """Textual's ``(region, clip, rows)`` of each widget to draw, front to back; during a
-        partial update only those whose visible part (region within clip) overlaps a
-        changed region, each asked for the rows of that visible part as Textual asks."""
+        partial update only those that would fill a chop the update writes and no widget
+        in front of them fills, each asked for the rows of its visible part (region within
+        clip) as Textual asks."""
         painting = self._painting
         if painting is None or crop is None:
             yield from super()._get_renders(crop)
             return
+        open_chops = self._written_chops(painting)
         for widget, (region, clip) in self.visible_widgets.items():
             shown = region.intersection(clip)
-            if shown.intersection(crop) and any(shown.intersection(changed)
-                                                for changed in painting):
-                yield region, clip, widget.render_lines(
-                    shown.translate((-region.x, -region.y)))
+            if not (shown.intersection(crop) and any(shown.intersection(changed)
+                                                     for changed in painting)):
+                continue
+            left, right = shown.column_span
+            if not any(left <= x < right
+                       for y in shown.line_range for x in open_chops.get(y, ())):
+                continue  # each chop of it that is written has a widget in front
+            strips = widget.render_lines(shown.translate((-region.x, -region.y)))
+            yield region, clip, strips
+            for y, strip in zip(shown.line_range, strips, strict=False):  # as Textual
+                chops = open_chops.get(y)
+                if chops and strip.cell_length >= shown.width:  # fills each chop it spans
+                    chops.difference_update([x for x in chops if left <= x < right])
+
+    def _written_chops(self, painting: tuple[Region, ...]) -> dict[int, set[int]]:
+        """The chops a ``ChopsUpdate`` of ``painting`` writes: line -> the x of each chop
+        (a piece of the line between two cuts) that has a cell in a changed region."""
+        cuts = self.cuts
+        written: dict[int, set[int]] = {}
+        for y, x1, x2 in self._regions_to_spans(painting):
+            line = cuts[y]
+            written.setdefault(y, set()).update(
+                start for start, end in pairwise(line) if start < x2 and end > x1)
+        return written
 
 
 def _textual_draws_as_expected() -> bool:
@@ -74,7 +100,7 @@ def _textual_draws_as_expected() -> bool:
         console = ChopsUpdate.__rich_console__.__code__
     except AttributeError:
         return False
-    return ({"_dirty_regions", "_regions_to_spans", "_render_chops", "ChopsUpdate"}
+    return ({"_dirty_regions", "_regions_to_spans", "_render_chops", "cuts", "ChopsUpdate"}
             <= set(partial.co_names)
             and "_get_renders" in chops.co_names
             and renders.co_varnames[:renders.co_argcount] == ("self", "crop")
