@@ -16,6 +16,7 @@ import time
 import pytest
 
 from dgym_tui import ToolCall
+from dgym_tui.core.terminals.docker import SPARES_KEPT
 
 pytestmark = pytest.mark.docker
 
@@ -33,7 +34,7 @@ def _ours() -> dict[str, object]:
 
 
 def _wait_for_spare(known: set[str], timeout: float = 60.0) -> str | None:
-    """The id of a running container of ours not in ``known`` (the spare), waiting for it."""
+    """The id of a running container of ours not in ``known`` (a spare), waiting for it."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         for cid, container in _ours().items():
@@ -41,6 +42,14 @@ def _wait_for_spare(known: set[str], timeout: float = 60.0) -> str | None:
                 return cid
         time.sleep(0.1)
     return None
+
+
+def _ready(env, count: int = SPARES_KEPT, timeout: float = 60.0) -> list[str]:
+    """The ids of the spares ``env`` keeps ready, once there are ``count`` (or the timeout)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and len(env.terminal._fork_spares) < count:
+        time.sleep(0.05)
+    return [spare.container.id for spare in env.terminal._fork_spares]
 
 
 def _created(container) -> float:
@@ -73,12 +82,13 @@ def episode(make_repo, make_env, docker_ready, fast_pytest):
 
 @needs_root
 def test_a_fork_adopts_the_spare_started_after_the_last_fork(episode):
-    spare = _wait_for_spare({episode.terminal.container.id})
-    assert spare is not None, "no spare container started after the first fork"
+    assert _wait_for_spare({episode.terminal.container.id}) is not None, \
+        "no spare container started after the first fork"
+    spares = _ready(episode, 1)
     called = time.time()
     twin = episode.fork()
     try:
-        assert twin.terminal.container.id == spare
+        assert twin.terminal.container.id == spares[0]
         assert _created(twin.terminal.container) < called  # created before the fork call
         assert _run(twin, "cat code.py") == "def add(a, b):  # one\n    return a - b\n"
         assert twin.step(ToolCall(name="eval", arguments={})).score == 0  # its tests run there
@@ -111,14 +121,14 @@ def test_the_adopting_twin_sees_exactly_its_files_and_not_the_parents_later_chan
 
 
 @needs_root
-def test_closing_both_removes_the_parent_the_twin_and_the_spare(episode):
-    first = _wait_for_spare({episode.terminal.container.id})
-    assert first is not None
+def test_closing_both_removes_the_parent_the_twin_and_the_spares(episode):
+    assert _wait_for_spare({episode.terminal.container.id}) is not None
+    first = _ready(episode, 1)[0]
     twin = episode.fork()
     assert twin.terminal.container.id == first
-    second = _wait_for_spare({episode.terminal.container.id, first})  # the parent's next spare
-    assert second is not None
-    assert len(_ours()) == 3  # the parent's, the twin's (the first spare) and the next spare
+    spares = _ready(episode)  # the parent's next spares
+    assert len(spares) == SPARES_KEPT and first not in spares
+    assert set(_ours()) == {episode.terminal.container.id, first, *spares}
     twin.close()
     episode.close()
     assert _ours() == {}
@@ -127,34 +137,37 @@ def test_closing_both_removes_the_parent_the_twin_and_the_spare(episode):
 @needs_root
 @pytest.mark.parametrize("how", ["kill", "remove"])
 def test_a_spare_that_died_before_the_fork_gives_a_working_fork(episode, how):
-    spare = _wait_for_spare({episode.terminal.container.id})
-    assert spare is not None
-    container = _ours()[spare]
-    if how == "kill":
-        container.kill()
-    else:
-        container.remove(force=True)
+    assert _wait_for_spare({episode.terminal.container.id}) is not None
+    spares = _ready(episode)
+    assert len(spares) == SPARES_KEPT
+    for cid in spares:
+        container = _ours()[cid]
+        if how == "kill":
+            container.kill()
+        else:
+            container.remove(force=True)
     twin = episode.fork()
     try:
         assert not twin.terminal.started_from_spare
-        assert twin.terminal.container.id not in (spare, episode.terminal.container.id)
+        assert twin.terminal.container.id not in (*spares, episode.terminal.container.id)
         assert _run(twin, "cat code.py") == "def add(a, b):  # one\n    return a - b\n"
         assert not twin.step(ToolCall(name="rewrite", arguments={
             "path": "code.py", "start": 2, "end": 2, "new_code": "    return a + b\n"})).error
         assert twin.step(ToolCall(name="eval", arguments={})).resolved
     finally:
         twin.close()
-    assert spare not in _ours()  # the dead spare was removed, not left behind
+    assert spares[0] not in _ours()  # the dead spare the fork took was removed
+    episode.close()
+    assert _ours() == {}  # and the other one with its episode
 
 
 @needs_root
 def test_the_mount_goes_only_to_the_spares_init_and_its_placeholder(episode, tmp_path):
     from dgym_tui.core.terminals import mountmove
 
-    spare_id = _wait_for_spare({episode.terminal.container.id})
-    assert spare_id is not None
-    spare = episode.terminal._fork_spare
-    assert spare is not None and spare.container.id == spare_id
+    assert _wait_for_spare({episode.terminal.container.id}) is not None
+    spare_id = _ready(episode, 1)[0]
+    spare = episode.terminal._fork_spares[0]
     spare.container.reload()
     pid = spare.container.attrs["State"]["Pid"]
     source = str(tmp_path)  # any host folder: nothing of it may arrive
@@ -180,6 +193,7 @@ def test_fork_spare_option_eager_serves_the_first_fork_and_off_never_starts_one(
     env.reset()
     spare = _wait_for_spare({env.terminal.container.id}, timeout=60 if mode == "eager" else 2)
     assert (spare is not None) == (mode == "eager")
+    _ready(env, 1, timeout=60 if mode == "eager" else 0)
     twin = env.fork()
     try:
         assert twin.terminal.started_from_spare == (mode == "eager")
@@ -187,5 +201,6 @@ def test_fork_spare_option_eager_serves_the_first_fork_and_off_never_starts_one(
         if mode == "off":
             time.sleep(1)
             assert set(_ours()) == {env.terminal.container.id, twin.terminal.container.id}
+            assert env.terminal._fork_spares == []
     finally:
         twin.close()

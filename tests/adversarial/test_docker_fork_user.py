@@ -29,7 +29,7 @@ SCRIPT = textwrap.dedent("""
         report["resolved"] = [t.step(ToolCall(name="eval", arguments={})).resolved
                               for t in twins]
         report["spare"] = [t.terminal.started_from_spare for t in twins]
-        report["spare_kept"] = env.terminal._fork_spare is not None \\
+        report["spare_kept"] = bool(env.terminal._fork_spares) \\
             or env.terminal._spare_thread is not None
         report["containers"] = [t.terminal.container.id for t in [env, *twins]]
         for twin in twins:

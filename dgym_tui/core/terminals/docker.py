@@ -39,11 +39,12 @@ and the host takes the connection only from a process of that exec (its
 ``Pid``, then the peer's parents). Spares die with the container at ``close()``.
 
 Forks (``RepoEnv.fork``): creating and starting a container costs ~200 ms, so an
-episode that was forked keeps a *spare container* for its next fork, started in
-a background thread (:meth:`DockerTerminal.prepare_fork_spare`; the option
-``fork_spare``): the same image, options, caps, labels and a user of its own,
-with an empty folder at ``workdir``. The fork's terminal adopts it
-(:meth:`DockerTerminal.adopt_spare`): the fork's overlay is moved into it
+episode that was forked keeps *spare containers* (:data:`SPARES_KEPT`) for its
+next forks, started one at a time in a background thread
+(:meth:`DockerTerminal.prepare_fork_spare`; the option ``fork_spare``): the same
+image, options, caps and labels, a user of its own, an empty folder at ``workdir``.
+A fork's terminal adopts one (:meth:`DockerTerminal.adopt_spare`): the fork's
+overlay is moved into it
 (:mod:`.mountmove`, root only) instead of a new container being created. A spare
 that does not fit or fails is removed and the fork creates its container as
 before; a spare is removed with its episode's terminal.
@@ -119,6 +120,10 @@ ROOT_CAPS = ["CHOWN", "DAC_OVERRIDE", "FOWNER"]
 #: episode never forked costs nothing), "eager" also once its own container runs
 #: (the first fork is fast too), "off" never.
 FORK_SPARE_MODES = ("lazy", "eager", "off")
+#: Spare containers an episode that was forked keeps ready (two back-to-back forks
+#: are both served; each idle spare is ~14 MB of the machine's memory, see
+#: docs/performance.md).
+SPARES_KEPT = 2
 #: Seconds a fork waits for a spare container that is starting (a start is ~0.2 s).
 SPARE_WAIT = 60.0
 #: Name of the empty folder (in the support folder) a spare binds at ``workdir``.
@@ -297,8 +302,9 @@ class DockerTerminal(preload.Preloading, Terminal):
         self._plain = False  # nothing mounted on top of the working copy
         self._spare_lock = threading.RLock()  # the fork spare's fields below (re-entered by a
         # signal handler's close); never held long
-        self._fork_spare: DockerTerminal | None = None  # ready for the next fork
-        self._spare_thread: threading.Thread | None = None  # starting one
+        self._spare_ready = threading.Condition(self._spare_lock)
+        self._fork_spares: list[DockerTerminal] = []  # ready for the next forks
+        self._spare_thread: threading.Thread | None = None  # starting them
         self._spare_closed = False  # close() ran: no spare may start or stay
         self._adopted: DockerTerminal | None = None  # given by adopt_spare, for start()
 
@@ -558,8 +564,8 @@ class DockerTerminal(preload.Preloading, Terminal):
         cleanup.unregister(self)
 
     def prepare_fork_spare(self) -> None:
-        """Start, in a background thread, the spare container the next fork of this
-        episode adopts (:meth:`take_fork_spare`), when none is ready or starting.
+        """Start, in a background thread, the spare containers the next forks of this
+        episode adopt (:meth:`take_fork_spare`), up to :data:`SPARES_KEPT` ready.
 
         Only where a spare can serve (dgym runs as root, the working copy is an
         overlay with nothing mounted on top of it, ``fork_spare`` is not "off");
@@ -569,48 +575,59 @@ class DockerTerminal(preload.Preloading, Terminal):
         with self._spare_lock:
             if (self.fork_spare == "off" or self.container is None or self.overlay is None
                     or not self._plain or not mountmove.available() or self._spare_closed
-                    or self._fork_spare is not None
-                    or (self._spare_thread is not None and self._spare_thread.is_alive())):
+                    or self._spare_thread is not None or len(self._fork_spares) >= SPARES_KEPT):
                 return
-            self._spare_thread = threading.Thread(target=self._make_fork_spare,
+            self._spare_thread = threading.Thread(target=self._make_fork_spares,
                                                   name="dgym-docker-spare", daemon=True)
             self._spare_thread.start()
 
-    def _make_fork_spare(self) -> None:
-        spare = DockerTerminal(image=self.image, network=self.network, mem_limit=self.mem_limit,
-                               pids_limit=self.pids_limit, cpus=self.cpus, workdir=self.workdir,
-                               user=self.user, limits=self.limits, fork_spare=self.fork_spare)
+    def _make_fork_spares(self) -> None:
+        """The spare thread: start spares one at a time until SPARES_KEPT are ready."""
+        left: DockerTerminal | None = None
         try:
-            spare.start_spare()
-        except Exception as exc:  # noqa: BLE001  a head start only: forks create their own
-            log.info("no spare container for the next fork: %s", first_line(exc, 160))
-            return
-        left: DockerTerminal | None = spare
-        with self._spare_lock:
-            if not self._spare_closed:
-                self._fork_spare, left = spare, None
-        if left is not None:  # closed meanwhile: nothing outlives the episode
-            left.close()
+            while True:
+                with self._spare_lock:
+                    if self._spare_closed or len(self._fork_spares) >= SPARES_KEPT:
+                        return
+                spare = DockerTerminal(
+                    image=self.image, network=self.network, mem_limit=self.mem_limit,
+                    pids_limit=self.pids_limit, cpus=self.cpus, workdir=self.workdir,
+                    user=self.user, limits=self.limits, fork_spare=self.fork_spare)
+                try:
+                    spare.start_spare()
+                except Exception as exc:  # noqa: BLE001  a head start only: forks make their own
+                    log.info("no spare container for the next fork: %s", first_line(exc, 160))
+                    return
+                with self._spare_lock:
+                    if self._spare_closed:  # nothing outlives the episode
+                        left = spare
+                        return
+                    self._fork_spares.append(spare)
+                    self._spare_ready.notify_all()
+        finally:
+            with self._spare_lock:
+                self._spare_thread = None  # (under the lock: prepare_fork_spare starts another)
+                self._spare_ready.notify_all()
+            if left is not None:
+                left.close()
 
     def take_fork_spare(self) -> DockerTerminal | None:
-        """Hand the spare container over to a fork (it owns it from then on: give it to
+        """Hand a spare container over to a fork (it owns it from then on: give it to
         the fork's terminal's :meth:`adopt_spare`, or ``close()`` it); waits for one
         that is starting. None when there is none. Its ``run_as`` is the uid / gid the
         fork's working copy must show its files as."""
         with self._spare_lock:
-            thread = self._spare_thread
-        if thread is not None:
-            thread.join(SPARE_WAIT)
-        with self._spare_lock:
-            spare, self._fork_spare = self._fork_spare, None
-        return spare
+            self._spare_ready.wait_for(
+                lambda: self._fork_spares or self._spare_thread is None, SPARE_WAIT)
+            return self._fork_spares.pop(0) if self._fork_spares else None
 
     def _close_fork_spares(self) -> None:
-        """Remove the spare (ready, starting or adopted-to-be); no new one starts."""
+        """Remove the spares (ready, starting, or given to :meth:`adopt_spare`); no new one
+        starts."""
         with self._spare_lock:
             self._spare_closed = True
-            spares = [self._fork_spare, self._adopted]
-            self._fork_spare = self._adopted = None
+            spares = [*self._fork_spares, self._adopted]
+            self._fork_spares, self._adopted = [], None
             thread = self._spare_thread
         if thread is not None and thread is not threading.current_thread():
             thread.join(SPARE_WAIT)  # a spare finished meanwhile is removed by its thread
