@@ -162,7 +162,8 @@ def test_a_spare_that_died_before_the_fork_gives_a_working_fork(episode, how):
 
 
 @needs_root
-def test_the_mount_goes_only_to_the_spares_init_and_its_placeholder(episode, tmp_path):
+def test_the_mount_goes_only_to_the_spares_init_and_its_placeholder(episode, tmp_path,
+                                                                    request):
     from dgym_tui.core.terminals import mountmove
 
     assert _wait_for_spare({episode.terminal.container.id}) is not None
@@ -170,7 +171,8 @@ def test_the_mount_goes_only_to_the_spares_init_and_its_placeholder(episode, tmp
     spare = episode.terminal._fork_spares[0]
     spare.container.reload()
     pid = spare.container.attrs["State"]["Pid"]
-    source = str(tmp_path)  # any host folder: nothing of it may arrive
+    source = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)  # nothing of it may arrive
+    request.addfinalizer(lambda: os.close(source))
     placeholder = os.path.join(spare._support, "workdir")
     with pytest.raises(OSError, match="not the init"):  # a process of the host
         mountmove.move_into(source, spare_id, os.getpid(), "/workspace", placeholder)

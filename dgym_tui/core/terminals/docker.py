@@ -523,7 +523,8 @@ class DockerTerminal(preload.Preloading, Terminal):
                 container.reload()  # State.Pid; the spare has run no command (no exec)
                 state = container.attrs.get("State") or {}
                 if state.get("Running") and not container.attrs.get("ExecIDs"):
-                    mountmove.move_into(host_root, container.id, int(state.get("Pid") or 0),
+                    mountmove.move_into(self.overlay.root_fd, container.id,
+                                        int(state.get("Pid") or 0),
                                         self.workdir, os.path.join(spare._support, _PLACEHOLDER))
                     with spare._lock:  # the spare's container and folders are ours now
                         for attr in ("container", "_client", "scratch", "plugin_dir",

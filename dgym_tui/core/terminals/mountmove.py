@@ -34,9 +34,8 @@ from dgym_tui.core.namespaces import CLONE_NEWNS, libc
 from dgym_tui.core.namespaces import setns as _setns
 
 _SYS_OPEN_TREE, _SYS_MOVE_MOUNT = 428, 429  # the same on x86-64 and arm64
-_OPEN_TREE_CLONE, _AT_RECURSIVE = 0x1, 0x8000
+_OPEN_TREE_CLONE, _AT_RECURSIVE, _AT_EMPTY_PATH = 0x1, 0x8000, 0x1000
 _MOVE_MOUNT_F_EMPTY_PATH, _MOVE_MOUNT_T_EMPTY_PATH = 0x4, 0x40
-_AT_FDCWD = -100
 
 #: Exit status of the child when ``workdir`` is not the placeholder folder.
 _NOT_PLACEHOLDER = 200
@@ -102,13 +101,14 @@ def _in_child(pidfd: int, tree: int, workdir: str, placeholder: tuple[int, int])
     os._exit(code)
 
 
-def move_into(source: str, container_id: str, pid: int, workdir: str,
+def move_into(source_fd: int, container_id: str, pid: int, workdir: str,
               placeholder: str) -> None:
-    """Mount a clone of the host's mount at ``source`` on ``workdir`` in a container.
+    """Mount a clone of the host's mount of folder ``source_fd`` on ``workdir`` in a container.
 
     Args:
-        source: host path of a mount point (the working copy's overlay), with
-            what is mounted below it.
+        source_fd: a descriptor of a folder of the host (the root of the working
+            copy's overlay): the clone is of its mount from there down, with what
+            is mounted below it; no path is looked up.
         container_id: the container's full id (64 hex digits).
         pid: the container's init process, as the daemon reports it (``State.Pid``).
         workdir: absolute path inside the container, where ``placeholder`` is bound.
@@ -121,11 +121,11 @@ def move_into(source: str, container_id: str, pid: int, workdir: str,
     if not available():
         raise OSError(errno.EPERM, "moving a mount into a container needs root and pidfds")
     want = os.stat(placeholder, follow_symlinks=False)
-    tree = _syscall(_SYS_OPEN_TREE, _AT_FDCWD, os.fsencode(source),
-                    _OPEN_TREE_CLONE | _AT_RECURSIVE | os.O_CLOEXEC)
+    tree = _syscall(_SYS_OPEN_TREE, source_fd, b"",
+                    _OPEN_TREE_CLONE | _AT_RECURSIVE | _AT_EMPTY_PATH | os.O_CLOEXEC)
     if tree < 0:
         err = ctypes.get_errno()
-        raise OSError(err, f"open_tree {source}: {os.strerror(err)}")
+        raise OSError(err, f"open_tree: {os.strerror(err)}")
     try:
         pidfd = _checked_pidfd(pid, container_id)
         try:
