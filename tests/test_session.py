@@ -256,3 +256,18 @@ def test_front_end_facade_reads_and_applies_the_working_copy(tmp_path):
     assert session.read_file("calc.py") is None
     with pytest.raises(SessionError, match="closed"):
         session.apply_to_source()
+
+
+def test_the_start_result_is_announced_before_the_first_step_is_prepared(env, tmp_path):
+    # a front end shows the initial eval's result when the session announces it; the
+    # first step's preparations (the tools' argument checks: jsonschema's import, the
+    # pdb tool's preloaded spare) come after it, not between the eval and the result
+    session = Session(env, None, "human", max_steps=5, trajectory_path=tmp_path / "t.jsonl")
+    ready_when_announced = []
+    session.subscribe(lambda e: ready_when_announced.append("_validators" in vars(env))
+                      if isinstance(e, EpisodeStarted) else None)
+    initial = session.start()
+    assert ready_when_announced == [False]
+    assert "_validators" in vars(env)  # prepared before start returned
+    assert session.act(EVAL).result.score == initial.score
+    session.close()

@@ -248,13 +248,15 @@ class RepoEnv:
         self._grading_terminal: Terminal | None = None  # while submit grades in a fresh copy
 
     # --------------------------------------------------------------- episode
-    def reset(self, on_copy: Callable[[], None] | None = None) -> StepResult:
+    def reset(self, on_copy: Callable[[], None] | None = None, ready: bool = True) -> StepResult:
         """Start a fresh episode: new working copy, terminal, breakpoints; run the entrypoint.
 
         Args:
             on_copy: called once the working copy exists, before the terminal starts and
                 the first eval runs (which may take up to ``eval_timeout``): a front end
                 shows the files meanwhile. What it raises is logged and ignored.
+            ready: also :meth:`get_ready` for the first step before returning; False
+                leaves it to the caller (a front end shows the result first).
 
         Returns:
             A ``StepResult`` whose observation holds the task, the tool list
@@ -273,6 +275,8 @@ class RepoEnv:
             result = self._start_episode(on_copy, started)
             if self._closed:  # during the first eval: its result is cut off
                 raise TerminalError("the environment was closed while it started")
+            if ready:
+                self.get_ready()
             return result
         except Exception as exc:
             if not self._closed:
@@ -310,18 +314,27 @@ class RepoEnv:
                  f"Initial eval of `{self.entrypoint}`:\n{output.rstrip()}",
                  describe_score(summary)]
         self.workspace.refresh()
-        # the tools' argument checks (jsonschema's import: ~50 ms of CPU) are built by the
-        # reset (a front end resets in a worker), not at step 1, and after the eval: before
-        # it they shared the GIL with a front end's first frame
-        self._validators  # noqa: B018
         self.last = self._result("\n\n".join(parts), None, started)
         self.last.start = self.last_eval_start
+        return self.last
+
+    def get_ready(self) -> None:
+        """Prepare the first step after :meth:`reset`'s eval (``reset`` calls it unless told
+        not to): build the tools' argument checks (jsonschema's import: ~50 ms of CPU; a
+        front end resets in a worker: not at step 1, and not before the eval, where they
+        shared the GIL with its first frame) and give each tool its head start
+        (:meth:`~dgym_tui.core.tools.base.Tool.on_ready`: the pdb tool's preloaded spare).
+        A step builds the checks itself when this did not run.
+
+        Raises:
+            Whatever building the argument checks raises (a tool's invalid schema).
+        """
+        self._validators  # noqa: B018
         for tool in self.tools.values():
             try:
                 tool.on_ready()
             except Exception:  # noqa: BLE001  a head start only: the step does it anyway
                 log.exception("tool %s could not get ready", tool.name)
-        return self.last
 
     def _start_terminal(self, spare: Terminal | None = None) -> list[str]:
         """Start a terminal on the working copy, run the setup commands, reset the tools.

@@ -223,7 +223,7 @@ class Session:
 
         try:
             with self.lock:
-                result = self.env.reset(on_copy=copied)
+                result = self.env.reset(on_copy=copied, ready=False)
         except Exception as exc:
             self._emit(LoopFailed(f"reset failed: {exc}"))
             raise
@@ -233,6 +233,13 @@ class Session:
         self._started = time.monotonic()
         self._begin(result)
         self._emit(EpisodeStarted(result))
+        # the first step's preparations once the result is out (a front end shows it
+        # meanwhile): 40-70 ms that the result waited for
+        try:
+            with self.lock:
+                self.env.get_ready()
+        except Exception:  # noqa: BLE001  the first step builds the checks and says what failed
+            log.exception("the environment could not get ready for the first step")
         return result
 
     def _begin(self, initial: StepResult) -> None:
