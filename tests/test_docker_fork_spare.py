@@ -181,6 +181,11 @@ def test_the_mount_goes_only_to_the_spares_init_and_its_placeholder(episode, tmp
                             placeholder)
     with pytest.raises(OSError, match="placeholder"):  # a folder other than the placeholder
         mountmove.move_into(source, spare_id, pid, "/tmp", placeholder)
+    (tmp_path / "evil").symlink_to("/etc")
+    with pytest.raises(OSError):  # a read-only path reached through a link
+        mountmove.move_into(source, spare_id, pid, "/workspace", placeholder, ["evil/passwd"])
+    with pytest.raises(OSError):
+        mountmove.move_into(source, spare_id, pid, "/workspace", placeholder, ["../x"])
     out = spare.container.exec_run(["sh", "-c", "find /workspace /tmp -mindepth 1 | wc -l"])
     assert out.output.decode().strip() == "0"  # nothing was mounted anywhere
 
@@ -204,5 +209,28 @@ def test_fork_spare_option_eager_serves_the_first_fork_and_off_never_starts_one(
             time.sleep(1)
             assert set(_ours()) == {env.terminal.container.id, twin.terminal.container.id}
             assert env.terminal._fork_spares == []
+    finally:
+        twin.close()
+
+
+@needs_root
+def test_a_fork_of_a_task_with_read_only_files_adopts_a_spare_and_keeps_them_read_only(
+        make_repo, make_env, docker_ready, fast_pytest):
+    repo = make_repo({"code.py": CODE, "tests/test_code.py": "import sys\nsys.path.insert(0, '.')\n"
+                      + TESTS, ".debugreadonly": "tests/\n"})
+    env = make_env(repo, terminal="docker", entrypoint=f"{fast_pytest} tests")
+    env.reset()
+    env.fork().close()
+    _ready(env, 1)
+    twin = env.fork()
+    try:
+        assert twin.terminal.started_from_spare
+        r = twin.step(ToolCall(name="eval", arguments={}))
+        assert r.score == 0 and "1 failed" in r.observation  # the tests run there
+        res = twin.terminal.run("echo x >> tests/test_code.py", timeout=30)
+        assert res.exit_code != 0 and "Read-only file system" in res.output
+        _run(twin, "echo '# x' >> code.py")  # the rest stays writable
+        assert twin.workspace.read_text("tests/test_code.py") == \
+            env.workspace.read_text("tests/test_code.py")
     finally:
         twin.close()

@@ -299,7 +299,7 @@ class DockerTerminal(preload.Preloading, Terminal):
         self.fork_spare = fork_spare
         #: True once this terminal's container came from a fork spare
         self.started_from_spare = False
-        self._plain = False  # nothing mounted on top of the working copy
+        self._plain = False  # started, and no mask on top of the working copy
         self._spare_lock = threading.RLock()  # the fork spare's fields below (re-entered by a
         # signal handler's close); never held long
         self._spare_ready = threading.Condition(self._spare_lock)
@@ -345,7 +345,8 @@ class DockerTerminal(preload.Preloading, Terminal):
             for rel in inside_paths(host_root, self.readonly):
                 mounts.append(Mount(posixpath.join(self.workdir, rel), os.path.join(host_root, rel),
                                     type="bind", read_only=True))
-            for rel in inside_paths(host_root, self.ignored):
+            masks = inside_paths(host_root, self.ignored)
+            for rel in masks:
                 target, host = posixpath.join(self.workdir, rel), os.path.join(host_root, rel)
                 if os.path.isdir(host) and not os.path.islink(host):
                     mounts.append(Mount(target, None, type="tmpfs", read_only=True,
@@ -355,7 +356,7 @@ class DockerTerminal(preload.Preloading, Terminal):
         except BaseException:
             self.close()
             raise
-        self._plain = len(mounts) == 3  # nothing on top of the working copy: spares can serve
+        self._plain = not masks  # no mask on top of the working copy: spares can serve
         self.host_root = host_root
         with self._closed_on_failure():
             self._create_container(client, mounts)
@@ -515,7 +516,6 @@ class DockerTerminal(preload.Preloading, Terminal):
 
         fits = (self.overlay is not None and spare.container is not None
                 and spare._spare_fit() == self._spare_fit() and mountmove.available()
-                and not inside_paths(host_root, self.readonly)
                 and not inside_paths(host_root, self.ignored))
         try:
             if fits:
@@ -524,8 +524,9 @@ class DockerTerminal(preload.Preloading, Terminal):
                 state = container.attrs.get("State") or {}
                 if state.get("Running") and not container.attrs.get("ExecIDs"):
                     mountmove.move_into(self.overlay.root_fd, container.id,
-                                        int(state.get("Pid") or 0),
-                                        self.workdir, os.path.join(spare._support, _PLACEHOLDER))
+                                        int(state.get("Pid") or 0), self.workdir,
+                                        os.path.join(spare._support, _PLACEHOLDER),
+                                        inside_paths(host_root, self.readonly))
                     with spare._lock:  # the spare's container and folders are ours now
                         for attr in ("container", "_client", "scratch", "plugin_dir",
                                      "_support"):
@@ -569,7 +570,7 @@ class DockerTerminal(preload.Preloading, Terminal):
         episode adopt (:meth:`take_fork_spare`), up to :data:`SPARES_KEPT` ready.
 
         Only where a spare can serve (dgym runs as root, the working copy is an
-        overlay with nothing mounted on top of it, ``fork_spare`` is not "off");
+        overlay with no mask on top of it, ``fork_spare`` is not "off");
         a spare that cannot start is logged and forgotten (forks create their
         container as before). Never raises.
         """
