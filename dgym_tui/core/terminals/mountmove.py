@@ -17,8 +17,15 @@ container's init), and the pidfd says it still runs after those reads, so the
 entry read was that process's; the child joins the mount namespace through that
 pidfd, opens ``workdir`` there without following a link in its last component,
 and mounts on it only when it is the very folder the host bound (same device
-and inode as ``placeholder``). Anything else raises :class:`OSError`, and no
-mount was made.
+and inode as ``placeholder``). Read-only paths of the working copy get a
+read-only clone of their mount each, on top: opened below the working copy's
+root with ``openat2`` (no link of any kind, never above it) on the host and
+again in the container, where the file must be the host's (device and inode).
+Anything else raises :class:`OSError`; the container may then hold part of the
+mounts (the caller removes it).
+
+``os.fork`` in a process with threads: the child only makes system calls and
+ends with ``os._exit`` (Python 3.12 warns about such forks; 3.11 is used here).
 """
 
 from __future__ import annotations
