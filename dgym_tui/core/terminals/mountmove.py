@@ -24,8 +24,11 @@ again in the container, where the file must be the host's (device and inode).
 Anything else raises :class:`OSError`; the container may then hold part of the
 mounts (the caller removes it).
 
-``os.fork`` in a process with threads: the child only makes system calls and
-ends with ``os._exit`` (Python 3.12 warns about such forks; 3.11 is used here).
+``os.fork`` in a process with threads: the child takes no lock another thread
+may hold (it makes system calls through ctypes functions looked up at import,
+then ``os._exit``), and it can be killed if it hangs, which a thread that joined
+the namespace (``unshare(CLONE_FS)`` then ``setns``) could not. Python 3.12 and
+later warn about such a fork (``DeprecationWarning``).
 """
 
 from __future__ import annotations
