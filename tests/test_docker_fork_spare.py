@@ -191,12 +191,13 @@ def test_the_mount_goes_only_to_the_spares_init_and_its_placeholder(episode, tmp
 
 
 @needs_root
-@pytest.mark.parametrize("mode", ["eager", "off"])
+@pytest.mark.parametrize("mode", ["eager", "off", False])
 def test_fork_spare_option_eager_serves_the_first_fork_and_off_never_starts_one(
         make_repo, make_env, docker_ready, fast_pytest, mode):
     repo = make_repo({"code.py": CODE, "test_code.py": TESTS})
     env = make_env(repo, terminal="docker", entrypoint=f"{fast_pytest} test_code.py",
                    terminal_options={"fork_spare": mode})
+    mode = mode or "off"  # False: what YAML makes of a bare `off`
     env.reset()
     spare = _wait_for_spare({env.terminal.container.id}, timeout=60 if mode == "eager" else 2)
     assert (spare is not None) == (mode == "eager")

@@ -241,7 +241,8 @@ class DockerTerminal(preload.Preloading, Terminal):
             the uid / gid the overlay shows the original's files as; the
             commands run as them (nothing is handed over with ``chown``).
         fork_spare: when a spare container for this episode's next fork starts:
-            one of :data:`FORK_SPARE_MODES` (default "lazy": after each fork).
+            one of :data:`FORK_SPARE_MODES` (default "lazy": after each fork);
+            False means "off", True "eager".
 
     Attributes:
         workdir: the mount point of the working copy inside the container.
@@ -252,12 +253,15 @@ class DockerTerminal(preload.Preloading, Terminal):
                  mem_limit: str = "2g", pids_limit: int = 512, cpus: float = 2.0,
                  workdir: str = "/workspace", ignored=(), user: str = "auto",
                  root_setup=(), limits: Limits | dict | None = None, overlay=None,
-                 run_as: tuple[int, int] | None = None, fork_spare: str = "lazy") -> None:
+                 run_as: tuple[int, int] | None = None,
+                 fork_spare: str | bool = "lazy") -> None:
         if not posixpath.isabs(workdir):
             raise TerminalError(f"workdir must be an absolute path inside the container, "
                                 f"got {workdir!r}")
         if user not in ("auto", "root"):
             raise TerminalError(f"user must be 'auto' or 'root', got {user!r}")
+        if isinstance(fork_spare, bool):  # YAML reads a bare `off` as False
+            fork_spare = "eager" if fork_spare else "off"
         if fork_spare not in FORK_SPARE_MODES:
             raise TerminalError(f"fork_spare must be one of {', '.join(FORK_SPARE_MODES)}, "
                                 f"got {fork_spare!r}")
