@@ -88,9 +88,9 @@ def _gated_session(repo, tmp_path, entrypoint: str, name: str = "t") -> tuple[Se
     gate = threading.Event()
     reset = env.reset
 
-    def gated_reset(on_copy=None):
+    def gated_reset(**options):
         gate.wait(60)
-        return reset(on_copy=on_copy)
+        return reset(**options)
 
     env.reset = gated_reset
     return Session(env, trajectory_path=tmp_path / f"{name}.jsonl", task_name="calc"), gate
