@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import datetime
 import os
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -22,6 +25,7 @@ pytestmark = pytest.mark.docker
 
 CODE = "def add(a, b):\n    return a - b\n"
 TESTS = "from code import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n"
+PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent)
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="a spare is adopted when dgym is root")
 
 
@@ -42,6 +46,17 @@ def _wait_for_spare(known: set[str], timeout: float = 60.0) -> str | None:
                 return cid
         time.sleep(0.1)
     return None
+
+
+def _none_left(timeout: float = 60.0) -> bool:
+    """True once no container of ours is left (a spare still starting at its episode's
+    close is removed when its start ends)."""
+    deadline = time.monotonic() + timeout
+    while _ours():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
 
 
 def _ready(env, count: int = SPARES_KEPT, timeout: float = 60.0) -> list[str]:
@@ -131,7 +146,7 @@ def test_closing_both_removes_the_parent_the_twin_and_the_spares(episode):
     assert set(_ours()) == {episode.terminal.container.id, first, *spares}
     twin.close()
     episode.close()
-    assert _ours() == {}
+    assert _ours() == {}  # no spare was starting: all removed by close()
 
 
 @needs_root
@@ -158,7 +173,7 @@ def test_a_spare_that_died_before_the_fork_gives_a_working_fork(episode, how):
         twin.close()
     assert spares[0] not in _ours()  # the dead spare the fork took was removed
     episode.close()
-    assert _ours() == {}  # and the other one with its episode
+    assert _none_left()  # the other one with its episode, and the one starting after it
 
 
 @needs_root
@@ -235,3 +250,33 @@ def test_a_fork_of_a_task_with_read_only_files_adopts_a_spare_and_keeps_them_rea
             env.workspace.read_text("tests/test_code.py")
     finally:
         twin.close()
+
+
+@needs_root
+def test_an_episode_closed_or_ended_while_its_spare_starts_leaves_no_container(
+        make_repo, episode, tmp_path):
+    twin = episode.fork()  # the parent starts its next spares now
+    twin.close()
+    episode.close()  # does not wait for the spare starting; its thread removes it
+    assert _none_left()
+
+    script = tmp_path / "exit.py"  # a process that exits right after a fork, closing nothing
+    repo = make_repo({"code.py": CODE, "test_code.py": TESTS}, name="exiting")
+    script.write_text(
+        "import os, sys\n"
+        "from dgym_tui import RepoEnv\n"
+        f"env = RepoEnv({str(repo)!r}, entrypoint='true', terminal='docker',"
+        f" image={episode.image!r})\n"
+        "env.reset()\n"
+        "env.fork().close()\n"
+        "twin = env.fork()\n"
+        "print(os.getpid(), flush=True)\n"
+        "sys.exit(0)\n")
+    res = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                         timeout=300, env={**os.environ, "PYTHONPATH": PACKAGE_ROOT})
+    assert res.returncode == 0, res.stderr[-2000:]
+    from dgym_tui.core.terminals.docker import LABEL_PID, get_client
+
+    pid = res.stdout.split()[-1]
+    left = get_client().containers.list(all=True, filters={"label": f"{LABEL_PID}={pid}"})
+    assert left == []  # the exit handlers removed the episode, its fork and its spares

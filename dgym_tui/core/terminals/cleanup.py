@@ -81,6 +81,11 @@ def close_all() -> None:
             _closing = False
 
 
+def closing_all() -> bool:
+    """True while :func:`close_all` runs (the process is exiting or was signalled)."""
+    return _closing
+
+
 def install_handlers() -> bool:
     """Install the ``atexit`` hook and, from the main thread, the signal handlers.
 

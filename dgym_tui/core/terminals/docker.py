@@ -628,15 +628,18 @@ class DockerTerminal(preload.Preloading, Terminal):
             return self._fork_spares.pop(0) if self._fork_spares else None
 
     def _close_fork_spares(self) -> None:
-        """Remove the spares (ready, starting, or given to :meth:`adopt_spare`); no new one
-        starts."""
+        """Remove the spares ready or given to :meth:`adopt_spare`; no new one starts. One
+        still starting is removed by its thread once its start ends, without waiting
+        for it here (the app closes an episode right after forking it), except when
+        the process exits (:func:`.cleanup.closing_all`): then it is waited for."""
         with self._spare_lock:
             self._spare_closed = True
             spares = [*self._fork_spares, self._adopted]
             self._fork_spares, self._adopted = [], None
             thread = self._spare_thread
-        if thread is not None and thread is not threading.current_thread():
-            thread.join(SPARE_WAIT)  # a spare finished meanwhile is removed by its thread
+        if thread is not None and thread is not threading.current_thread() \
+                and cleanup.closing_all():
+            thread.join(SPARE_WAIT)  # its spare is removed by the thread itself
         for spare in spares:
             if spare is not None:
                 spare.close()
