@@ -321,32 +321,3 @@ def test_a_second_docker_terminal_on_a_bound_overlay_is_refused(make_repo, make_
     with pytest.raises(TerminalError, match="bound by a container already"):
         again.start(str(ws.root))
     assert again.container is None
-
-
-def test_the_reset_waits_for_the_background_probe_instead_of_probing_again(make_repo, make_env,
-                                                                           monkeypatch):
-    """dgym-tui starts the overlay probe in a thread when it has built the environment (its
-    processes run while the app builds its screen); the reset, asking meanwhile, gets that
-    probe's answer: one probe, not two."""
-    from dgym_tui.core import tempdirs
-    from dgym_tui.core.fs import overlay
-
-    made: list[str] = []
-    make = tempdirs.make
-
-    def counted(kind: str, parent: str | None = None) -> str:
-        made.append(kind)
-        return make(kind, parent)
-
-    monkeypatch.setattr(tempdirs, "make", counted)
-    overlay._probe.cache_clear()
-    try:
-        env = make_env(make_repo({"a.py": "A = 1\n"}), terminal="local", entrypoint="true")
-        env.probe_in_background()  # as dgym-tui's open_episode does
-        env.reset()  # at once, while the probe runs
-        assert made.count("overlay-probe") == 1
-        assert (env.workspace.overlay is not None) == (overlay.overlay_problem() is None)
-        env.close()
-        assert not env._overlay_probe.is_alive()
-    finally:
-        overlay._probe.cache_clear()

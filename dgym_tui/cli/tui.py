@@ -269,8 +269,6 @@ def open_episode(args: argparse.Namespace, task: Any, policy: Any, mode: str,
                                check=True)
     except (ValueError, TypeError) as exc:
         raise UsageError(first_line(exc)) from None
-    # the reset's overlay probe runs while the front end builds its screen
-    session.env.probe_in_background()
     return session
 
 

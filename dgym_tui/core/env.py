@@ -225,7 +225,6 @@ class RepoEnv:
         #: the ``mcp_servers`` settings, checked (JSON-ready; trajectory headers keep them)
         self.mcp_servers: list[dict[str, Any]] = [spec.to_dict() for spec in self._mcp_specs]
         self._mcp_connections: list[Any] = []
-        self._overlay_probe: threading.Thread | None = None  # probe_in_background's
 
         self.workspace: Workspace | None = None
         self.terminal: Terminal | None = None
@@ -815,38 +814,12 @@ class RepoEnv:
         return notes
 
     @property
-    def _overlay_asked(self) -> bool:
-        """An overlay working copy is asked for: every terminal given by name (unless
-        ``overlay: false``)."""
-        return self.terminal_spec in ("local", "bwrap", "docker") \
-            and bool(self.terminal_options.get("overlay", True))
-
-    def probe_in_background(self) -> None:
-        """Start, in a thread, the check the first reset makes before its working copy
-        (whether an overlay can be mounted here: a process or two, 40-100 ms), so that the
-        reset finds its answer. A front end calls this when it has built the environment,
-        before its own start; :meth:`close` waits for the probe (its processes end with it).
-        """
-        if not self._overlay_asked or self._overlay_probe is not None:
-            return
-        from dgym_tui.core.fs.overlay import overlay_problem
-
-        def probe() -> None:
-            try:
-                overlay_problem(bindable=self.terminal_spec == "docker")
-            except Exception:  # noqa: BLE001  the reset probes again and reports it
-                log.debug("the overlay probe failed", exc_info=True)
-
-        self._overlay_probe = threading.Thread(target=probe, name="dgym-overlay-probe",
-                                               daemon=True)
-        self._overlay_probe.start()
-
-    @property
     def _overlay_wanted(self) -> bool:
         """The working copy is an overlay: every terminal given by name (unless
         ``overlay: false``), where an overlay can be mounted (else a copy, and a warning
         logged once; docker's needs dgym to run as root)."""
-        if not self._overlay_asked:
+        if self.terminal_spec not in ("local", "bwrap", "docker") \
+                or not self.terminal_options.get("overlay", True):
             return False
         from dgym_tui.core.fs.overlay import overlay_problem
 
@@ -994,8 +967,6 @@ class RepoEnv:
             if waited:
                 self._stepping.release()
         self._close_mcp_servers()
-        if self._overlay_probe is not None:  # its processes and folder end with it
-            self._overlay_probe.join(timeout=10)
         cleanup.unregister(self)
 
     def __enter__(self) -> Self:

@@ -48,7 +48,6 @@ import functools
 import os
 import stat
 import subprocess
-import threading
 import time
 
 from dgym_tui.core.fdtree import DIR_FLAGS, remove_tree
@@ -390,21 +389,10 @@ def remove_base(base: str) -> None:
     remove_tree(base)
 
 
-#: One probe at a time: a call while another thread probes waits for its (cached) answer.
-_PROBING = threading.Lock()
-
-
+@functools.lru_cache(maxsize=2)
 def overlay_problem(bindable: bool = False) -> str | None:
     """Why an overlay working copy (``bindable``: one for a container engine) cannot be
-    made here (one line), or None (cached). The probe's folder is deleted whole. Calls from
-    several threads share one probe (a front end starts it in a thread, its reset asks)."""
-    with _PROBING:
-        return _probe(bindable)
-
-
-@functools.lru_cache(maxsize=2)
-def _probe(bindable: bool) -> str | None:
-    """:func:`overlay_problem`'s probe: an overlay of an empty folder, mounted and closed."""
+    made here (one line), or None (cached). The probe's folder is deleted whole."""
     from dgym_tui.core import tempdirs
 
     base = tempdirs.make("overlay-probe")
