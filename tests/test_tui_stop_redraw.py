@@ -357,14 +357,11 @@ class TestStopRedraw:
             assert not screen._step_shown(pdb_call("n"))
 
     async def test_the_step_is_handed_over_before_its_echo(self, calc_session, monkeypatch):
-        """A key's command reaches pdb before the screen writes its echo (~1 ms of wrapping
-        and rendering a console line): the app's thread waits for the session's thread to
-        write it (``STEP_HEAD_START``, set long here so that a slow machine does not change
-        what is seen), so pdb works on it meanwhile. Waiting only until the session's
-        thread took the call let the app's thread take the GIL back at the step's first
-        system call, before pdb had the command. The console still shows the echo before
-        the answer."""
-        import pexpect
+        """A key's step is taken by the session's thread before the screen writes its echo
+        (~1 ms of wrapping and rendering a console line): the app's thread waits for that
+        (``STEP_HEAD_START``, set long here so that a slow machine does not change what is
+        seen), so the command reaches pdb first and pdb works on it meanwhile. The console
+        still shows the echo before the answer."""
         from tui_helpers import console_text
 
         from dgym_tui.tui.live import screen as live_screen
@@ -373,24 +370,16 @@ class TestStopRedraw:
         app = DgymApp(session=calc_session())
         async with app.run_test(size=SIZE) as pilot:
             await stop_at(app, pilot, "calc.py:4")
-            sent: list[str] = []  # what was written to pdb (the session's thread)
-            send = pexpect.spawn.send
-            monkeypatch.setattr(pexpect.spawn, "send",
-                                lambda child, text: sent.append(text) or send(child, text))
-            echoed: list[list[str]] = []  # at each console write: what pdb had by then
-            console = app.pdb_console
+            taken: list[bool] = []
+            console, screen = app.pdb_console, app.episode_screen
             write = console.write
-            monkeypatch.setattr(console, "write", lambda text, style="": echoed.append(
-                list(sent)) or write(text, style))
-            for number in range(4):
-                sent.clear()
-                echoed.clear()
-                assert app.episode_screen.act(pdb_call("n"))
-                # the echo: written once pdb had the command
-                assert len(echoed) == 1 and "n\n" in echoed[0], (number, echoed)
-                await settle(app, pilot)
+            monkeypatch.setattr(console, "write", lambda text, style="": taken.append(
+                any(call.taken.is_set() for call in screen._followups)) or write(text, style))
+            assert app.episode_screen.act(pdb_call("n"))
+            assert taken == [True]  # the echo: written once the call was taken
+            await settle(app, pilot)
             text = console_text(app)
-            assert text.rindex('› pdb(command="n")') < text.rindex("calc.py(")
+            assert text.rindex('› pdb(command="n")') < text.rindex("calc.py(3)average()")
 
     async def test_console_and_variables_compute_their_style_once_a_frame(self, calc_session,
                                                                         monkeypatch):

@@ -23,7 +23,6 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from dgym_tui.core import handoff
 from dgym_tui.core.pdb import fastcontinue
 from dgym_tui.core.terminals.base import DEFAULT_MAX_OUTPUT, child_alive
 from dgym_tui.core.terminals.output import BoundedOutput, read_until
@@ -322,7 +321,6 @@ class PdbSession:
             if owed is not None and not owed.ok:
                 return [owed]
         self.child.send("".join(cmd + "\n" for cmd in commands))
-        handoff.handed_off()
         replies = []
         for _ in commands:
             reply = self._read_reply(deadline, started)
@@ -347,7 +345,6 @@ class PdbSession:
         if "\n" in command or "\r" in command:
             raise ValueError("a pdb command is a single line")
         self.child.send(command + "\n")
-        handoff.handed_off()
         self._owed.append(command)
 
     @property

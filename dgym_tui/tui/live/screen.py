@@ -64,8 +64,8 @@ if TYPE_CHECKING:
 _BUSY = {"eval": "running eval", "pdb": "pdb", "rewrite": "rewriting", "submit": "submitting"}
 
 _SPECS = keys_of("live")
-#: Seconds the app's thread waits, at most, for the session's thread to hand a step's
-#: command to pdb (:meth:`SessionWorker.call`'s ``head_start``): ~4x the time it needs.
+#: Seconds the app's thread waits, at most, for the session's thread to take a step
+#: (:meth:`SessionWorker.call`'s ``head_start``): about the time it needs to reach pdb.
 STEP_HEAD_START = 0.002
 #: Commands typed while a step runs (keys and console lines) that wait to run after it, at
 #: most; a held-down key past that is dropped with a notice.

@@ -13,8 +13,6 @@ from typing import TYPE_CHECKING, Any
 from textual.message import Message
 from textual.message_pump import MessagePump
 
-from dgym_tui.core import handoff
-
 if TYPE_CHECKING:
     from dgym_tui.episode.session import Session
 
@@ -32,13 +30,11 @@ class Outcome:
 @dataclass(eq=False)
 class SessionCall:
     """One call handed to :meth:`SessionWorker.call`: its ``name``; ``outcome`` once done;
-    ``taken`` is set when the session's thread starts it, ``handed_off`` when it first
-    wrote a command to another process (pdb; :mod:`dgym_tui.core.handoff`) or ended."""
+    ``taken`` is set when the session's thread starts it."""
 
     name: str
     outcome: Outcome | None = None
     taken: threading.Event = field(default_factory=threading.Event)
-    handed_off: threading.Event = field(default_factory=threading.Event)
 
 
 @dataclass
@@ -106,13 +102,12 @@ class SessionWorker:
             node: who gets :class:`CallDone`.
             fn: the call.
             name: what it is (the caller's own bookkeeping).
-            head_start: seconds to wait, at most, for the session's thread to hand the
-                call's first command to another process (pdb), or to end it (0: return
-                at once). The waiting thread gives up the GIL, so a quick step's command
-                reaches pdb before this thread goes on; without it, only when this
-                thread next waited, or at Python's switch interval (5 ms). Waiting only
-                until the call was taken was not enough: this thread took the GIL back
-                at the call's first system call (a file read) before pdb's command.
+            head_start: seconds to wait, at most, for the session's thread to take the
+                call (0: return at once). The waiting thread gives up the GIL, and the
+                session's thread keeps it until ``fn`` first waits (for pdb's answer,
+                say): a quick step's command reaches pdb before this thread goes on;
+                without it, only when this thread next waited, or at Python's switch
+                interval (5 ms).
         """
         handle = SessionCall(name)
         with self._state_lock:
@@ -123,7 +118,7 @@ class SessionWorker:
                 self._thread.start()
         self._calls.put((node, handle, fn))
         if head_start > 0:
-            handle.handed_off.wait(head_start)
+            handle.taken.wait(head_start)
         return handle
 
     def _serve(self) -> None:
@@ -131,11 +126,10 @@ class SessionWorker:
         while (item := self._calls.get()) is not None:
             node, handle, fn = item
             try:
-                with self._running, handoff.expecting(handle.handed_off):
+                with self._running:
                     handle.taken.set()
                     handle.outcome = Outcome() if self.closed else outcome(fn)
             finally:
-                handle.handed_off.set()
                 with self._state_lock:
                     self._pending -= 1
             node.post_message(CallDone(handle))  # thread-safe; False once node closed
