@@ -283,6 +283,41 @@ class TestStopRedraw:
                 assert rows & set(range(source.y, source.bottom)), "source drawn later"
                 assert rows & set(range(stack.y, stack.bottom)), "stack drawn later"
 
+    async def test_no_collection_between_a_quick_step_and_its_frame(self, calc_session,
+                                                                   monkeypatch):
+        """The garbage collector's passes wait, from a quick step's start to the frame that
+        shows its answer (about one young-generation pass an ``n``, which ran wherever the
+        allocations reached the threshold: often in the key's way to the screen); it runs
+        again after that frame."""
+        monkeypatch.setattr(screen_hold, "GRACE", 60.0)
+        app = DgymApp(session=calc_session())
+        async with app.run_test(size=SIZE) as pilot:
+            await stop_at(app, pilot, "calc.py:4")
+            seen: list[str] = []  # "gcN" at each collection (any thread), "frame" at frames
+            display = app._display
+
+            def spy(screen, update):
+                seen.append("frame")
+                return display(screen, update)
+
+            def collected(phase, info):
+                if phase == "start":
+                    seen.append(f"gc{info['generation']}")
+
+            monkeypatch.setattr(app, "_display", spy)
+            gc.callbacks.append(collected)
+            try:
+                for number in range(8):
+                    seen.clear()
+                    assert app.episode_screen.act(pdb_call("n"))
+                    await settle(app, pilot)
+                    assert "frame" in seen, (number, seen)
+                    before = seen[:seen.index("frame")]
+                    assert not any(s.startswith("gc") for s in before), (number, seen)
+                    assert gc.isenabled(), number
+            finally:
+                gc.callbacks.remove(collected)
+
     async def test_a_step_draws_only_the_rows_that_changed(self, calc_session, monkeypatch):
         """A step's start and end (the busy label set and cleared) repaint no whole screen:
         each frame from the key to the settled answer draws the changed regions only (a

@@ -90,6 +90,7 @@ class DgymApp(OrderedKeys, App[int]):
         #: True once :meth:`close_session` began.
         self.closed = False
         self._gc_frozen = False
+        self._after_frame: list[Callable[[], Any]] = []  # after_next_frame's callbacks
         # The imported modules (and a loaded trajectory) live as long as the app: kept out
         # of full passes from now on; a live session freezes its start-up objects again.
         self.freeze_gc()
@@ -234,6 +235,19 @@ class DgymApp(OrderedKeys, App[int]):
         if self.replay_screen is not None:
             self.replay_screen.close()
         self.unfreeze_gc()
+
+    def after_next_frame(self, callback: Callable[[], Any]) -> None:
+        """Call ``callback()`` once the next frame was handed to the terminal driver
+        (Textual's ``call_after_refresh`` runs at the screen's next idle moment, which can
+        come before the widgets changed by a step asked for that frame)."""
+        self._after_frame.append(callback)
+
+    def _display(self, screen: Screen, renderable: Any) -> None:
+        super()._display(screen, renderable)
+        if self._after_frame:
+            callbacks, self._after_frame = self._after_frame, []
+            for callback in callbacks:
+                callback()
 
     def freeze_gc(self) -> None:
         """Keep the objects made so far (imported modules, the app's widgets, a loaded
