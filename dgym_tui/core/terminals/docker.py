@@ -461,10 +461,16 @@ class DockerTerminal(preload.Preloading, Terminal):
 
     # -- spare containers for forks (see mountmove) ---------------------------
 
+    def _spare_options(self) -> dict[str, Any]:
+        """The constructor's options a spare is made with (:meth:`_make_fork_spares`)."""
+        return {"image": self.image, "network": self.network, "mem_limit": self.mem_limit,
+                "pids_limit": self.pids_limit, "cpus": self.cpus, "workdir": self.workdir,
+                "user": self.user, "limits": self.limits}
+
     def _spare_fit(self) -> tuple:
-        """What a spare must share with the terminal adopting it."""
-        return (self.image, self.network, self.mem_limit, self.pids_limit, self.cpus,
-                self.workdir, self.user, self.limits, self.run_as)
+        """What a spare must share with the terminal adopting it: its options and
+        ``run_as``."""
+        return (*self._spare_options().values(), self.run_as)
 
     def start_spare(self) -> None:
         """Create and start this terminal's container with an empty folder at ``workdir``
@@ -595,10 +601,7 @@ class DockerTerminal(preload.Preloading, Terminal):
                 with self._spare_lock:
                     if self._spare_closed or len(self._fork_spares) >= SPARES_KEPT:
                         return
-                spare = DockerTerminal(
-                    image=self.image, network=self.network, mem_limit=self.mem_limit,
-                    pids_limit=self.pids_limit, cpus=self.cpus, workdir=self.workdir,
-                    user=self.user, limits=self.limits, fork_spare=self.fork_spare)
+                spare = DockerTerminal(**self._spare_options(), fork_spare=self.fork_spare)
                 try:
                     spare.start_spare()
                 except Exception as exc:  # noqa: BLE001  a head start only: forks make their own
