@@ -1,7 +1,7 @@
 """Where the app's ``c`` to a breakpoint goes: pdb alone, a RepoEnv step, the app hop by hop.
 
 Run: ``python bench/bench_c.py [--rounds 5] [--terminals bwrap,local] [--no-app]
-[--baseline OTHER_CHECKOUT]``.
+[--app-only] [--baseline OTHER_CHECKOUT]``.
 
 The task is bench_pudb's (``data/mini/pagination`` plus ``run_tests.py``, a breakpoint at
 ``test_pagination.py:7``, ``c`` from the script's first line: the script imports
@@ -23,8 +23,9 @@ times, in turn (the order reversed every other round):
 - ``app`` per terminal: the app in tmux (bench_pudb's session: ``b`` in the console, then
   ``c`` until line 7 is marked), started through ``bench/c_hops.py``, which timestamps each
   hop: key to the screen's action, action to pdb's command written, pdb, the reply to the
-  bridge's reading of the state, that to the first frame written after it, and that frame
-  to the screen read by tmux.
+  bridge's reading of the state, that to the first frame written after it (and the CPU
+  time the app's thread used meanwhile), and that frame to the screen read by tmux; with
+  ``--baseline`` the other checkout's app too, in the same rounds.
 
 For each process the CPU time it used during ``c`` (user + system, itself and its children,
 10 ms ticks) is printed beside the wall time: on a shared machine the CPU time says what the
@@ -145,20 +146,22 @@ def _hops(log: Path, key: float, screen: float) -> dict[str, float]:
     sent, _ = first("pdb>")
     replied, detail = first("pdb<", sent)
     pdb_cpu, app_cpu, _start = detail.split()
-    read, _ = first("turn<", replied)
-    frame, _ = first("frame", read)
+    read, read_cpu = first("turn<", replied)
+    frame, frame_detail = first("frame", read)
     return {"key to action": act - key, "action to pdb": sent - act,
             "pdb": replied - sent, "pdb CPU": float(pdb_cpu), "app CPU meanwhile": float(app_cpu),
             "reply to state read": read - replied, "state to frame": frame - read,
+            "app thread's CPU, state to frame": float(frame_detail.split()[1]) - float(read_cpu),
             "frame to screen": screen - frame, "total": screen - key}
 
 
-def app_round(work: Path, terminal: str) -> dict[str, float]:
-    """The app's ``c`` hop by hop (bench_pudb's session, started through c_hops.py)."""
+def app_round(work: Path, terminal: str, checkout: Path = ROOT) -> dict[str, float]:
+    """The app's ``c`` hop by hop (bench_pudb's session, started through c_hops.py), of
+    the dgym-tui at ``checkout``."""
     _task(work)
     log = work / "hops.log"
     log.unlink(missing_ok=True)
-    env = _env(ROOT)
+    env = _env(checkout)
     env["C_HOPS_LOG"] = str(log)
     command = (f"{shlex.quote(sys.executable)} {shlex.quote(str(HOPS))} repo --terminal "
                f"{terminal} --entrypoint 'python run_tests.py' --trajectory traj.jsonl "
@@ -193,7 +196,10 @@ def main() -> int:
     parser.add_argument("--terminals", default="bwrap,local")
     parser.add_argument("--no-app", action="store_true", help="leave the app rows out")
     parser.add_argument("--baseline", type=Path, help="another checkout of dgym-tui: one more "
-                        "row, pdb alone with that checkout's cheap continue")
+                        "row, pdb alone with that checkout's cheap continue, and its app's "
+                        "hops beside this one's")
+    parser.add_argument("--app-only", action="store_true",
+                        help="only the app rows (no pdb alone, no RepoEnv step)")
     args = parser.parse_args()
     terminals = [t for t in args.terminals.split(",") if t]
     try:
@@ -201,21 +207,26 @@ def main() -> int:
         has_pudb = True
     except ImportError:
         has_pudb = False
-    jobs: list[tuple[str, object]] = [("pdb alone", lambda w: pdb_alone(w)),
-                                      ("pdb alone, the session's cheap continue",
-                                       lambda w: pdb_alone(w, fast=True))]
-    if args.baseline:
+    jobs: list[tuple[str, object]] = []
+    if not args.app_only:
+        jobs += [("pdb alone", lambda w: pdb_alone(w)),
+                 ("pdb alone, the session's cheap continue", lambda w: pdb_alone(w, fast=True))]
+    if args.baseline and not args.app_only:
         other = start_command(args.baseline.resolve())
         jobs.append(("pdb alone, the baseline's cheap continue",
                      lambda w: pdb_alone(w, start=other)))
-    if has_pudb:
+    if has_pudb and not args.app_only:
         jobs.append(("pdb, pudb's modules first", lambda w: pdb_alone(w, PUDB_FIRST)))
     for terminal in terminals:
-        jobs.append((f"RepoEnv step, {terminal}", lambda w, t=terminal: env_step(w, t)))
-        jobs.append((f"RepoEnv step, {terminal}, bdb's plain continue",
-                     lambda w, t=terminal: env_step(w, t, fast=False)))
+        if not args.app_only:
+            jobs.append((f"RepoEnv step, {terminal}", lambda w, t=terminal: env_step(w, t)))
+            jobs.append((f"RepoEnv step, {terminal}, bdb's plain continue",
+                         lambda w, t=terminal: env_step(w, t, fast=False)))
         if not args.no_app:
             jobs.append((f"app, {terminal}", lambda w, t=terminal: app_round(w, t)))
+            if args.baseline:
+                jobs.append((f"app, {terminal}, baseline",
+                             lambda w, t=terminal: app_round(w, t, args.baseline.resolve())))
     results: dict[str, list[object]] = {name: [] for name, _ in jobs}
     load = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="bench-c-") as tmp:
@@ -226,8 +237,9 @@ def main() -> int:
     print(f"bench_c: {args.rounds} rounds, load {load:.2f} at the start, "
           f"{os.getloadavg()[0]:.2f} at the end")
     print()
-    print("| | wall | CPU of the pdb process |")
-    print("|---|---:|---:|")
+    if not args.app_only:
+        print("| | wall | CPU of the pdb process |")
+        print("|---|---:|---:|")
     for name, values in results.items():
         if name.startswith("app"):
             continue

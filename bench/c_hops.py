@@ -22,6 +22,7 @@ from __future__ import annotations
 import functools
 import os
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,15 @@ _LOG: list[Any] = []
 def mark(name: str, detail: str = "") -> None:
     """Write one timestamped line."""
     _LOG[0].write(f"{time.perf_counter():.6f} {name} {detail}\n")
+
+
+#: the CPU clock of the app's thread (the main thread), set by :func:`install`
+_APP_CLOCK: list[int] = []
+
+
+def app_cpu() -> str:
+    """CPU seconds used so far by the app's thread, as text ("0" before :func:`install`)."""
+    return f"{time.clock_gettime(_APP_CLOCK[0]):.6f}" if _APP_CLOCK else "0"
 
 
 def tree_cpu(pid: int) -> float:
@@ -59,11 +69,11 @@ def around(cls: type, attr: str, name: str) -> None:
 
     @functools.wraps(original)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        mark(f"{name}>")
+        mark(f"{name}>", app_cpu())
         try:
             return original(*args, **kwargs)
         finally:
-            mark(f"{name}<")
+            mark(f"{name}<", app_cpu())
 
     setattr(cls, attr, wrapper)
 
@@ -71,6 +81,7 @@ def around(cls: type, attr: str, name: str) -> None:
 def install() -> None:
     """Open ``C_HOPS_LOG`` and wrap the hops (see the module docstring)."""
     _LOG.append(open(os.environ["C_HOPS_LOG"], "a", buffering=1))  # noqa: SIM115
+    _APP_CLOCK.append(time.pthread_getcpuclockid(threading.main_thread().ident or 0))
     from textual import events
     from textual.drivers import linux_driver
 
@@ -117,7 +128,7 @@ def install() -> None:
 
     @functools.wraps(write)
     def timed_write(self: Any, data: str) -> None:
-        mark("frame", str(len(data)))
+        mark("frame", f"{len(data)} {app_cpu()}")
         write(self, data)
 
     linux_driver.LinuxDriver.write = timed_write
