@@ -221,3 +221,52 @@ async def test_the_first_frame_is_styled_as_a_full_restyle_styles_it(make_repo, 
     finally:
         gate.set()
         app.close_session()
+
+
+async def test_the_stylesheet_is_parsed_once_in_the_themes_colours(make_repo, tmp_path,
+                                                                   monkeypatch):
+    """The app's theme, set when the app is built, reaches the first frame without a second
+    parse of its CSS (Textual's theme change re-parsed app.tcss and App's CSS into a new
+    stylesheet and emptied the parse cache, so that the first styling parsed them again):
+    up to the first frame no CSS source is parsed twice with the same settings (Textual
+    parses a widget's CSS again when a subclass registers it with another tie-breaker), in
+    the theme's colours (a full re-parse in the theme, Textual's ``refresh_css``, gives
+    every widget the same styles)."""
+    import textual.css.stylesheet as stylesheet_module
+
+    parsed: list[tuple] = []
+    real_parse = stylesheet_module.parse
+
+    def counted(scope, css, read_from, *args, **kwargs):
+        parsed.append((read_from, scope, kwargs.get("tie_breaker")))
+        return real_parse(scope, css, read_from, *args, **kwargs)
+
+    monkeypatch.setattr(stylesheet_module, "parse", counted)
+    repo = make_repo({"calc.py": CALC, "test_calc.py": TESTS})
+    session, gate = _gated_session(repo, tmp_path, ENTRYPOINT)
+    app = DgymApp(session=session, theme_name="dgym-light")
+    at_first_frame: list[tuple] = []
+    display = app._display
+
+    def first(screen, update):
+        display(screen, update)
+        if update is not None and not at_first_frame:
+            at_first_frame.extend(parsed)
+
+    app._display = first
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await pilot.pause()
+            assert at_first_frame and app.theme == "dgym-light"
+            twice = sorted({source for source in at_first_frame
+                            if at_first_frame.count(source) > 1})
+            assert not twice, f"parsed more than once before the first frame: {twice}"
+            nodes = list(app.screen.walk_children(with_self=True))
+            styled = [(node, node.styles.get_rules()) for node in [app, *nodes]]
+            app.refresh_css(animate=False)
+            assert [(node, node.styles.get_rules()) for node in [app, *nodes]] == styled
+            gate.set()
+            await settle(app, pilot)
+    finally:
+        gate.set()
+        app.close_session()

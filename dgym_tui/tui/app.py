@@ -101,6 +101,19 @@ class DgymApp(OrderedKeys, App[int]):
             # every widget a second time.
             self.theme = theme_name
 
+    def refresh_css(self, animate: bool = True) -> None:
+        """Textual's, except before the first screen is installed, when nothing is styled
+        yet: the theme set in ``__init__`` queues this refresh, and Textual's re-parsed
+        the app's CSS into a new stylesheet and emptied this one's parse cache, so that
+        the first styling parsed it again (~7 ms of the first frame). Then the stylesheet
+        takes the theme's variables and parses its sources so far in them, into its own
+        parse cache, which the first styling reuses."""
+        if self.screen_stack:
+            super().refresh_css(animate)
+            return
+        self.stylesheet.set_variables(self.get_css_variables())
+        self.stylesheet.parse()
+
     # -- screens ---------------------------------------------------------------------------
     def get_default_screen(self) -> Screen:
         """The episode's screen (live or replay) with its breakpoint classes for the
