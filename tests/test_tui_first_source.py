@@ -270,3 +270,46 @@ async def test_the_stylesheet_is_parsed_once_in_the_themes_colours(make_repo, tm
     finally:
         gate.set()
         app.close_session()
+
+
+async def test_the_source_view_is_the_first_widget_focused(make_repo, tmp_path, monkeypatch):
+    """The source view has the focus from the screen's compose (Textual focused the first
+    focusable widget, the file tree, then the screen's mount moved the focus: two more
+    restyles before the first frame); later, a screen left with nothing focused gets
+    Textual's default again (the first focusable widget)."""
+    from textual.widget import Widget
+
+    changes: list[tuple[str, bool]] = []
+    watch = Widget.watch_has_focus
+
+    def recorded(self, has_focus):
+        changes.append((type(self).__name__, has_focus))
+        watch(self, has_focus)
+
+    monkeypatch.setattr(Widget, "watch_has_focus", recorded)
+    repo = make_repo({"calc.py": CALC, "test_calc.py": TESTS})
+    session, gate = _gated_session(repo, tmp_path, ENTRYPOINT)
+    app = DgymApp(session=session)
+    at_first_frame: list[list[tuple[str, bool]]] = []
+    display = app._display
+
+    def first(screen, update):
+        display(screen, update)
+        if update is not None and not at_first_frame:
+            at_first_frame.append(list(changes))
+
+    app._display = first
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await pilot.pause()
+            assert at_first_frame == [[("SourceView", True)]]
+            assert app.focused is app.source_view
+            screen = app.episode_screen
+            screen.set_focus(None)
+            screen._update_auto_focus()  # as a screen resumed with nothing focused
+            assert type(app.focused).__name__ == "FileTree"
+            gate.set()
+            await settle(app, pilot)
+    finally:
+        gate.set()
+        app.close_session()

@@ -91,6 +91,10 @@ class EpisodeScreen(QuietKeys, Screen[None]):
         self._current_path: str | None = None
         self._last_result: StepResult | None = None
         self._shown = False  # shown once (on_screen_resume)
+        # The source view has the focus from the compose on (Textual's default focused the
+        # first focusable widget, the file tree, and the mount moved it: two more restyles
+        # before the first frame); on_mount hands later showings back to the default.
+        self.AUTO_FOCUS = "#source"  # type: ignore[misc]  # this screen only, until mounted
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="body"):
@@ -121,8 +125,10 @@ class EpisodeScreen(QuietKeys, Screen[None]):
 
     def on_mount(self) -> None:
         # Focus at once, not after the next refresh (Widget.focus), so that the footer
-        # builds the keys of the focused source view into the first frame.
+        # builds the keys of the focused source view into the first frame (the compose
+        # focused it already: AUTO_FOCUS).
         self.set_focus(self.source_view)
+        del self.AUTO_FOCUS  # the class's (Textual's default) from now on
         self.show_episode()
         self.query_one(KeyFooter).show_keys()
 
