@@ -14,7 +14,9 @@ rules), rich.syntax's token colours and importlib.metadata (pygments.lexers impo
 are imported right after the first frame, which the colours follow. The first frame already has the footer's keys (Textual's footer builds them only after the
 first refresh; the app builds them before). The episode's reset starts before it, in its
 worker, when the screen is mounted (the working copy, and so the source, is ready sooner):
-here it is held until the first frame, so that the modules counted are the app's own."""
+here it is held until the first frame, so that the modules counted are the app's own, and
+no process is started before it (ctypes' ``find_library`` ran ``ldconfig -p`` for the
+namespace calls the working copy's module imports)."""
 
 from __future__ import annotations
 
@@ -42,6 +44,9 @@ def _run(script: str, *args: str) -> str:
 
 SCRIPT = """
 import asyncio, json, sys, threading
+spawned = []  # the processes started (the reset is held until the first frame)
+sys.addaudithook(lambda event, args: spawned.append(str(args[1])[:200])
+                 if event in ("subprocess.Popen", "os.posix_spawn", "os.fork") else None)
 from dgym_tui.cli.tui import build_app, build_parser
 
 async def main():
@@ -68,6 +73,7 @@ async def main():
             seen["shown"] = app.source_view.path
             seen["calls"] = not app.worker.idle  # the reset: queued or running
             seen["began"] = bool(began)
+            seen["spawned"] = list(spawned)
             drawn.set()
 
     app._display = first_frame
@@ -79,6 +85,7 @@ async def main():
         print(json.dumps({"modules": seen["modules"], "keys": seen["keys"],
                           "shown": seen["shown"],
                           "calls": seen["calls"], "began": seen["began"],
+                          "spawned": seen["spawned"],
                           "started": app.started,
                           "later": "rich.pretty" in sys.modules}))
     app.close_session()
@@ -102,6 +109,8 @@ def test_first_paint_leaves_step_libraries_unloaded(tmp_path):
     # the footer's keys (the focused source view's first) are drawn in the first frame
     assert seen["keys"][:3] == ["b", "n", "s"] and "q" in seen["keys"]
     assert seen["shown"] == "calc.py"  # the first source file, from the original
+    # no process before the first frame (ctypes.util.find_library ran ldconfig)
+    assert seen["spawned"] == []
     # the reset runs (here held) on the session's thread when the first frame is drawn,
     # then completes
     assert seen["calls"] and seen["began"] and seen["started"]

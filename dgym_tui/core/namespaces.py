@@ -9,14 +9,27 @@ is imported, so a child between fork and exec only calls them.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 0x1, 0x2, 0x4, 0x8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 0x20, 0x1000, 0x4000, 0x40000
 MS_NOATIME, MS_NODIRATIME, MS_RELATIME = 0x400, 0x800, 0x200000
 CLONE_NEWNS, CLONE_NEWUSER = 0x00020000, 0x10000000
 
-libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+
+
+def _libc() -> ctypes.CDLL:
+    """The C library: glibc's by its name, else the one ``ctypes.util.find_library``
+    finds (it runs ``ldconfig -p``, a process in every app's first frame: the working
+    copy's module imports this one)."""
+    try:
+        return ctypes.CDLL("libc.so.6", use_errno=True)
+    except OSError:  # not glibc
+        from ctypes.util import find_library
+
+        return ctypes.CDLL(find_library("c") or None, use_errno=True)
+
+
+libc = _libc()
 #: ``mount(source, target, fstype, flags, data)`` (bytes or None; returns -1 on failure).
 mount = libc.mount
 mount.argtypes = (ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong,
