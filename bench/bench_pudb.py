@@ -1,7 +1,7 @@
 """dgym-tui next to pudb, both driven in a real terminal (tmux) on the same small task.
 
 Run: ``python bench/bench_pudb.py [--rounds 3] [--size 120x36] [--terminals bwrap,local]
-[--baseline OTHER_CHECKOUT]``. Prints one table of medians and their ratios (dgym-tui /
+[--baseline OTHER_CHECKOUT] [--first-screen-only]``. Prints one table of medians and their ratios (dgym-tui /
 pudb; the eval row: dgym-tui's ``x`` / a bare ``python -m pytest`` of the same tests), one
 dgym-tui column per terminal (default: the one a user gets, ``bwrap`` where it works, else
 ``local``; the bench prints which) and, with ``--baseline``, per terminal for another
@@ -31,6 +31,8 @@ The programs run in turn (each dgym-tui variant and pudb, the order reversed eve
 round), ``--rounds`` times each. With pudb runs the "Textual floor",
 bench/textual_floor_app.py: one Textual widget showing the file with a marker that ``n``
 moves, no debugger behind it (first screen and ``n`` only): what any Textual app pays here.
+``--first-screen-only`` times the first row alone (each program is closed once its first
+screen is timed; no eval rounds): more rounds in the same time for a change to the start.
 """
 
 from __future__ import annotations
@@ -141,15 +143,17 @@ def _task(work: Path) -> Path:
 
 
 def dgym_round(work: Path, size: tuple[int, int], terminal: str = "local",
-               root: Path = ROOT) -> dict[str, list[float]]:
+               root: Path = ROOT, first_only: bool = False) -> dict[str, list[float]]:
     """One dgym-tui session (the checkout at ``root``) on run_tests.py: first screen, c,
-    n, n."""
+    n, n (``first_only``: the first screen alone)."""
     _task(work)
     command = _dgym_tui(f"repo --terminal {terminal} --entrypoint 'python run_tests.py' "
                         "--trajectory traj.jsonl --no-apply-prompt")
     t = Tmux(command, size, work, _env(root))
     try:
         first = t.wait(r"│ *\d+ │\S", t.started)
+        if first_only:
+            return {"first screen": [first]}
         t.wait(r"│ step 0/", t.started)
         t.keys(":")
         t.wait(r"^ esc Back to source", time.perf_counter(), 30)
@@ -182,8 +186,10 @@ def _n_twice(t: Tmux, pattern: str) -> list[float]:
     return times
 
 
-def pudb_round(work: Path, size: tuple[int, int]) -> dict[str, list[float]]:
-    """One pudb session on run_tests.py, with a saved breakpoint at test_pagination.py:7."""
+def pudb_round(work: Path, size: tuple[int, int],
+               first_only: bool = False) -> dict[str, list[float]]:
+    """One pudb session on run_tests.py, with a saved breakpoint at test_pagination.py:7
+    (``first_only``: its first screen alone)."""
     repo = _task(work)
     config = work / "pudb-config"
     (config / "pudb").mkdir(parents=True, exist_ok=True)
@@ -196,6 +202,8 @@ def pudb_round(work: Path, size: tuple[int, int]) -> dict[str, list[float]]:
     t = Tmux(f"{shlex.quote(sys.executable)} -m pudb run_tests.py", size, repo, env)
     try:
         first = t.wait(r"^[> ] +import test_pagination", t.started)
+        if first_only:
+            return {"first screen": [first]}
         time.sleep(0.3)
         cont = t.wait(r"^>\*? +paginator = Paginator", t.keys("c"))
         time.sleep(0.3)
@@ -205,15 +213,19 @@ def pudb_round(work: Path, size: tuple[int, int]) -> dict[str, list[float]]:
         t.close()
 
 
-def floor_round(work: Path, size: tuple[int, int]) -> dict[str, list[float]]:
+def floor_round(work: Path, size: tuple[int, int],
+                first_only: bool = False) -> dict[str, list[float]]:
     """bench/textual_floor_app.py on test_pagination.py: a one-widget Textual app with no
-    debugger behind it, its marker at line 7; first screen, then n, n."""
+    debugger behind it, its marker at line 7; first screen, then n, n (``first_only``:
+    the first screen alone)."""
     repo = _task(work)
     app = Path(__file__).with_name("textual_floor_app.py")
     t = Tmux(f"{shlex.quote(sys.executable)} {shlex.quote(str(app))} test_pagination.py 7",
              size, repo, _env())
     try:
         first = t.wait(r"│ *\d+ │\S", t.started)
+        if first_only:
+            return {"first screen": [first]}
         time.sleep(0.3)
         steps = _n_twice(t, r"▶ *{number} │ +{line}")
         return {"first screen": [first], "n, key to screen": steps}
@@ -281,7 +293,10 @@ def main() -> int:
                         "(default: the one dgym-tui PATH picks here)")
     parser.add_argument("--baseline", type=Path, help="another checkout of dgym-tui (e.g. a "
                         "git worktree of an older commit) to measure in the same run")
+    parser.add_argument("--first-screen-only", action="store_true", help="time the first "
+                        "screen alone (no c, n or eval rounds)")
     args = parser.parse_args()
+    first_only = args.first_screen_only
     size = tuple(int(part) for part in args.size.split("x"))
     if shutil.which("tmux") is None:
         print("bench_pudb: tmux is not installed", file=sys.stderr)
@@ -315,11 +330,15 @@ def main() -> int:
             for variant in (runs if number % 2 == 0 else runs[::-1]):
                 if variant is None:
                     if has_pudb:
-                        _add(theirs, pudb_round(work, size))
-                    _add(textual, floor_round(work, size))
+                        _add(theirs, pudb_round(work, size, first_only))
+                    _add(textual, floor_round(work, size, first_only))
                     continue
                 name, terminal, root = variant
-                _add(ours[name], dgym_round(work, size, terminal, root))
+                _add(ours[name], dgym_round(work, size, terminal, root, first_only))
+                if first_only:  # its episode, closed mid-start, winds down before the next
+                    time.sleep(1.5)
+            if first_only:
+                continue
             for variant in (variants if number % 2 == 0 else variants[::-1]):
                 name, terminal, root = variant
                 _add(ours[name], eval_round(work, size, terminal, root))
@@ -332,11 +351,15 @@ def main() -> int:
           + " | ".join(f"{name} / pudb" for name in names)
           + " | Textual floor | Textual floor / pudb |")
     print("|---|" + "---:|" * (2 * len(names) + 3))
-    for row in ("first screen", "c to a breakpoint", "n, key to screen"):
+    rows = ("first screen",) if first_only else ("first screen", "c to a breakpoint",
+                                                  "n, key to screen")
+    for row in rows:
         print(f"| {row} | " + " | ".join(_ms(ours[name].get(row)) for name in names)
               + f" | {_ms(theirs.get(row))} | "
               + " | ".join(_ratio(ours[name].get(row), theirs.get(row)) for name in names)
               + f" | {_ms(textual.get(row))} | {_ratio(textual.get(row), theirs.get(row))} |")
+    if first_only:
+        return 0
     print("| x, one eval (pudb column: bare pytest) | "
           + " | ".join(_ms(ours[name].get("x")) for name in names)
           + f" | {_ms(floor.get('bare pytest'))} | "
