@@ -58,6 +58,13 @@ LAYOUT_KEYS = [
     ("Z (transcript)", "expand or fold every long observation")]
 
 
+def breakpoint_marks(result: StepResult, path: str | None) -> dict[int, str | None]:
+    """The source view's marks of ``path``'s breakpoints in ``result``: line (1-based) ->
+    condition, None for a plain breakpoint."""
+    return {int(line): result.conditions.get(f"{bp_path}:{line}")
+            for bp_path, line in result.breakpoints if bp_path == path}
+
+
 class EpisodeScreen(QuietKeys, Screen[None]):
     """One episode on screen: file tree, source view, console, side column (Debug,
     Transcript, Diff), status bar and footer.
@@ -185,12 +192,8 @@ class EpisodeScreen(QuietKeys, Screen[None]):
     def refresh_marks(self, result: StepResult, follow: bool = True) -> None:
         """Mark the shown file's breakpoints and pdb's line in the source view."""
         path = self._current_path
-        marks: dict[int, str | None] = {}
-        for bp_path, line in result.breakpoints:
-            if bp_path == path:
-                marks[int(line)] = result.conditions.get(f"{bp_path}:{line}")
         frame = result.frame[1] if result.frame and result.frame[0] == path else None
-        self.source_view.set_marks(marks, frame, follow=follow)
+        self.source_view.set_marks(breakpoint_marks(result, path), frame, follow=follow)
 
     def show_debug(self, inspection: Any, result: StepResult | None) -> None:
         """Hand one stop to the Debug tab's panes; the console completes its names."""

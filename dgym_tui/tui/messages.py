@@ -148,3 +148,16 @@ class FileRead(Message):
 
     source: SourceText
     line: int | None
+
+
+@dataclass
+class FileLexedAhead(Message):
+    """A breakpoint's file read and lexed in a worker before pdb stops there.
+
+    Attributes:
+        ahead: the :class:`~dgym_tui.tui.widgets.source_view.LexedAhead` file.
+        stops: its breakpoints' lines (1-based) to lay out the stop's rows for.
+    """
+
+    ahead: Any
+    stops: list[int]

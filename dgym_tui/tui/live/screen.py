@@ -21,11 +21,11 @@ from textual.timer import Timer
 from textual.widgets import Input
 
 from dgym_tui.core.errors import first_line
-from dgym_tui.core.safetext import one_line
+from dgym_tui.core.safetext import one_line, strip_controls
 from dgym_tui.core.types import DEFAULT_TASK, StepResult, ToolCall
 from dgym_tui.tui.actions import console_action, pdb_call
 from dgym_tui.tui.bridge import SessionBridge
-from dgym_tui.tui.episode_screen import EpisodeScreen
+from dgym_tui.tui.episode_screen import EpisodeScreen, breakpoint_marks
 from dgym_tui.tui.keys import bindings_of, keys_of, tool_syntax
 from dgym_tui.tui.live.session_worker import CallDone, SessionCall, SessionWorker
 from dgym_tui.tui.locate import first_source_file, no_tests_hint
@@ -33,6 +33,7 @@ from dgym_tui.tui.messages import (
     AgentThinking,
     CopyReady,
     EpisodeEnded,
+    FileLexedAhead,
     FileRead,
     Inspected,
     ModeChanged,
@@ -51,7 +52,13 @@ from dgym_tui.tui.widgets.breakpoints import BreakpointsPane
 from dgym_tui.tui.widgets.console import PdbConsole
 from dgym_tui.tui.widgets.diff_view import DiffView
 from dgym_tui.tui.widgets.file_tree import FileTree
-from dgym_tui.tui.widgets.source_view import SourceView, warm_up_in_background
+from dgym_tui.tui.widgets.source_view import (
+    RECENT_FILES,
+    LexedAhead,
+    SourceView,
+    lex_ahead,
+    warm_up_in_background,
+)
 from dgym_tui.tui.widgets.stack import StackPane
 from dgym_tui.tui.widgets.transcript import format_action
 from dgym_tui.tui.widgets.variables import VariablesPane
@@ -67,6 +74,14 @@ _SPECS = keys_of("live")
 #: Seconds the app's thread waits, at most, for the session's thread to take a step
 #: (:meth:`SessionWorker.call`'s ``head_start``): about the time it needs to reach pdb.
 STEP_HEAD_START = 0.002
+#: pdb's commands that continue to the next breakpoint: their stop's rows are drawn ahead
+#: (:meth:`SourceView.draw_ahead`) while pdb runs, for the breakpoints of files lexed ahead.
+CONTINUE_VERBS = ("c", "cont", "continue")
+#: Seconds after such a command's start before its rows are drawn: the session's thread
+#: has written it to pdb by then (the two threads share one GIL).
+AHEAD_DELAY = 0.01
+#: A file's breakpoints (the first ones) whose stop is drawn ahead, at most.
+AHEAD_STOPS = 4
 #: Commands typed while a step runs (keys and console lines) that wait to run after it, at
 #: most; a held-down key past that is dropped with a notice.
 TYPED_AHEAD_MAX = 20
@@ -127,6 +142,9 @@ class LiveScreen(EpisodeScreen):
         self._hinted_no_tests = False
         self._frame_stale = False  # files changed under a stopped pdb: it restarts
         self._early_path: str | None = None  # the file shown before the copy (the original's)
+        #: the breakpoints whose files were lexed ahead (path, line), and those files by path
+        self._laid_out: set[tuple[str, int]] = set()
+        self._ahead: dict[str, LexedAhead] = {}
         #: ``busy`` as a plain attribute (the session's thread reads it)
         self._busy_label = ""
         self._bridge = SessionBridge(self.session, self.post_message, lambda: self._current_path,
@@ -324,6 +342,10 @@ class LiveScreen(EpisodeScreen):
         run = action
         if not self.session_call(_BUSY.get(run.name, run.name), lambda: session.act(run)):
             return False
+        if run.name == "pdb" and str(run.arguments.get("command", "")).split(" ")[0] \
+                in CONTINUE_VERBS and self._ahead:  # type: ignore[union-attr]
+            # once pdb has the command (the session's thread first: the GIL is shared)
+            self.set_timer(AHEAD_DELAY, self._draw_ahead)
         # written while the session's thread runs the step: its answer comes after these
         for text, style in [(echo, "bold"), *notes]:
             self.pdb_console.write(text, style=style)
@@ -554,6 +576,52 @@ class LiveScreen(EpisodeScreen):
             self.show_debug(self._inspection, result)
         else:
             self.debug_panel.show_breakpoints(result)
+        self._lay_out_ahead(result, changed)
+
+    def _lay_out_ahead(self, result: StepResult, changed: bool) -> None:
+        """Have the file of each new breakpoint (set by this step) read and lexed in a
+        worker while the app is idle, for the first ``c`` to it (lexing a newly shown file
+        was a fifth to a third of the stop's frame); files whose breakpoints are gone are
+        forgotten, all of them when the files ``changed``."""
+        marks = {(path, int(line)) for path, line in result.breakpoints}
+        if changed:
+            self._laid_out.clear()
+            self._ahead.clear()
+        new, self._laid_out = marks - self._laid_out, marks
+        for path in [p for p in self._ahead if p not in {p for p, _ in marks}]:
+            del self._ahead[path]
+        files: dict[str, list[int]] = {}
+        for path, line in sorted(new):
+            files.setdefault(path, []).append(line)
+        for path, lines in list(files.items())[:RECENT_FILES - 1]:  # the shown file stays
+            self._lex_ahead(path, lines)
+
+    @work(thread=True, group="ahead", exit_on_error=False)
+    def _lex_ahead(self, path: str, lines: list[int]) -> None:
+        session = self.session
+        if self.worker.closed or session.generation is None:  # closed
+            return
+        text = session.read_file(path)  # as _read_file: not under the session's lock
+        if text is not None:
+            self.post_message(FileLexedAhead(
+                lex_ahead(path, strip_controls(text, keep_lines=True), lines), lines))
+
+    @on(FileLexedAhead)
+    def _lexed_ahead(self, message: FileLexedAhead) -> None:
+        self._ahead[message.ahead.path] = message.ahead
+        while len(self._ahead) > RECENT_FILES - 1:
+            del self._ahead[next(iter(self._ahead))]
+        self.source_view.keep_ahead(message.ahead)
+
+    def _draw_ahead(self) -> None:
+        """Draw the rows of a stop at each breakpoint of the files lexed ahead, while pdb
+        continues (the focus, the size and the scroll are the stop's then)."""
+        result = self._last_result
+        if result is None or not self.busy:
+            return
+        for ahead in self._ahead.values():
+            marks = breakpoint_marks(result, ahead.path)
+            self.source_view.draw_ahead(ahead, marks, sorted(marks)[:AHEAD_STOPS])
 
     def open_file(self, path: str, line: int | None, source: SourceText | None = None) -> None:
         """Show ``path`` at ``line``: from ``source`` (read in a worker), else read in a

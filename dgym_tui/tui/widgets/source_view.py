@@ -112,6 +112,51 @@ def lex_lines(lexer: Lexer, text: str) -> list[list[tuple[object, str]]]:
     return lines
 
 
+def file_lines(text: str) -> list[str]:
+    """The rows :class:`SourceView` shows of ``text``: tabs expanded to 4 columns, split at
+    newlines, without the empty piece after a last newline."""
+    lines = text.expandtabs(4).split("\n")
+    if lines[-1] == "" and len(lines) > 1:
+        lines.pop()
+    return lines
+
+
+def lex_chunk(lexer: Lexer, lines: list[str], chunk: int) -> list[list[tuple[object, str]]]:
+    """Lex chunk ``chunk`` of ``lines`` (:data:`LEX_CHUNK` lines from ``chunk *
+    LEX_CHUNK``); returns :func:`lex_lines`' answer for them."""
+    first = chunk * LEX_CHUNK
+    return lex_lines(lexer, "\n".join(lines[first:first + LEX_CHUNK]))
+
+
+@dataclass
+class LexedAhead:
+    """A file lexed before it is shown (:func:`lex_ahead`), for :meth:`SourceView.draw_ahead`.
+
+    Attributes:
+        path: the file's path as :meth:`SourceView.load` gets it.
+        text: its text as :meth:`SourceView.load` gets it.
+        lines: :func:`file_lines` of ``text``.
+        lexer: the lexer :meth:`SourceView.load` picks for it.
+        chunks: chunk number -> :func:`lex_chunk` of it, for the chunks asked for.
+    """
+
+    path: str
+    text: str
+    lines: list[str]
+    lexer: Lexer
+    chunks: dict[int, list[list[tuple[object, str]]]]
+
+
+def lex_ahead(path: str, text: str, lines: list[int]) -> LexedAhead:
+    """Lex the chunks of ``text`` (the content of ``path``) that hold ``lines`` (1-based).
+    Pure: safe in any thread (a worker's, while the app is idle)."""
+    rows = file_lines(text)
+    lexer = lexer_for(path, len(text.expandtabs(4)))
+    chunks = {chunk: lex_chunk(lexer, rows, chunk)
+              for chunk in sorted({(n - 1) // LEX_CHUNK for n in lines if 0 < n <= len(rows)})}
+    return LexedAhead(path, text, rows, lexer, chunks)
+
+
 class SourceView(QuietKeys, ScrollView, can_focus=True):
     """Shows one working-copy file with line numbers, breakpoints and the frame.
 
@@ -279,11 +324,8 @@ class SourceView(QuietKeys, ScrollView, can_focus=True):
         self.path = path
         self._text = text
         self._anchor = None
-        text = text.expandtabs(4)
-        self.lines = text.split("\n") if path is not None else []
-        if self.lines and self.lines[-1] == "" and len(self.lines) > 1:
-            self.lines.pop()
-        self._lexer = lexer_for(path or "", len(text)) if highlight else None
+        self.lines = file_lines(text) if path is not None else []
+        self._lexer = lexer_for(path or "", len(text.expandtabs(4))) if highlight else None
         self._added = self._lex_added()
         self._resize()
         if line is None:
@@ -318,6 +360,68 @@ class SourceView(QuietKeys, ScrollView, can_focus=True):
         if follow and frame is not None and changed_frame:
             self.go_to(frame)
         self._redraw(*rows)
+
+    def keep_ahead(self, ahead: LexedAhead) -> None:
+        """Keep ``ahead``'s lexed chunks with its file (the shown file's own, or as a file
+        shown before: :data:`RECENT_FILES`), so that :meth:`load` of the same path and text
+        does not lex them again."""
+        self._ahead_state(ahead)
+
+    def _ahead_state(self, ahead: LexedAhead) -> tuple[dict, dict, dict] | None:
+        """The kept (chunks, segments, drawn rows) of ``ahead``'s file with its chunks in
+        them; None when it is the shown file shown without colours (``highlight=False``)."""
+        key = (ahead.path, ahead.text)
+        if key == (self.path, self._text):
+            if self._lexer is None:  # shown without colours until highlight()
+                return None
+            state = (self._chunks, self._cache, self._strips)
+        else:
+            state = self._recent.pop(key, None) or ({}, {}, {})
+            self._recent[key] = state  # the newest kept
+            while len(self._recent) > RECENT_FILES:
+                del self._recent[next(iter(self._recent))]
+        for number, lexed in ahead.chunks.items():
+            state[0].setdefault(number, lexed)
+        return state
+
+    def draw_ahead(self, ahead: LexedAhead, breakpoints: dict[int, str | None],
+                   stops: list[int]) -> None:
+        """Draw the rows a stop at one of ``stops`` (lines of ``ahead.path``) would show,
+        before it comes (e.g. while pdb continues): ``breakpoints`` marked as by
+        :meth:`set_marks`, the frame and the cursor on the stop's line, scrolled as
+        :meth:`go_to` would, at this view's size, focus, theme and horizontal scroll. They
+        are kept with the file (:meth:`keep_ahead`), so the stop's :meth:`load` and frame
+        find them drawn. Nothing on screen changes; a row the stop shows otherwise is drawn
+        then, as before. Nothing is drawn while a proposal is previewed or before the view
+        has a size."""
+        height = self.scrollable_content_region.height
+        if self.preview is not None or not self.is_attached or height <= 0:
+            return
+        state = self._ahead_state(ahead)
+        if state is None:
+            return
+        base, width, _selection, focused = self._row_context()
+        bar = self.styles.scrollbar_size_vertical  # shown when the file is taller than the view
+        width += (bar if self.show_vertical_scrollbar else 0) - (
+            bar if len(ahead.lines) > height else 0)
+        scroll_x, scroll_y = (int(n) for n in self.scroll_offset)
+        shown = (self.path, self._text, self.lines, self._chunks, self._cache, self._strips,
+                 self._lexer, self.breakpoints, self.frame_line, self.cursor_line, self._anchor)
+        try:  # the rows drawn as the file would have them, then the shown file back
+            self.path, self._text, self.lines = ahead.path, ahead.text, ahead.lines
+            self._chunks, self._cache, self._strips = state
+            self._lexer, self.breakpoints, self._anchor = ahead.lexer, breakpoints, None
+            for stop in stops:
+                self.frame_line = self.cursor_line = stop
+                top = scroll_y  # _ensure_visible's scroll
+                if not top <= stop - 1 < top + height:
+                    top = max(0, stop - 1 - height // 2)
+                for index in range(top, min(top + height, len(ahead.lines))):
+                    self._file_row(index, base, width, (stop, stop), focused, scroll_x)
+        finally:
+            (self.path, self._text, self.lines, self._chunks, self._cache, self._strips,
+             self._lexer, self.breakpoints, self.frame_line, self.cursor_line,
+             self._anchor) = shown
 
     def set_preview(self, preview: Preview | None) -> None:
         """Preview a proposed rewrite or breakpoint (None: end the preview).
@@ -488,9 +592,7 @@ class SourceView(QuietKeys, ScrollView, can_focus=True):
             chunk = index // LEX_CHUNK
             lexed = self._chunks.get(chunk)
             if lexed is None:
-                first = chunk * LEX_CHUNK
-                lexed = lex_lines(self._lexer,
-                                  "\n".join(self.lines[first:first + LEX_CHUNK]))
+                lexed = lex_chunk(self._lexer, self.lines, chunk)
                 self._chunks[chunk] = lexed
             offset = index % LEX_CHUNK
             tokens = lexed[offset] if offset < len(lexed) else [(None, self.lines[index])]
@@ -529,6 +631,12 @@ class SourceView(QuietKeys, ScrollView, can_focus=True):
             return Strip.blank(width, base)
         if index >= len(self.lines) + len(self._added):
             return Strip.blank(width, base)
+        return self._file_row(index, base, width, selection, focused, scroll_x)
+
+    def _file_row(self, index: int, base: Style, width: int, selection: tuple[int, int],
+                  focused: bool, scroll_x: int) -> Strip:
+        """Row ``index`` (0-based, below the file's top) of the loaded file, drawn or from
+        the drawn-row cache."""
         kind, lineno = self._row(index)
         if kind == "added":  # a new line of the previewed rewrite: ``+``, no number
             strip = self._code_row([Segment("+", self._style("added")),
