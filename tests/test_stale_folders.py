@@ -143,3 +143,35 @@ def test_the_sweep_leaves_another_users_folders(tmp_path):
     assert remove_stale_folders(str(tmp_path)) == []
     assert (other / "sub").is_dir()
 
+
+
+SWEEP = """
+import sys
+from dgym_tui.core.fs.workspace import remove_stale_folders
+print(len(remove_stale_folders(sys.argv[1])), "psutil" in sys.modules)
+"""
+
+
+def test_the_sweep_asks_the_kernel_whether_an_owner_runs(tmp_path):
+    """Whether an owner runs is the kernel's answer (signal 0), without psutil's import:
+    the sweep runs in every app's reset, whose thread shares the interpreter with the
+    app's first frame. Another live process's folder stays, a dead one's goes, and a name
+    with a pid beyond a C long (any user can make one in /tmp) is kept without an error
+    (psutil raised OverflowError: no dgym could start)."""
+    dead = _dead_pid()
+    (tmp_path / f"dgym-ws-{dead}-abc").mkdir()
+    huge = [f"dgym-ws-{2 ** 31}-abc", f"dgym-scratch-{10 ** 20}-abc"]
+    for name in huge:
+        (tmp_path / name).mkdir()
+    live = subprocess.Popen(["sleep", "60"])
+    try:
+        (tmp_path / f"dgym-ws-{live.pid}-abc").mkdir()
+        path = os.pathsep.join(filter(None, [PACKAGE_ROOT, os.environ.get("PYTHONPATH")]))
+        out = subprocess.run([sys.executable, "-c", SWEEP, str(tmp_path)], capture_output=True,
+                             text=True, env={**os.environ, "PYTHONPATH": path}, timeout=60)
+    finally:
+        live.kill()
+        live.wait()
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["1", "False"]  # one removed; psutil not imported
+    assert sorted(os.listdir(tmp_path)) == sorted([f"dgym-ws-{live.pid}-abc", *huge])

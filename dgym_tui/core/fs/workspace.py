@@ -148,11 +148,21 @@ def remove_stale_folders(folder: str | None = None) -> list[str]:
 
 
 def _pid_exists(pid: int) -> bool:
-    """Whether process ``pid`` runs (psutil's answer, imported only when a folder another
-    process named is found: ~10 ms of the app's start, on the reset's thread, otherwise)."""
-    import psutil
+    """Whether process ``pid`` may run, the kernel's answer to signal 0.
 
-    return bool(psutil.pid_exists(pid))
+    Not psutil's: its import was ~10 ms of every app's reset, on the reset's thread while
+    the app draws its first frame (this machine's temporary folder always holds another
+    dgym's folders), and its answer raised OverflowError for a pid beyond a C long, a name
+    any user can give a file in /tmp. Errs on the side of keeping a folder: a pid the
+    kernel knows is taken as running (a live thread's id too, which psutil tells apart),
+    and so is a pid no process can have."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):  # another user's process; no such pid at all
+        return True
+    return True
 
 
 def _copy_fd(fd_in: int, fd_out: int, size: int) -> None:
