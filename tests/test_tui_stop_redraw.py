@@ -392,29 +392,34 @@ class TestStopRedraw:
             assert not screen._step_shown(pdb_call("n"))
 
     async def test_the_step_is_handed_over_before_its_echo(self, calc_session, monkeypatch):
-        """A key's step is taken by the session's thread before the screen writes its echo
-        (~1 ms of wrapping and rendering a console line): the app's thread waits for that
+        """A key's step is taken by the session's thread before the key's handler returns
         (``STEP_HEAD_START``, set long here so that a slow machine does not change what is
-        seen), so the command reaches pdb first and pdb works on it meanwhile. The console
-        still shows the echo before the answer."""
+        seen), so the command reaches pdb first. The echo is not written meanwhile: it
+        waits for the answer (the screen is held until then anyway), and the two are
+        written together, the console's size followed once (~0.25 ms of Textual's scroll
+        updates each time), the echo first."""
         from tui_helpers import console_text
 
         from dgym_tui.tui.live import screen as live_screen
 
         monkeypatch.setattr(live_screen, "STEP_HEAD_START", 30.0)
+        monkeypatch.setattr(screen_hold, "GRACE", 60.0)
         app = DgymApp(session=calc_session())
         async with app.run_test(size=SIZE) as pilot:
             await stop_at(app, pilot, "calc.py:4")
-            taken: list[bool] = []
-            console, screen = app.pdb_console, app.episode_screen
-            write = console.write
-            monkeypatch.setattr(console, "write", lambda text, style="": taken.append(
-                any(call.taken.is_set() for call in screen._followups)) or write(text, style))
-            assert app.episode_screen.act(pdb_call("n"))
-            assert taken == [True]  # the echo: written once the call was taken
+            log, screen = app.pdb_console.log_widget, app.episode_screen
+            sizes: list[object] = []
+            follow = log._scroll_update
+            monkeypatch.setattr(log, "_scroll_update", lambda size: sizes.append(size)
+                                or follow(size))
+            lines = len(log.lines)
+            assert screen.act(pdb_call("n"))
+            assert any(call.taken.is_set() for call in screen._followups)  # the head start
+            assert len(log.lines) == lines  # the echo waits for the answer
             await settle(app, pilot)
             text = console_text(app)
             assert text.rindex('› pdb(command="n")') < text.rindex("calc.py(3)average()")
+            assert len(log.lines) >= lines + 3 and len(sizes) == 1
 
     async def test_console_and_variables_compute_their_style_once_a_frame(self, calc_session,
                                                                         monkeypatch):

@@ -145,6 +145,7 @@ class LiveScreen(EpisodeScreen):
         #: the breakpoints whose files were lexed ahead (path, line), and those files by path
         self._laid_out: set[tuple[str, int]] = set()
         self._ahead: dict[str, LexedAhead] = {}
+        self._echo_waits = False  # a step's echo waits in the console for its answer (act)
         #: ``busy`` as a plain attribute (the session's thread reads it)
         self._busy_label = ""
         self._bridge = SessionBridge(self.session, self.post_message, lambda: self._current_path,
@@ -160,9 +161,11 @@ class LiveScreen(EpisodeScreen):
     def watch_busy(self, label: str) -> None:
         self._busy_label = label
         if not label:
+            self._write_echo()  # if nothing was written after it
             super().watch_busy(label)
             self._screen_hold.release()  # the call's end and its result: one frame
         elif not self._screen_hold.held:
+            self._write_echo()
             super().watch_busy(label)
         # else: a held step shows its label and spinner when the hold's grace ends
         # (_show_busy); a quick step never does: its frame drew neither the spinner
@@ -172,7 +175,14 @@ class LiveScreen(EpisodeScreen):
         """The hold's grace ran out with a call still running: show its label and
         spinner (in the frame the release draws)."""
         if self.busy:
+            self._write_echo()
             super().watch_busy(self.busy)
+
+    def _write_echo(self) -> None:
+        """Write the running step's echo now if it still waits for its answer (:meth:`act`)."""
+        if self._echo_waits:
+            self._echo_waits = False
+            self.pdb_console.flush()
 
     # -- start -------------------------------------------------------------------------------
     def show_episode(self) -> None:
@@ -346,9 +356,12 @@ class LiveScreen(EpisodeScreen):
                 in CONTINUE_VERBS and self._ahead:  # type: ignore[union-attr]
             # once pdb has the command (the session's thread first: the GIL is shared)
             self.set_timer(AHEAD_DELAY, self._draw_ahead)
-        # written while the session's thread runs the step: its answer comes after these
+        # written with the step's answer (one scroll of the console; the screen is held
+        # until then), or when the hold's grace ends: meanwhile the session's thread has
+        # the GIL to itself on its way to pdb and back
         for text, style in [(echo, "bold"), *notes]:
-            self.pdb_console.write(text, style=style)
+            self.pdb_console.write_with_next(text, style=style)
+        self._echo_waits = True
         self.query_one(ApprovePanel).hide()
         return True
 

@@ -114,6 +114,12 @@ class HistoryInput(Input):
             self.screen.focus_next()
 
 
+def _line(text: str | Text, style: str) -> Text:
+    """A console line: plain ``text`` with ``style``, its terminal controls removed (never
+    read as markup); a ``Text`` as it is."""
+    return Text(strip_controls(text), style=style) if isinstance(text, str) else text
+
+
 class PdbConsole(Vertical):
     """pdb console. Posts :class:`PdbConsole.Submitted` with the typed line."""
 
@@ -126,6 +132,8 @@ class PdbConsole(Vertical):
     """
 
     _log: ConsoleLog | None = None
+    #: lines kept by :meth:`write_with_next`, written before the next line
+    _waiting: list[Text] | None = None
 
     class Submitted(Message):
         """A console line: a pdb command or a tool call in human syntax."""
@@ -167,9 +175,29 @@ class PdbConsole(Vertical):
         """Append ``text`` to the scroll-back (plain text is never read as markup, and its
         terminal controls are removed: :mod:`dgym_tui.core.safetext`) and
         scroll to it in the same screen refresh: RichLog's own scroll waits for the next
-        refresh, which drew the console (and its scroll bar) two more times per step."""
+        refresh, which drew the console (and its scroll bar) two more times per step.
+        The lines kept by :meth:`write_with_next` come first."""
+        self._write_all(_line(text, style))
+
+    def write_with_next(self, text: str | Text, style: str = "") -> None:
+        """Keep ``text`` (as :meth:`write` takes it) to be written just before the next
+        line written, or at :meth:`flush`: one scroll of the log for both (a step's echo
+        waits for its answer, which the screen shows in the same frame anyway)."""
+        if self._waiting is None:
+            self._waiting = []
+        self._waiting.append(_line(text, style))
+
+    def flush(self) -> None:
+        """Write the lines kept by :meth:`write_with_next`, if any."""
+        if self._waiting:
+            self._write_all()
+
+    def _write_all(self, last: Text | None = None) -> None:
+        texts, self._waiting = self._waiting or [], None
+        if last is not None:
+            texts.append(last)
         log = self.log_widget
-        log.add(Text(strip_controls(text), style=style) if isinstance(text, str) else text)
+        log.add_all(texts)
         if log.auto_scroll:
             log.scroll_end(animate=False, immediate=True, x_axis=False)
 
