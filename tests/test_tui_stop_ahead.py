@@ -93,3 +93,51 @@ async def test_a_breakpoint_in_the_shown_file_draws_its_stop_ahead(calc_session,
         await settle(app, pilot)
         assert view.frame_line == 9 and drawn == [] and 9 in ahead
         assert _rows(view)[8][1][0] == "▶" and _rows(view)[4][1][0] == " "
+
+
+async def test_no_collection_between_a_slow_steps_end_and_its_frame(calc_session,
+                                                                    monkeypatch):
+    """A step slower than the screen hold's grace (its hold released, its busy frame drawn,
+    the collector running again, as a first ``c``): the collector waits from its result's
+    handling to the frame that shows it, and runs again after that frame."""
+    import gc
+
+    from tui_helpers import stop_at
+
+    app = DgymApp(session=calc_session())
+    async with app.run_test(size=SIZE) as pilot:
+        await stop_at(app, pilot, "calc.py:4")
+        screen = app.episode_screen
+        seen: list[str] = []  # "gcN" at each collection, "turn" at the result, "frame"
+        display, after_step = app._display, screen._after_step
+
+        def spy_display(*args):
+            seen.append("frame")
+            return display(*args)
+
+        def spy_after_step(*args):
+            seen.append("turn")
+            return after_step(*args)
+
+        def collected(phase, info):
+            if phase == "start":
+                seen.append(f"gc{info['generation']}")
+
+        monkeypatch.setattr(app, "_display", spy_display)
+        monkeypatch.setattr(screen, "_after_step", spy_after_step)
+        threshold = gc.get_threshold()
+        gc.set_threshold(50, *threshold[1:])  # a pass every 50 allocations
+        gc.callbacks.append(collected)
+        try:
+            for number in range(4):  # a pdb step of 0.4 s: its busy frame comes first
+                seen.clear()
+                assert screen.act(pdb_call("!__import__('time').sleep(0.4)"))
+                await settle(app, pilot)
+                assert "frame" in seen[:seen.index("turn")], (number, seen)
+                turn = seen.index("turn")
+                frame = seen.index("frame", turn)
+                assert not any(s.startswith("gc") for s in seen[turn:frame]), (number, seen)
+                assert gc.isenabled(), number
+        finally:
+            gc.callbacks.remove(collected)
+            gc.set_threshold(*threshold)

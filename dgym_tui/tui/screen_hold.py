@@ -9,9 +9,11 @@ frame came later (docs/performance.md). :class:`ScreenHold` keeps Textual from d
 :data:`GRACE` passed, whichever comes first: a quick step is drawn as one frame with its
 result, and a slow one shows its echo and spinner after :data:`GRACE`. The garbage
 collector waits too, from the hold to the frame after the release (:data:`GC_RESUME` at
-the latest): its young-generation passes (about one per ``n``, ~0.4 ms of the app's
-thread) ran wherever the step's allocations reached the threshold, often between the key
-and the answer's frame; they run after it now, on the same objects.
+the latest), and from a slow step's end to its frame
+(:meth:`ScreenHold.collector_waits_for_frame`): its young-generation passes (about one per
+``n``, ~0.4 ms of the app's thread) ran wherever the step's allocations reached the
+threshold, often between the key and the answer's frame; they run after it now, on the
+same objects.
 """
 
 from __future__ import annotations
@@ -94,6 +96,22 @@ class ScreenHold:
             self._resume_gc()
             return
         screen.check_idle()  # the screen's update timer resumes when something changed
+
+    def collector_waits_for_frame(self) -> None:
+        """Pause the garbage collector until the next frame was drawn (:data:`GC_RESUME` at
+        the latest), as a hold's release does: for a slow step's result (its hold was
+        released at the grace, so the collector ran again), whose handling and frame
+        allocate enough for a young-generation pass or two (~1-7 ms on the app's thread
+        between pdb's stop and its frame, in tmux). Does nothing while a hold is on (its
+        release does it)."""
+        if self._batch is not None:
+            return
+        pause_gc()
+        if self._gc_fallback is not None:
+            self._gc_fallback.cancel()
+        after_next_frame = getattr(self._app, "after_next_frame", self._app.call_after_refresh)
+        after_next_frame(self._resume_gc)
+        self._gc_fallback = asyncio.get_running_loop().call_later(GC_RESUME, self._resume_gc)
 
     def _resume_gc(self) -> None:
         """The collector runs again, unless a new hold began meanwhile. Idempotent."""

@@ -484,6 +484,7 @@ class LiveScreen(EpisodeScreen):
 
     @on(TurnRecorded)
     def _turn_recorded(self, message: TurnRecorded) -> None:
+        self._screen_hold.collector_waits_for_frame()  # a slow step's: the hold is over
         turn = message.turn
         self.query_one(ApprovePanel).hide()
         self.transcript.add_turn(turn)
