@@ -451,6 +451,47 @@ class TestStopRedraw:
                 assert calls.count(widget) >= widget.size.height
                 assert [list(strip) for strip in ours] == [list(strip) for strip in theirs]
 
+    async def test_a_relabelled_variable_keeps_the_trees_styles(self, make_repo, tmp_path,
+                                                                monkeypatch):
+        """A step that relabels variables in place draws their rows with the component
+        styles the tree had (Textual dropped them at each refresh: four walks of the
+        ancestors' styles a frame); the rows are the ones a drawing from scratch gives,
+        also after a change of styles (the tree focused: its cursor row's style)."""
+        from textual.widget import Widget
+
+        app = _long_loop_app(make_repo, tmp_path)
+        async with app.run_test(size=SIZE) as pilot:
+            await stop_at(app, pilot, "calc.py:4")
+            variables = app.query_one("#variables")
+            computed: list[tuple[str, ...]] = []  # the component styles computed
+            textual_style = Widget.get_component_rich_style
+            monkeypatch.setattr(Widget, "get_component_rich_style", lambda widget, *names,
+                                **kwargs: (widget is variables
+                                           and names not in widget._rich_style_cache
+                                           and computed.append(names))
+                                or textual_style(widget, *names, **kwargs))
+            crop = Region(0, 0, *variables.size)
+
+            def fresh() -> list[list[object]]:
+                variables._rich_style_cache.clear()
+                variables._clear_line_cache()  # the tree's drawn lines
+                variables.refresh()
+                return [list(strip) for strip in variables.render_lines(crop)]
+
+            for focus in (False, True):
+                if focus:
+                    variables.focus()
+                    await settle(app, pilot)
+                fresh()  # the styles computed, as the last frame had them
+                for _ in range(2):  # on line 3 after line 4: total changed
+                    computed.clear()
+                    await _run(app, pilot, "n")  # its frame drew the relabelled rows
+                    if variables.changed:
+                        break
+                assert variables.changed == {"total"} and computed == []
+                drawn = [list(strip) for strip in variables.render_lines(crop)]
+                assert drawn == fresh() and computed  # (the drawing from scratch computes)
+
     async def test_a_slow_step_shows_its_busy_label_after_the_grace(self, calc_session,
                                                                    monkeypatch):
         """A step still running after ``screen_hold.GRACE`` is drawn busy: the echoed

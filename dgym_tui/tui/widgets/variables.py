@@ -182,5 +182,15 @@ class VariablesPane(StyleOncePerRender, Tree[Any]):
         else:
             parent.add_leaf(row.label, data=row.data)
 
+    def _refresh_line(self, line: int) -> None:
+        """Tree's: draw ``line`` again (a relabelled node, the cursor or the mouse moved),
+        keeping the component styles already computed. Textual drops them at every
+        refresh, and the tree asks for four a frame (~0.1 ms each: a walk of the
+        ancestors' styles) that a new label does not change; a change of styles (a
+        pseudo-class, a class, the theme, an inline style) drops them as before."""
+        kept = dict(self._rich_style_cache)
+        super()._refresh_line(line)
+        self._rich_style_cache.update(kept)
+
     def action_toggle_scope(self) -> None:
         self.post_message(self.ScopeChanged("globals" if self.scope == "locals" else "locals"))
