@@ -97,9 +97,11 @@ async def test_a_breakpoint_in_the_shown_file_draws_its_stop_ahead(calc_session,
 
 async def test_no_collection_between_a_slow_steps_end_and_its_frame(calc_session,
                                                                     monkeypatch):
-    """A step slower than the screen hold's grace (its hold released, its busy frame drawn,
-    the collector running again, as a first ``c``): the collector waits from its result's
-    handling to the frame that shows it, and runs again after that frame."""
+    """A step slower than the screen hold's grace (its hold released, its busy frame and
+    spinner drawn, as a first ``c``): the collector waits from the step's start to the frame
+    that shows its result (from its busy frame on, here: the threshold is low), and runs
+    again after that frame; a step longer than the grace
+    and ``GC_RESUME`` has it run again meanwhile."""
     import gc
 
     from tui_helpers import stop_at
@@ -134,10 +136,13 @@ async def test_no_collection_between_a_slow_steps_end_and_its_frame(calc_session
                 assert screen.act(pdb_call("!__import__('time').sleep(0.4)"))
                 await settle(app, pilot)
                 assert "frame" in seen[:seen.index("turn")], (number, seen)
-                turn = seen.index("turn")
-                frame = seen.index("frame", turn)
-                assert not any(s.startswith("gc") for s in seen[turn:frame]), (number, seen)
+                busy, frame = seen.index("frame"), seen.index("frame", seen.index("turn"))
+                assert not any(s.startswith("gc") for s in seen[busy:frame]), (number, seen)
                 assert gc.isenabled(), number
+            seen.clear()
+            assert screen.act(pdb_call("!__import__('time').sleep(1.0)"))
+            await settle(app, pilot)
+            assert any(s.startswith("gc") for s in seen[:seen.index("turn")]), seen
         finally:
             gc.callbacks.remove(collected)
             gc.set_threshold(*threshold)

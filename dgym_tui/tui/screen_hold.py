@@ -8,9 +8,9 @@ frame came later (docs/performance.md). :class:`ScreenHold` keeps Textual from d
 (``App.batch_update``, held open) from a step's start until the step ended or
 :data:`GRACE` passed, whichever comes first: a quick step is drawn as one frame with its
 result, and a slow one shows its echo and spinner after :data:`GRACE`. The garbage
-collector waits too, from the hold to the frame after the release (:data:`GC_RESUME` at
-the latest), and from a slow step's end to its frame
-(:meth:`ScreenHold.collector_waits_for_frame`): its young-generation passes (about one per
+collector waits too, from the hold to the frame after the release, or for a slow step
+to the frame of its result (:meth:`ScreenHold.collector_waits_for_frame`), :data:`GC_RESUME`
+seconds after the release at the latest: its young-generation passes (about one per
 ``n``, ~0.4 ms of the app's thread) ran wherever the step's allocations reached the
 threshold, often between the key and the answer's frame; they run after it now, on the
 same objects.
@@ -73,10 +73,16 @@ class ScreenHold:
         self._timer = None
         if self._batch is not None and self._on_grace is not None:
             self._on_grace()
-        self.release()
+        self.release(collector_after_frame=False)
 
-    def release(self) -> None:
-        """Draw what changed meanwhile (at the screen's next tick). Idempotent."""
+    def release(self, collector_after_frame: bool = True) -> None:
+        """Draw what changed meanwhile (at the screen's next tick). Idempotent.
+
+        Args:
+            collector_after_frame: the collector runs again after the frame this draws;
+                False (a slow step's grace over: its result is still to come) leaves it
+                paused until :meth:`collector_waits_for_frame`'s frame, or
+                :data:`GC_RESUME` seconds (the app's close resumes it too)."""
         batch, self._batch = self._batch, None
         timer, self._timer = self._timer, None
         if timer is not None:
@@ -84,10 +90,10 @@ class ScreenHold:
         if batch is None:
             return
         batch.__exit__(None, None, None)
-        # the collector: after the frame this release draws (GC_RESUME at the latest;
-        # the app's close resumes it too)
-        after_next_frame = getattr(self._app, "after_next_frame", self._app.call_after_refresh)
-        after_next_frame(self._resume_gc)
+        if collector_after_frame:
+            after_next_frame = getattr(self._app, "after_next_frame",
+                                       self._app.call_after_refresh)
+            after_next_frame(self._resume_gc)
         self._gc_fallback = asyncio.get_running_loop().call_later(  # (no task made)
             GC_RESUME, self._resume_gc)
         try:
@@ -99,11 +105,11 @@ class ScreenHold:
 
     def collector_waits_for_frame(self) -> None:
         """Pause the garbage collector until the next frame was drawn (:data:`GC_RESUME` at
-        the latest), as a hold's release does: for a slow step's result (its hold was
-        released at the grace, so the collector ran again), whose handling and frame
-        allocate enough for a young-generation pass or two (~1-7 ms on the app's thread
-        between pdb's stop and its frame, in tmux). Does nothing while a hold is on (its
-        release does it)."""
+        the latest), as a hold's release does: for a slow step's result, whose handling
+        and frame allocate enough for a young-generation pass or two (~1-7 ms on the app's
+        thread between pdb's stop and its frame, in tmux). The collector waited since the
+        step's start unless the step ran longer than the grace and :data:`GC_RESUME`.
+        Does nothing while a hold is on (its release does it)."""
         if self._batch is not None:
             return
         pause_gc()
