@@ -492,6 +492,41 @@ class TestStopRedraw:
                 drawn = [list(strip) for strip in variables.render_lines(crop)]
                 assert drawn == fresh() and computed  # (the drawing from scratch computes)
 
+    async def test_a_source_key_runs_its_binding_where_it_is_focused(self, calc_session,
+                                                                     monkeypatch):
+        """``n`` in the focused source view runs its step without going up through the
+        containers and the screen to the app (a queue and a turn of the event loop each);
+        a key with no binding still goes up to the app."""
+        from textual.app import App
+        from textual.widget import Widget
+
+        app = DgymApp(session=calc_session())
+        async with app.run_test(size=SIZE) as pilot:
+            await stop_at(app, pilot, "calc.py:4")
+            app.source_view.focus()
+            await settle(app, pilot)
+            went_up: list[str] = []  # the nodes above the source view that got the key
+            widget_key, app_key = Widget._on_key, App._on_key
+
+            async def widget_spy(widget, event):
+                if widget is not app.source_view:
+                    went_up.append(type(widget).__name__)
+                await widget_key(widget, event)
+
+            async def app_spy(this, event):
+                went_up.append("App")
+                await app_key(this, event)
+
+            monkeypatch.setattr(Widget, "_on_key", widget_spy)
+            monkeypatch.setattr(App, "_on_key", app_spy)
+            step = app.status.status.step
+            await pilot.press("n")
+            await settle(app, pilot)
+            assert app.status.status.step == step + 1 and went_up == []
+            await pilot.press("y")  # no binding here
+            await settle(app, pilot)
+            assert went_up and went_up[-1] == "App"
+
     async def test_a_slow_step_shows_its_busy_label_after_the_grace(self, calc_session,
                                                                    monkeypatch):
         """A step still running after ``screen_hold.GRACE`` is drawn busy: the echoed

@@ -23,7 +23,7 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from dgym_tui.tui.keys import QuietKeys, with_quiet_twins
+from dgym_tui.tui.keys import BindingsWhereFocused, QuietKeys, with_quiet_twins
 from dgym_tui.tui.proposal_preview import BreakpointPreview, Preview, RewritePreview
 
 if TYPE_CHECKING:
@@ -157,7 +157,7 @@ def lex_ahead(path: str, text: str, lines: list[int]) -> LexedAhead:
     return LexedAhead(path, text, rows, lexer, chunks)
 
 
-class SourceView(QuietKeys, ScrollView, can_focus=True):
+class SourceView(BindingsWhereFocused, QuietKeys, ScrollView, can_focus=True):
     """Shows one working-copy file with line numbers, breakpoints and the frame.
 
     Messages:
