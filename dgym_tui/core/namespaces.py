@@ -16,7 +16,6 @@ MS_NOATIME, MS_NODIRATIME, MS_RELATIME = 0x400, 0x800, 0x200000
 CLONE_NEWNS, CLONE_NEWUSER = 0x00020000, 0x10000000
 
 
-
 def _libc() -> ctypes.CDLL:
     """The C library: glibc's by its name, else the one ``ctypes.util.find_library``
     finds (it runs ``ldconfig -p``, a process in every app's first frame: the working
