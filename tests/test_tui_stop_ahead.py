@@ -146,3 +146,28 @@ async def test_no_collection_between_a_slow_steps_end_and_its_frame(calc_session
         finally:
             gc.callbacks.remove(collected)
             gc.set_threshold(*threshold)
+
+
+async def test_a_c_draws_the_stops_of_the_breakpoints_set_last(calc_session, monkeypatch):
+    """With several breakpoints, a ``c`` draws ahead the stops of the last ones set
+    (``AHEAD_STOPS``), newest first: not a view's height of rows per breakpoint."""
+    from dgym_tui.tui.live import screen as live_screen
+
+    monkeypatch.setattr(live_screen, "AHEAD_STOPS", 2)
+    app = DgymApp(session=calc_session())
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        for where in ("calc.py:2", "calc.py:4", "test_calc.py:5", "test_calc.py:9"):
+            app.episode_screen.act(pdb_call(f"b {where}"))
+            await settle(app, pilot)
+        drawn: list[tuple[str, list[int]]] = []
+        draw_ahead = SourceView.draw_ahead
+
+        def spy(self, ahead, breakpoints, stops):
+            drawn.append((ahead.path, stops))
+            return draw_ahead(self, ahead, breakpoints, stops)
+
+        monkeypatch.setattr(SourceView, "draw_ahead", spy)
+        app.episode_screen.act(pdb_call("c"))
+        await settle(app, pilot)
+        assert drawn == [("test_calc.py", [9, 5])]

@@ -80,8 +80,9 @@ CONTINUE_VERBS = ("c", "cont", "continue")
 #: Seconds after such a command's start before its rows are drawn: the session's thread
 #: has written it to pdb by then (the two threads share one GIL).
 AHEAD_DELAY = 0.01
-#: A file's breakpoints (the first ones) whose stop is drawn ahead, at most.
-AHEAD_STOPS = 4
+#: Stops drawn ahead per ``c``, at most: the breakpoints set last first (each stop in
+#: another part of a file draws a view's height of rows, ~0.2 ms each).
+AHEAD_STOPS = 2
 #: Commands typed while a step runs (keys and console lines) that wait to run after it, at
 #: most; a held-down key past that is dropped with a notice.
 TYPED_AHEAD_MAX = 20
@@ -144,7 +145,7 @@ class LiveScreen(EpisodeScreen):
         self._early_path: str | None = None  # the file shown before the copy (the original's)
         #: the breakpoints whose files were lexed ahead (path, line), and those files by path
         self._laid_out: set[tuple[str, int]] = set()
-        self._ahead: dict[str, LexedAhead] = {}
+        self._ahead: dict[str, tuple[LexedAhead, list[int]]] = {}  # newest last
         self._echo_waits = False  # a step's echo waits in the console for its answer (act)
         #: ``busy`` as a plain attribute (the session's thread reads it)
         self._busy_label = ""
@@ -622,20 +623,30 @@ class LiveScreen(EpisodeScreen):
 
     @on(FileLexedAhead)
     def _lexed_ahead(self, message: FileLexedAhead) -> None:
-        self._ahead[message.ahead.path] = message.ahead
+        ahead = message.ahead
+        _before, lines = self._ahead.pop(ahead.path, (None, []))  # its lines set before first
+        self._ahead[ahead.path] = (ahead, [n for n in lines if n not in message.stops]
+                                   + message.stops)
         while len(self._ahead) > RECENT_FILES - 1:
             del self._ahead[next(iter(self._ahead))]
         self.source_view.keep_ahead(message.ahead)
 
     def _draw_ahead(self) -> None:
-        """Draw the rows of a stop at each breakpoint of the files lexed ahead, while pdb
-        continues (the focus, the size and the scroll are the stop's then)."""
+        """Draw the rows of a stop at the breakpoints set last (:data:`AHEAD_STOPS`) of the
+        files lexed ahead, while pdb continues (the focus, the size and the scroll are the
+        stop's then)."""
         result = self._last_result
         if result is None or not self.busy:
             return
-        for ahead in self._ahead.values():
+        left = AHEAD_STOPS
+        for ahead, lines in reversed(self._ahead.values()):
             marks = breakpoint_marks(result, ahead.path)
-            self.source_view.draw_ahead(ahead, marks, sorted(marks)[:AHEAD_STOPS])
+            stops = [line for line in reversed(lines) if line in marks][:left]
+            if stops:
+                self.source_view.draw_ahead(ahead, marks, stops)
+                left -= len(stops)
+            if left <= 0:
+                return
 
     def open_file(self, path: str, line: int | None, source: SourceText | None = None) -> None:
         """Show ``path`` at ``line``: from ``source`` (read in a worker), else read in a
