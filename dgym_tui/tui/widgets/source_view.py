@@ -376,7 +376,7 @@ class SourceView(BindingsWhereFocused, QuietKeys, ScrollView, can_focus=True):
                 return None
             state = (self._chunks, self._cache, self._strips)
         else:
-            state = self._recent.pop(key, None) or ({}, {}, {})
+            state = self._recent.pop(key) if key in self._recent else ({}, {}, {})
             self._recent[key] = state  # the newest kept
             while len(self._recent) > RECENT_FILES:
                 del self._recent[next(iter(self._recent))]
