@@ -421,3 +421,36 @@ def test_without_a_host_view_bwrap_still_runs(repo, monkeypatch):
         monkeypatch.undo()
         bwrap.host_view_works.cache_clear()
     assert bwrap.host_view_works() is True
+
+
+def test_a_probe_that_hangs_is_killed_with_its_children(tmp_path, monkeypatch, bwrap_ready):
+    """A probe sandbox past its time is killed with everything it started: ``subprocess.run``
+    killed bwrap alone, and a child of a bwrap killed as it starts waits forever for it
+    (here a stand-in for bwrap that starts a child and hangs)."""
+    from dgym_tui.core.terminals import bwrap
+
+    child = tmp_path / "child.pid"
+    fake = tmp_path / "bwrap"
+    fake.write_text(f"#!/bin/sh\nsleep 300 &\necho $! > {child}\nwait\n")
+    fake.chmod(0o755)
+    monkeypatch.setattr(bwrap.shutil, "which", lambda name: str(fake))
+    monkeypatch.setattr(bwrap, "PROBE_TIMEOUT", 1.0)
+    bwrap.bwrap_problem.cache_clear()
+    try:
+        assert bwrap.bwrap_problem().startswith("bwrap does not start: ")
+    finally:
+        monkeypatch.undo()
+        bwrap.bwrap_problem.cache_clear()
+    pid = int(child.read_text())
+    assert wait_dead(pid, 5.0), "the probe's child outlived it"
+
+
+def test_the_probe_ends_on_its_own_without_the_parent_death_signal(bwrap_ready):
+    """The probe (``true``) does not ask for bwrap's parent-death signal: with it, this
+    process killed while bwrap starts left bwrap's child waiting forever for its parent
+    (bubblewrap's open issue #633); without it bwrap finishes the probe by itself."""
+    from dgym_tui.core.terminals import bwrap
+
+    argv = bwrap._probe_argv("bwrap", None)
+    assert "--die-with-parent" not in argv and argv[-1] == "true"
+    assert "--die-with-parent" in bwrap.isolation(None)  # a real sandbox's still has it

@@ -63,6 +63,7 @@ import functools
 import logging
 import os
 import shutil
+import signal
 import stat
 import subprocess
 from collections.abc import Callable, Iterable, Iterator
@@ -84,6 +85,8 @@ _launcher: ThreadPoolExecutor | None = None
 log = logging.getLogger(__name__)
 #: uid / gid of bwrap_problem's and host_view_works's probe sandboxes when dgym runs as root.
 UID_PROBE = identity.UID_RANGE.start
+#: Seconds a probe sandbox (it runs ``true``) may take before it counts as not starting.
+PROBE_TIMEOUT = 20.0
 
 #: Namespace and privilege flags of every sandbox.
 ISOLATION = ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
@@ -131,7 +134,7 @@ def bwrap_problem() -> str | None:
     if why:
         return why
     try:
-        res = subprocess.run(_probe_argv(exe, ids), capture_output=True, text=True, timeout=20)
+        res = _run_probe(_probe_argv(exe, ids))
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"bwrap does not start: {exc}"
     if res.returncode != 0:
@@ -141,15 +144,51 @@ def bwrap_problem() -> str | None:
 
 
 def _probe_argv(exe: str, ids: tuple[int, int] | None) -> list[str]:
-    """A minimal sandbox running ``true`` (system folders only)."""
+    """A minimal sandbox running ``true`` (system folders only).
+
+    Without ``--die-with-parent``: the probe ends on its own, and a bwrap killed as it
+    starts leaves its child waiting forever for it (bubblewrap's open issue #633): this
+    process killed during the probe (an app closed as it starts) left such a child behind.
+    """
     system = []
     for path in allowlist.SYSTEM:
         if os.path.islink(path):
             system += ["--symlink", os.readlink(path), path]
         elif os.path.isdir(path):
             system += ["--ro-bind", path, path]
-    return [exe, *isolation(ids), *system, "--proc", "/proc", "--dev", "/dev", "--unshare-net",
+    flags = [flag for flag in isolation(ids) if flag != "--die-with-parent"]
+    return [exe, *flags, *system, "--proc", "/proc", "--dev", "/dev", "--unshare-net",
             "--", *identity.drop_argv(ids), "true"]
+
+
+def _run_probe(argv: list[str],
+               preexec: Callable[[], None] | None = None) -> subprocess.CompletedProcess[str]:
+    """Run a probe sandbox ``argv`` in a process group of its own, its output captured.
+
+    Args:
+        argv: the probe's command line (:func:`_probe_argv`).
+        preexec: run in the child before bwrap starts (``subprocess``'s ``preexec_fn``).
+
+    Returns:
+        The finished probe (return code, stdout and stderr as text).
+
+    Raises:
+        OSError: bwrap (or ``preexec``) could not be started.
+        subprocess.TimeoutExpired: it ran ``PROBE_TIMEOUT`` seconds; the whole group was
+            killed then (bwrap's own children too, not bwrap alone as ``subprocess.run``
+            does: they would wait forever for it).
+    """
+    with subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True, start_new_session=True,
+                          preexec_fn=preexec) as proc:
+        try:
+            out, err = proc.communicate(timeout=PROBE_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            raise
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
 
 
 @functools.lru_cache(maxsize=1)
@@ -164,9 +203,8 @@ def host_view_works() -> bool:
     own = None if os.geteuid() == 0 else (os.getuid(), os.getgid())
     preexec = functools.partial(hostview.read_only_host, [], hostview.host_mounts(), own)
     try:
-        res = subprocess.run(_probe_argv(shutil.which("bwrap") or "bwrap", ids),
-                             capture_output=True, timeout=20, preexec_fn=preexec)
-        works = res.returncode == 0
+        works = _run_probe(_probe_argv(shutil.which("bwrap") or "bwrap", ids),
+                           preexec).returncode == 0
     except (OSError, subprocess.SubprocessError):
         works = False
     if not works:
