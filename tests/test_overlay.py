@@ -321,3 +321,71 @@ def test_a_second_docker_terminal_on_a_bound_overlay_is_refused(make_repo, make_
     with pytest.raises(TerminalError, match="bound by a container already"):
         again.start(str(ws.root))
     assert again.container is None
+
+
+def _overlays_made(monkeypatch, fail=lambda source: None):
+    """Record each overlay's ``source`` as it is mounted (a process's first reset: no probe's
+    answer kept); ``fail(source)``: an OSError message to raise instead of mounting, or None."""
+    from dgym_tui.core.fs import overlay
+
+    monkeypatch.setattr(overlay, "_probed", {})
+    made: list[str] = []
+    real = overlay.Overlay.__init__
+
+    def spy(self, source, *args, **kwargs):
+        made.append(source)
+        if (problem := fail(source)) is not None:
+            raise OSError(problem)
+        real(self, source, *args, **kwargs)
+
+    monkeypatch.setattr(overlay.Overlay, "__init__", spy)
+    return made
+
+
+@pytest.mark.parametrize("kind", ["local", "bwrap"])
+def test_the_first_reset_mounts_one_overlay_its_working_copys(kind, request, make_repo,
+                                                               make_env, monkeypatch):
+    """No probe on an empty folder before the working copy's own overlay (a second overlay:
+    processes and a fork of this process before the first eval, on the session's thread
+    while the app draws its first frame); later resets mount theirs alone too."""
+    if kind == "bwrap":
+        request.getfixturevalue("bwrap_ready")
+    repo = make_repo({"a.py": "A = 1\n"})
+    made = _overlays_made(monkeypatch)
+    env = make_env(repo, terminal=kind, terminal_options={"overlay": True}, entrypoint="true")
+    env.reset()
+    assert env.workspace.overlay is not None
+    env.reset()
+    assert made == [str(repo.resolve())] * 2
+
+
+def test_a_machine_that_mounts_no_overlay_gets_a_copy_and_one_warning(make_repo, make_env,
+                                                                      monkeypatch, caplog):
+    """The working copy's overlay fails and so does the probe's: a copy, a warning, and
+    no overlay tried again in this process."""
+    repo = make_repo({"a.py": "A = 1\n"})
+    made = _overlays_made(monkeypatch, fail=lambda source: "overlay: not supported here")
+    env = make_env(repo, terminal="local", terminal_options={"overlay": True},
+                   entrypoint="true")
+    with caplog.at_level("WARNING", logger="dgym_tui.core.env"):
+        env.reset()
+        env.reset()
+    assert env.workspace.overlay is None and (env.workspace.root / "a.py").read_text() == "A = 1\n"
+    assert made[0] == str(repo.resolve()) and len(made) == 2  # then the probe's; none since
+    warnings = [r.getMessage() for r in caplog.records if "not an overlay" in r.getMessage()]
+    assert warnings == ["the working copy is a copy, not an overlay: overlay: not supported here"]
+
+
+def test_a_repository_whose_overlay_fails_where_the_probe_mounts_one_fails_the_reset(
+        make_repo, make_env, monkeypatch, tmp_path):
+    """A failure of this repository's own (the probe mounts its overlay) is raised, not
+    hidden behind a copy; the working copy's folders are gone."""
+    repo = make_repo({"a.py": "A = 1\n"})
+    made = _overlays_made(monkeypatch, fail=lambda source: "this repository's mount failed"
+                          if source == str(repo.resolve()) else None)
+    env = make_env(repo, terminal="local", terminal_options={"overlay": True},
+                   entrypoint="true")
+    with pytest.raises(OSError, match="this repository's mount failed"):
+        env.reset()
+    assert len(made) == 2 and made[0] == str(repo.resolve())  # then the probe's, which mounted
+    assert env.workspace is None

@@ -417,7 +417,8 @@ class RepoEnv:
             if twin._mcp_specs:
                 twin._open_mcp_servers()
             twin.workspace = self.workspace.fork(
-                run_as=spare.run_as if spare is not None else self._overlay_ids())
+                run_as=spare.run_as if spare is not None
+                else self._overlay_ids(self.workspace.overlay is not None))
             twin.breakpoints = self.breakpoints.copy(twin.workspace)
             twin.generation, twin.steps, twin.done = self.generation, self.steps, self.done
             twin.last, twin.last_eval = self.last, self.last_eval
@@ -814,23 +815,16 @@ class RepoEnv:
         return notes
 
     @property
-    def _overlay_wanted(self) -> bool:
-        """The working copy is an overlay: every terminal given by name (unless
-        ``overlay: false``), where an overlay can be mounted (else a copy, and a warning
-        logged once; docker's needs dgym to run as root)."""
-        if self.terminal_spec not in ("local", "bwrap", "docker") \
-                or not self.terminal_options.get("overlay", True):
-            return False
-        from dgym_tui.core.fs.overlay import overlay_problem
+    def _overlay_allowed(self) -> bool:
+        """The working copy may be an overlay: every terminal given by name, unless
+        ``overlay: false``."""
+        return self.terminal_spec in ("local", "bwrap", "docker") \
+            and bool(self.terminal_options.get("overlay", True))
 
-        problem = overlay_problem(bindable=self.terminal_spec == "docker")
-        if problem is not None:
-            _warn_once(f"the working copy is a copy, not an overlay: {problem}")
-        return problem is None
-
-    def _overlay_ids(self) -> tuple[int, int] | None:
-        """The uid / gid of a new overlay's sandbox (None: a copy, or dgym runs as a user)."""
-        if not self._overlay_wanted or self.terminal_spec == "local" or (
+    def _overlay_ids(self, overlay: bool = True) -> tuple[int, int] | None:
+        """The uid / gid of a new overlay's sandbox (None: a copy (``overlay`` False), or
+        dgym runs as a user)."""
+        if not overlay or self.terminal_spec == "local" or (
                 self.terminal_spec == "docker" and self.terminal_options.get("user") == "root"):
             return None  # commands run as dgym's own user (or root in a container)
         from dgym_tui.core.terminals.identity import sandbox_ids
@@ -838,10 +832,36 @@ class RepoEnv:
         return sandbox_ids()
 
     def _new_workspace(self) -> Workspace:
-        """A fresh working copy of the original (an overlay when :attr:`_overlay_wanted`)."""
+        """A fresh working copy of the original: an overlay when :attr:`_overlay_allowed` and
+        overlays can be mounted here (docker's needs dgym to run as root), else a copy.
+
+        The working copy's own overlay tells whether they can: only when it fails does the
+        probe (:func:`~dgym_tui.core.fs.overlay.overlay_problem`, an overlay of an empty
+        folder) tell a machine that mounts none (a copy then, a warning logged once, and
+        no overlay tried again in this process) from this repository's failure (raised).
+        The probe first, as before, was a second overlay (its processes and a fork of this
+        process) before every process's first eval, and on the session's thread while the
+        app draws its first frame.
+
+        Raises:
+            OSError: the overlay failed where the probe mounts one; or the copy failed.
+            WorkspaceError: as :class:`Workspace`.
+        """
+        from dgym_tui.core.fs.overlay import overlay_problem, probed_problem
+
+        bindable = self.terminal_spec == "docker"
+        overlay = self._overlay_allowed and probed_problem(bindable) is None
+        try:
+            return self._workspace(overlay, bindable)
+        except OSError:
+            if not overlay or (problem := overlay_problem(bindable)) is None:
+                raise
+        _warn_once(f"the working copy is a copy, not an overlay: {problem}")
+        return self._workspace(False, bindable)
+
+    def _workspace(self, overlay: bool, bindable: bool) -> Workspace:
         return Workspace(self.path, ignore=self.ignore, readonly=self.readonly,
-                         overlay=self._overlay_wanted, run_as=self._overlay_ids(),
-                         bindable=self.terminal_spec == "docker")
+                         overlay=overlay, run_as=self._overlay_ids(overlay), bindable=bindable)
 
     def _make_terminal(self, workspace: Workspace | None) -> Terminal:
         spec = self.terminal_spec

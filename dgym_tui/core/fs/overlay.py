@@ -389,21 +389,36 @@ def remove_base(base: str) -> None:
     remove_tree(base)
 
 
-@functools.lru_cache(maxsize=2)
+#: The probe's answers in this process: ``bindable`` -> why it cannot mount, or None.
+_probed: dict[bool, str | None] = {}
+
+
 def overlay_problem(bindable: bool = False) -> str | None:
     """Why an overlay working copy (``bindable``: one for a container engine) cannot be
-    made here (one line), or None (cached). The probe's folder is deleted whole."""
+    made here (one line), or None: a probe mounts one on an empty folder, once per process
+    and kind (the answer is kept; :func:`probed_problem` reads it). The probe's folder is
+    deleted whole."""
+    if bindable in _probed:
+        return _probed[bindable]
     from dgym_tui.core import tempdirs
 
     base = tempdirs.make("overlay-probe")
+    problem: str | None = None
     try:
         src = os.path.join(base, "src")
         os.mkdir(src)
         ov = Overlay(src, base, (65534, 65534) if os.geteuid() == 0 else None,
                      bindable=bindable)
         ov.close()
-        return None
     except OSError as exc:
-        return str(exc)
+        problem = str(exc)
     finally:
         remove_base(base)
+    _probed[bindable] = problem
+    return problem
+
+
+def probed_problem(bindable: bool = False) -> str | None:
+    """What :func:`overlay_problem` found in this process for that kind, without probing:
+    why an overlay cannot be mounted here, or None (no problem found, or no probe ran)."""
+    return _probed.get(bindable)
