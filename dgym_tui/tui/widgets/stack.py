@@ -64,7 +64,8 @@ class StackPane(OptionList):
 
         A stop with the same frames (functions and files: a step within the function, or
         up / down) changes only the rows whose line or marker moved; the list keeps its
-        size and scroll position. Any other stop rebuilds it.
+        size and scroll position. Any other stop rebuilds it, with the options of the rows
+        it already showed.
         """
         self.inspection = inspection
         if inspection is None or not inspection.frames:
@@ -77,8 +78,12 @@ class StackPane(OptionList):
         rows = [_Row(index, frame.function, frame.relative or frame.path, frame.relative is None,
                      frame.line, index == inspection.current) for index, frame in frames]
         if [row[:4] for row in rows] != [row[:4] for row in self._rows]:
-            self.clear_options()
-            self.add_options([Option(row.prompt(), id=str(row.index)) for row in rows])
+            # a row shown before keeps its option and its prompt's visual (the frames a
+            # test runner's stack keeps from one stop to the next); set_options: the list
+            # is not measured empty first, as clear_options does
+            kept = dict(zip(self._rows, self.options, strict=True)) if self._rows else {}
+            self.set_options([kept.get(row) or Option(row.prompt(), id=str(row.index))
+                              for row in rows])
         else:
             for position, (row, before) in enumerate(zip(rows, self._rows, strict=True)):
                 if row != before:
