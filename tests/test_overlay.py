@@ -17,6 +17,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -389,3 +390,30 @@ def test_a_repository_whose_overlay_fails_where_the_probe_mounts_one_fails_the_r
         env.reset()
     assert len(made) == 2 and made[0] == str(repo.resolve())  # then the probe's, which mounted
     assert env.workspace is None
+
+
+INDEX_PROCESSES = """
+import json, subprocess, sys
+started = []
+real = subprocess.Popen.__init__
+def spy(self, args, *rest, **kwargs):
+    started.append(args if isinstance(args, str) else [str(a) for a in args])
+    real(self, args, *rest, **kwargs)
+subprocess.Popen.__init__ = spy
+from dgym_tui.core.fs.safefs import SafeTree
+from dgym_tui.core.fs.treeindex import TreeIndex
+index = TreeIndex(SafeTree(sys.argv[1]), lambda rel, is_dir: True)
+print(json.dumps({"watching": index.watching, "entries": sorted(index.entries),
+                  "started": started}))
+"""
+
+
+def test_a_working_copys_change_index_starts_no_process(make_repo):
+    """A process's first change index (every working copy's, an overlay's upper layer) gets
+    inotify through the C library this process holds: inotify_simple's own lookup
+    (``ctypes.util.find_library``) ran ``ldconfig -p`` on the way to the first eval."""
+    repo = make_repo({"a.py": "A = 1\n"})
+    out = subprocess.run([sys.executable, "-c", INDEX_PROCESSES, str(repo)], capture_output=True,
+                         text=True, timeout=60, check=True)
+    seen = json.loads(out.stdout.strip().splitlines()[-1])
+    assert seen == {"watching": True, "entries": ["a.py"], "started": []}

@@ -27,11 +27,20 @@ from dgym_tui.core.fs.safefs import SafeTree
 log = logging.getLogger(__name__)
 
 try:  # Linux only
+    import inotify_simple
     from inotify_simple import INotify
     from inotify_simple import flags as _in
 except (ImportError, OSError):  # pragma: no cover - non-Linux
     INotify = None
     _in = None
+else:
+    from dgym_tui.core.namespaces import libc as _libc
+
+    # The C library inotify_simple calls: the handle this process already holds. Its own,
+    # looked up at the first INotify with ctypes.util.find_library, ran `ldconfig -p` (a
+    # process) in every process's first working copy, on the way to the first eval.
+    if getattr(inotify_simple, "_libc", ...) is None:
+        inotify_simple._libc = _libc
 
 if _in is not None:
     _MASK = (_in.CREATE | _in.DELETE | _in.MODIFY | _in.ATTRIB | _in.MOVED_FROM | _in.MOVED_TO
