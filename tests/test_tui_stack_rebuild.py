@@ -45,3 +45,25 @@ async def test_another_tests_stop_keeps_the_runners_frames(calc_session):
         await pilot.pause()
         assert not any(option is before.get(row) for row, option in zip(rows, stack.options, strict=True))
         assert stack.highlighted == highlighted and _lines(stack) == shown
+
+
+async def test_the_rows_are_measured_at_the_width_left_by_the_scroll_bar(calc_session):
+    """A stop whose stack is taller than the pane (its scroll bar appears): each frame's
+    option has the rows its prompt wraps into at the width the pane has with the bar."""
+    app = DgymApp(session=calc_session())
+    async with app.run_test(size=(120, 36)) as pilot:  # the side column: a path wraps
+        await stop_at(app, pilot, "calc.py:4")
+        stack = app.query_one(StackPane)
+        assert stack.show_vertical_scrollbar
+        width = stack.scrollable_content_region.width
+        wanted = [stack._get_visual(option).get_height(stack.styles, width)
+                  for option in stack.options]
+        assert max(wanted) > 1  # paths wrap at this size
+        assert [stack._heights[index] for index in range(len(stack.options))] == wanted
+        await pilot.pause()
+        screen = [stack.render_line(y).text for y in range(stack.size.height)]
+        for index, row in enumerate(stack._rows):  # each option wholly in view ends on
+            first = stack._index_to_line[index]    # its line number
+            if first + stack._heights[index] <= len(screen):
+                text = "".join(screen[first:first + stack._heights[index]])
+                assert text.replace(" ", "").endswith(f":{row.line}"), text

@@ -82,6 +82,11 @@ class StackPane(OptionList):
             # test runner's stack keeps from one stop to the next); set_options: the list
             # is not measured empty first, as clear_options does
             kept = dict(zip(self._rows, self.options, strict=True)) if self._rows else {}
+            if (len(rows) > self.container_size.height and not self.show_vertical_scrollbar
+                    and self.styles.overflow_y == "auto" and self._laid_out()):
+                # more rows than the pane has: the scroll bar will show (Textual's own
+                # test); shown first, the rows are measured once, at the width it leaves
+                self.show_vertical_scrollbar = True
             self.set_options([kept.get(row) or Option(row.prompt(), id=str(row.index))
                               for row in rows])
         else:
@@ -105,6 +110,21 @@ class StackPane(OptionList):
         for index in (was, current):
             self._refresh_option(index)
         self.scroll_to_highlight()
+
+    def _update_lines(self) -> None:
+        """OptionList's, measured again when its scroll bar appeared or went meanwhile.
+
+        OptionList measures the new options' heights at the width it has, then shows or
+        hides its scroll bar for their total; it measures again only when the pane is
+        resized, and a scroll bar is not a resize: a stop that made the stack taller than
+        the pane kept heights measured two cells wider, and a frame's path wrapped into
+        one row more than its option was given (its line number cut off)."""
+        width = self.scrollable_content_region.width
+        super()._update_lines()
+        if self.scrollable_content_region.width != width and self._line_cache.lines:
+            self._line_cache.clear()  # once: the scroll bar follows the new total
+            self._option_render_cache.clear()
+            super()._update_lines()
 
     def _replace_option_prompt(self, index: int, prompt: VisualType) -> None:
         """OptionList's, redrawing only this option's rows when its height stays the same.
