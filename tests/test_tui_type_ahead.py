@@ -106,6 +106,23 @@ async def test_a_key_typed_while_its_step_starts_pdb_runs_after_it(calc_session)
     app.close_session()
 
 
+async def test_eval_typed_while_a_step_runs_runs_after_it(calc_session):
+    """``n`` then ``x`` at once: the eval key, typed while the step runs, waits for it
+    (echoed as waiting) and runs after it. Before, it was dropped with a "busy" notice: in
+    tmux, ``:rewrite ...⏎`` then Escape and ``x`` in one write lost the eval."""
+    session = calc_session()
+    app = DgymApp(session=session)
+    async with app.run_test(size=SIZE) as pilot:
+        await stop_at(app, pilot, "calc.py:4")
+        before = len(session.turns)
+        burst(app, "nx")
+        await settle(app, pilot)
+        await settle(app, pilot)
+        assert [turn.action.name for turn in session.turns[before:]] == ["pdb", "eval"]
+        assert "eval (waits for the step that runs)" in " ".join(console_text(app).split())
+    app.close_session()
+
+
 async def test_keys_typed_while_a_step_runs_are_echoed_once_each(calc_session):
     """``nnn`` at once: the first n runs; the others arrive while it runs and wait for it
     (echoed once as waiting), then run in turn; the console shows each n that ran once."""

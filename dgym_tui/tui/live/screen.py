@@ -878,7 +878,9 @@ class LiveScreen(EpisodeScreen):
         self.notify(why, severity="warning")
 
     def action_run_eval(self) -> None:
-        self.act(ToolCall(name="eval", arguments={}))
+        """``x``: an eval step; typed while a step runs, it waits for it, as pdb keys do."""
+        if not self._wait_for_the_step("eval"):
+            self.act(ToolCall(name="eval", arguments={}))
 
     # -- what the widgets ask for ------------------------------------------------------------
     @on(SourceView.PdbCommand)
