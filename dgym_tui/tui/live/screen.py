@@ -379,7 +379,7 @@ class LiveScreen(EpisodeScreen):
                           f"instead of `{command}`]", "italic"))
             return pdb_call("c")
         verb = command.split(" ", 1)[0]
-        if verb not in ("c", "cont", "continue", "b", "break", "tbreak", "cl", "clear",
+        if verb not in (*CONTINUE_VERBS, "b", "break", "tbreak", "cl", "clear",
                         "condition", "disable", "enable", "restart", "run"):
             notes.append((
                 f"[pdb restarts on the changed code, at the top of the program: `{command}` "
