@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import secrets
 import shutil
 import stat
 from collections.abc import Iterator
@@ -84,6 +83,8 @@ def remove_at(dir_fd: int, name: str, max_depth: int = MAX_DEPTH) -> None:
                     os.rmdir(current, dir_fd=parent)
                 continue
             if len(fds) >= max_depth:  # a chain deeper than this: cut it, go on from the top
+                import secrets  # here: hmac's import is no part of an app's start
+
                 os.rename(sub, f".dgym-deep-{secrets.token_hex(8)}", src_dir_fd=fd,
                           dst_dir_fd=fds[0][2])
                 continue

@@ -15,25 +15,31 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import logging
 import os
 import stat
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from dgym_tui.core.fdtree import open_subdir, scan_fd
 from dgym_tui.core.fs.safefs import SafeTree
 
 log = logging.getLogger(__name__)
 
-try:  # Linux only
-    import inotify_simple
-    from inotify_simple import INotify
-    from inotify_simple import flags as _in
-except (ImportError, OSError):  # pragma: no cover - non-Linux
-    INotify = None
-    _in = None
-else:
+@functools.cache
+def _inotify_api() -> tuple[Any, Any, int]:
+    """``(INotify class, inotify flags, watch mask)``; ``(None, None, 0)`` without inotify.
+
+    Imported at the first index (the episode's thread), not with this module: an app's first
+    frame imports the working copy's module before any copy exists.
+    """
+    try:  # Linux only
+        import inotify_simple
+        from inotify_simple import INotify
+        from inotify_simple import flags as _in
+    except (ImportError, OSError):  # pragma: no cover - non-Linux
+        return None, None, 0
     from dgym_tui.core.namespaces import libc as _libc
 
     # The C library inotify_simple calls: the handle this process already holds. Its own,
@@ -41,10 +47,9 @@ else:
     # process) in every process's first working copy, on the way to the first eval.
     if getattr(inotify_simple, "_libc", ...) is None:
         inotify_simple._libc = _libc
-
-if _in is not None:
-    _MASK = (_in.CREATE | _in.DELETE | _in.MODIFY | _in.ATTRIB | _in.MOVED_FROM | _in.MOVED_TO
-             | _in.DELETE_SELF | _in.MOVE_SELF | _in.ONLYDIR | _in.EXCL_UNLINK)
+    mask = (_in.CREATE | _in.DELETE | _in.MODIFY | _in.ATTRIB | _in.MOVED_FROM | _in.MOVED_TO
+            | _in.DELETE_SELF | _in.MOVE_SELF | _in.ONLYDIR | _in.EXCL_UNLINK)
+    return INotify, _in, mask
 
 
 class Stamp(NamedTuple):
@@ -81,9 +86,10 @@ class TreeIndex:
         self.dirs: set[str] = set()
         self._wd: dict[int, str] = {}
         self._inotify = None
-        if INotify is not None:
+        inotify, self._in, self._mask = _inotify_api()
+        if inotify is not None:
             try:
-                self._inotify = INotify(nonblocking=True)
+                self._inotify = inotify(nonblocking=True)
             except OSError:
                 log.debug("inotify unavailable; scanning on every refresh", exc_info=True)
         self.watching = self._inotify is not None
@@ -137,7 +143,7 @@ class TreeIndex:
             return
         try:
             # through our own descriptor: a folder swapped for a link is never watched
-            wd = self._inotify.add_watch(f"/proc/self/fd/{fd}", _MASK)
+            wd = self._inotify.add_watch(f"/proc/self/fd/{fd}", self._mask)
         except OSError as exc:
             if exc.errno == errno.ENOSPC:  # out of watches: fall back to scanning
                 log.info("inotify watches exhausted; scanning on every refresh")
@@ -166,9 +172,9 @@ class TreeIndex:
             return set()
         dirty: set[str] = set()
         for event in events:
-            if event.mask & _in.Q_OVERFLOW:
+            if event.mask & self._in.Q_OVERFLOW:
                 return self._rescan_all()
-            if event.mask & _in.IGNORED:
+            if event.mask & self._in.IGNORED:
                 self._wd.pop(event.wd, None)
                 continue
             base = self._wd.get(event.wd)

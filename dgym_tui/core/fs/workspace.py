@@ -42,7 +42,6 @@ from dgym_tui.core.fs.gitpatch import MODE_EXEC, MODE_LINK, Blob, blob_id, file_
 from dgym_tui.core.fs.idcache import BlobIdCache, key_of
 from dgym_tui.core.fs.ignorecache import ignored_entries
 from dgym_tui.core.fs.lookahead import START_DELAY, LookAhead
-from dgym_tui.core.fs.overlay import UPPER, Overlay, open_work, remove_base
 from dgym_tui.core.fs.safefs import (
     EscapeError,
     SafeTree,
@@ -61,6 +60,12 @@ from dgym_tui.core.types import (  # defined with the shared types
 
 if TYPE_CHECKING:
     import pathspec
+
+    from dgym_tui.core.fs.overlay import Overlay
+
+# The overlay's module (ctypes, the mount calls) is imported where an overlay is mounted
+# or removed: an app's first frame lists and reads the original with this module's
+# rules (dgym_tui.episode.first_file), before the episode's thread makes the copy.
 
 IGNORE_FILE = ".debugignore"
 READONLY_FILE = ".debugreadonly"
@@ -142,6 +147,8 @@ def remove_stale_folders(folder: str | None = None) -> list[str]:
         ours = st.st_uid == os.getuid() or (os.geteuid() == 0
                                              and st.st_uid in SANDBOX_UID_RANGE)
         if stat.S_ISDIR(st.st_mode) and ours:
+            from dgym_tui.core.fs.overlay import remove_base
+
             remove_base(path)
             removed.append(path)
     return removed
@@ -324,6 +331,8 @@ class Workspace:
         needed (grep, a listing of every file), and only read-only files are
         read, to remember their starting content.
         """
+        from dgym_tui.core.fs.overlay import UPPER, Overlay
+
         os.mkdir(self.root / UPPER, 0o700)
         if parent is not None:
             _copy_upper(parent.overlay.upper, str(self.root / UPPER), self.run_as)  # type: ignore[union-attr]
@@ -1458,6 +1467,8 @@ class Workspace:
         if self.overlay is not None:
             self.overlay.close()
         base = getattr(self, "folder", self.root)
+        from dgym_tui.core.fs.overlay import open_work
+
         open_work(str(base))
         if base.exists():
             remove_tree(str(base))

@@ -20,10 +20,12 @@ None), ``status`` (``done`` / ``timeout`` / ``killed`` / ``exited``),
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from dgym_tui.core.terminals.shell import ShellSession, ShellStartError
 from dgym_tui.core.tools.base import EXAMPLE_FILE, Tool, ToolError, ToolOutput, register
+
+if TYPE_CHECKING:  # the shell (pexpect) is imported when it first starts
+    from dgym_tui.core.terminals.shell import ShellSession
 
 #: Seconds the shell may take to start.
 START_TIMEOUT = 30.0
@@ -93,6 +95,8 @@ class BashTool(Tool):
             why = (f"restarted: {self._ended}" if self._ended
                    else "restarted: the previous shell had ended" if self.session is not None
                    else "started")
+            from dgym_tui.core.terminals.shell import ShellSession, ShellStartError
+
             self.session = ShellSession(self.env.terminal, max_output=self.env.max_output)
             try:
                 self.session.start(START_TIMEOUT)

@@ -21,25 +21,10 @@ from __future__ import annotations
 
 import re
 import shlex
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from dgym_tui.core.breakpoints import Breakpoint, BreakpointStore
 from dgym_tui.core.fs.workspace import WorkspaceError
-from dgym_tui.core.pdb.inspect import Inspection, inspect_command, parse_inspection
-from dgym_tui.core.pdb.session import (
-    BREAK_RE,
-    DELETED_RE,
-    ENDED_MARKERS,
-    POST_MORTEM_MARKER,
-    PROMPT,
-    TOGGLED_RE,
-    PdbReply,
-    PdbSession,
-    PdbStartError,
-    last_frame,
-    program_ended,
-    stack_frames,
-)
 from dgym_tui.core.tools.base import (
     EXAMPLE_FILE,
     EXAMPLE_LINE,
@@ -49,6 +34,14 @@ from dgym_tui.core.tools.base import (
     register,
 )
 from dgym_tui.core.tools.view import numbered_lines
+
+if TYPE_CHECKING:
+    from dgym_tui.core.pdb.inspect import Inspection
+    from dgym_tui.core.pdb.session import PdbReply, PdbSession
+
+# The pdb session and the inspection (pexpect, the session's patterns) are imported at
+# their first use, in the episode's thread, not with the tool: an app builds its
+# environment (and so this tool) before its first frame.
 
 #: pdb command aliases the tool treats specially, by canonical name.
 ALIASES = {
@@ -65,7 +58,6 @@ _REFUSED_WHY = {
     "interact": "it opens a Python prompt; evaluate expressions with p EXPR or !STATEMENT",
     "debug": "it opens a nested debugger; step into the call with s instead",
 }
-END_LINES = tuple(marker for marker, _ in ENDED_MARKERS)
 #: pdb's listing commands: no auto_list lines after them (they show the code already).
 LIST_VERBS = frozenset({"l", "list", "ll", "longlist", "source"})
 #: Seconds to wait for pdb to show where it was after Ctrl-C on a timeout.
@@ -179,6 +171,8 @@ class PdbTool(Tool):
         self._stop()
 
     def on_ready(self) -> None:
+        from dgym_tui.core.pdb.session import PdbSession
+
         try:
             command = self.command
         except ToolError:
@@ -233,6 +227,8 @@ class PdbTool(Tool):
     # -- the session -----------------------------------------------------
     def _start(self, notes: list[str], why: str) -> PdbReply | None:
         """(Re)start the session and re-issue breakpoints; None if pdb could not start."""
+        from dgym_tui.core.pdb.session import PdbSession, PdbStartError
+
         if self.session is not None:
             self.session.close()
         self._numbers.clear()
@@ -259,6 +255,8 @@ class PdbTool(Tool):
 
     def _reissue(self, notes: list[str]) -> int:
         """Send every stored breakpoint in one batch; return how many pdb accepted."""
+        from dgym_tui.core.pdb.session import BREAK_RE
+
         store = self.env.breakpoints
         entries = store.entries()
         if not entries:
@@ -283,6 +281,8 @@ class PdbTool(Tool):
         return accepted
 
     def _set_frame(self, output: str) -> None:
+        from dgym_tui.core.pdb.session import last_frame
+
         frame = last_frame(output)
         if frame is not None:
             rel = self._rel(frame.path)
@@ -305,6 +305,8 @@ class PdbTool(Tool):
             ToolError: empty or multi-line command, a command that needs several
                 lines, or a breakpoint outside the repository / in a hidden file.
         """
+        from dgym_tui.core.pdb.session import POST_MORTEM_MARKER, program_ended
+
         command = command.strip()
         if not command:
             raise ToolError("empty pdb command; give one command, e.g. 'b file.py:12', 'c', "
@@ -408,6 +410,8 @@ class PdbTool(Tool):
 
     def _on_timeout(self, command: str, reply: PdbReply, after: list[str]) -> str:
         """Interrupt the runaway command, say where it was, restart the session."""
+        from dgym_tui.core.pdb.session import stack_frames
+
         stopped = self.session.interrupt(INTERRUPT_GRACE)
         text = stopped.output
         if stopped.ok:  # pdb stopped inside its own signal handler: ask for the stack once
@@ -447,6 +451,8 @@ class PdbTool(Tool):
 
     def _track(self, kind: str | None, arg: str, output: str, after: list[str]) -> None:
         """Update the breakpoint store from pdb's reply to any command."""
+        from dgym_tui.core.pdb.session import BREAK_RE, DELETED_RE, TOGGLED_RE
+
         store = self.env.breakpoints
         if kind in ("break", "tbreak") and arg:
             match = BREAK_RE.search(output)
@@ -558,6 +564,8 @@ class PdbTool(Tool):
             to the repository where they lie inside it), or None when no pdb
             session is stopped at a prompt or the reply held no inspection.
         """
+        from dgym_tui.core.pdb.inspect import parse_inspection
+
         session = self.session
         if session is None or not session.alive or self._generation != self.env.generation:
             return None
@@ -590,6 +598,8 @@ class PdbTool(Tool):
 
     def _inspect_command(self, frame: int | None = None, scope: str = "locals") -> str:
         """The inspection's command line: short once this session's process keeps the code."""
+        from dgym_tui.core.pdb.inspect import inspect_command
+
         return inspect_command(frame=frame, scope=scope, cached=self._code_in is self.session)
 
     def _settle(self) -> None:
@@ -605,11 +615,13 @@ class PdbTool(Tool):
 
 def _cut_after_end(output: str) -> str:
     """Drop what pdb printed after its end-of-program line (its own in-process restart)."""
+    from dgym_tui.core.pdb.session import ENDED_MARKERS
+
     cut = len(output)
-    for marker in (m for m in END_LINES if m in output):
+    for marker in (m for m, _ in ENDED_MARKERS if m in output):
         eol = output.find("\n", output.find(marker))
         cut = min(cut, len(output) if eol < 0 else eol + 1)
     return output[:cut]
 
 
-__all__ = ["PROMPT", "PdbTool", "debug_command"]
+__all__ = ["PdbTool", "debug_command"]
