@@ -30,7 +30,6 @@ from typing import Any, Self
 
 from dgym_tui.core.breakpoints import BreakpointStore
 from dgym_tui.core.errors import first_line
-from dgym_tui.core.evaluation import pytest_plugin
 from dgym_tui.core.evaluation.summary import describe_score, is_resolved, summarize
 from dgym_tui.core.fs.lookahead import test_folders
 from dgym_tui.core.fs.workspace import Workspace, WorkspaceError
@@ -355,6 +354,8 @@ class RepoEnv:
         self._stop_if_closed(terminal)
         terminal.start(str(self.workspace.root))
         self._stop_if_closed(terminal)
+        from dgym_tui.core.evaluation import pytest_plugin  # the reset's: not an app's first frame
+
         pytest_plugin.install(self.terminal)
         notes = [*self.terminal.notes, *self._run_setup(self.terminal)]
         for tool in self.tools.values():
@@ -650,6 +651,8 @@ class RepoEnv:
                 terminal = self._make_terminal(grading)
                 self._grading_terminal = terminal  # close() from another thread ends it too
                 terminal.start(str(grading.root))
+                from dgym_tui.core.evaluation import pytest_plugin
+
                 pytest_plugin.install(terminal)
                 failed = self._run_setup(terminal)
             except Exception as exc:  # noqa: BLE001  a failed grading is a failed eval
@@ -684,6 +687,8 @@ class RepoEnv:
         read, or read-only files that cannot be put back, make a failed eval
         whose ``problem`` says why.
         """
+        from dgym_tui.core.evaluation import pytest_plugin
+
         over = self._over_size_limit(workspace)
         if over:
             return EvalSummary(errors=1, problem=over), f"[{over}]"

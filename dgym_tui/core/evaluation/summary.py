@@ -14,9 +14,12 @@ from __future__ import annotations
 import posixpath
 import re
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from dgym_tui.core.evaluation.pytest_plugin import PytestReport
 from dgym_tui.core.types import EvalSummary, FailedTest
+
+if TYPE_CHECKING:  # the report's module is the eval's (the reset's), not an app's first frame
+    from dgym_tui.core.evaluation.pytest_plugin import PytestReport
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _LINE = re.compile(
