@@ -9,8 +9,10 @@ terminal's clean-up at its close); nor the dialogs (the first key that opens one
 them), the replay screen, the patch parser (unidiff: a live episode needs it once a step
 changed a file) or rich's emoji table (a label given as markup loads it); nor what only the
 episode's thread uses: the pdb and shell sessions (pexpect), the overlay's mount calls
-(ctypes), inotify, ``secrets`` and the eval's pytest report (the environment is built
-before the first frame, its tools and working copy are made by the reset).
+(ctypes), inotify, ``secrets``, the eval's pytest report and the working copy's own module
+with its patches and hashing (the environment is built before the first frame, its tools
+and working copy are made by the reset; the first file is listed with the copy's rules,
+dgym_tui.core.fs.rules).
 The first frame shows the first source file, read from the original repository
 (dgym_tui.episode.first_file), without its syntax colours: pygments (its Python lexer's
 rules), rich.syntax's token colours and importlib.metadata (pygments.lexers imports it)
@@ -36,7 +38,8 @@ DEFERRED = ("jsonschema", "re2", "pathspec", "rich.pretty", "textual.widgets._ri
             "dgym_tui.tui.replay.screen", "unidiff", "rich._emoji_codes",
             "dgym_tui.core.pdb.session", "dgym_tui.core.pdb.inspect", "pexpect",
             "dgym_tui.core.fs.overlay", "ctypes", "inotify_simple", "secrets",
-            "dgym_tui.core.evaluation.pytest_plugin")
+            "dgym_tui.core.evaluation.pytest_plugin", "dgym_tui.core.fs.workspace",
+            "dgym_tui.core.fs.gitpatch", "hashlib")
 
 def _run(script: str, *args: str) -> str:
     """Run ``script`` in a fresh interpreter importing this checkout; its output (it must

@@ -26,13 +26,11 @@ import posixpath
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from dgym_tui.core.breakpoints import BreakpointStore
 from dgym_tui.core.errors import first_line
 from dgym_tui.core.evaluation.summary import describe_score, is_resolved, summarize
-from dgym_tui.core.fs.lookahead import test_folders
-from dgym_tui.core.fs.workspace import Workspace, WorkspaceError
 from dgym_tui.core.safetext import strip_controls
 from dgym_tui.core.terminals import cleanup
 from dgym_tui.core.terminals.base import DEFAULT_MAX_OUTPUT, RunResult, Terminal, TerminalError
@@ -43,9 +41,13 @@ from dgym_tui.core.types import (
     EvalSummary,
     StepResult,
     ToolCall,
+    WorkspaceError,
     decode_arguments,
     example_arguments,
 )
+
+if TYPE_CHECKING:  # the working copy's module is the reset's (the episode's thread)
+    from dgym_tui.core.fs.workspace import Workspace
 
 log = logging.getLogger(__name__)
 
@@ -688,6 +690,7 @@ class RepoEnv:
         whose ``problem`` says why.
         """
         from dgym_tui.core.evaluation import pytest_plugin
+        from dgym_tui.core.fs.lookahead import test_folders
 
         over = self._over_size_limit(workspace)
         if over:
@@ -865,6 +868,8 @@ class RepoEnv:
         return self._workspace(False, bindable)
 
     def _workspace(self, overlay: bool, bindable: bool) -> Workspace:
+        from dgym_tui.core.fs.workspace import Workspace
+
         return Workspace(self.path, ignore=self.ignore, readonly=self.readonly,
                          overlay=overlay, run_as=self._overlay_ids(overlay), bindable=bindable)
 

@@ -25,8 +25,7 @@ from __future__ import annotations
 import stat
 from collections.abc import Callable, Sequence
 
-from dgym_tui.core.fs.safefs import SafeTree, walk
-from dgym_tui.core.fs.workspace import (
+from dgym_tui.core.fs.rules import (
     ALWAYS_IGNORED,
     BINARY_SNIFF_BYTES,
     IGNORE_FILE,
@@ -35,6 +34,7 @@ from dgym_tui.core.fs.workspace import (
     is_binary,
     pattern_names,
 )
+from dgym_tui.core.fs.safefs import SafeTree, walk
 
 #: Largest file (and ``.debugignore``), in bytes, read.
 MAX_BYTES = 512 * 1024

@@ -42,6 +42,15 @@ from dgym_tui.core.fs.gitpatch import MODE_EXEC, MODE_LINK, Blob, blob_id, file_
 from dgym_tui.core.fs.idcache import BlobIdCache, key_of
 from dgym_tui.core.fs.ignorecache import ignored_entries
 from dgym_tui.core.fs.lookahead import START_DELAY, LookAhead
+from dgym_tui.core.fs.rules import (  # the rules' names are this module's too
+    ALWAYS_IGNORED,
+    BINARY_SNIFF_BYTES,
+    IGNORE_FILE,
+    NOT_COPIED,
+    READONLY_FILE,
+    is_binary,
+    pattern_names,
+)
 from dgym_tui.core.fs.safefs import (
     EscapeError,
     SafeTree,
@@ -64,22 +73,11 @@ if TYPE_CHECKING:
     from dgym_tui.core.fs.overlay import Overlay
 
 # The overlay's module (ctypes, the mount calls) is imported where an overlay is mounted
-# or removed: an app's first frame lists and reads the original with this module's
-# rules (dgym_tui.episode.first_file), before the episode's thread makes the copy.
+# or removed (the episode's thread), not with this module.
 
-IGNORE_FILE = ".debugignore"
-READONLY_FILE = ".debugreadonly"
-
-#: Patterns always ignored, whatever the repository's files say.
-ALWAYS_IGNORED = (".git/", IGNORE_FILE, READONLY_FILE, "__pycache__/", "*.pyc",
-                  ".pytest_cache/")
-#: Names never copied into the working copy.
-NOT_COPIED = frozenset({".git", "__pycache__", ".pytest_cache"})
 #: Prefix of working-copy folders: ``dgym-ws-<owner pid>-<random>``.
 WS_PREFIX = "dgym-ws-"
 
-#: Bytes read to decide whether a file is binary (a NUL byte in them means binary).
-BINARY_SNIFF_BYTES = 8192
 #: Bytes read at a time when streaming a file.
 CHUNK_BYTES = 1 << 20
 #: Longest line kept when streaming (longer lines are cut; view cuts far earlier).
@@ -96,18 +94,6 @@ def _read_patterns(path: Path) -> list[str]:
             return fh.read(1 << 20).decode("utf-8", "replace").splitlines()
     except OSError:
         return []
-
-
-def is_binary(data: bytes) -> bool:
-    """Return True when ``data`` (the start of a file) looks binary: NUL byte or not UTF-8."""
-    if b"\0" in data:
-        return True
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        # A multi-byte character cut at the end of the sample is still text.
-        return exc.start < len(data) - 4
-    return False
 
 
 def remove_stale_folders(folder: str | None = None) -> list[str]:
@@ -1472,19 +1458,6 @@ class Workspace:
         open_work(str(base))
         if base.exists():
             remove_tree(str(base))
-
-
-def pattern_names(spec: pathspec.PathSpec, cache: dict[tuple[str, bool], bool], rel: str,
-           is_dir: bool) -> bool:
-    """Does a pattern of ``spec`` name entry ``rel`` itself (a folder also as ``rel/``)?
-    Answers are kept in ``cache`` (at most 200,000)."""
-    key = (rel, is_dir)
-    hit = cache.get(key)
-    if hit is None:
-        hit = bool(spec.match_file(rel) or (is_dir and spec.match_file(rel + "/")))
-        if len(cache) < 200_000:
-            cache[key] = hit
-    return hit
 
 
 class _LowerStart:

@@ -16,8 +16,9 @@ import re
 import time
 from typing import Any, ClassVar
 
-from dgym_tui.core.fs.workspace import BINARY_SNIFF_BYTES, WorkspaceError, is_binary
+from dgym_tui.core.fs.rules import BINARY_SNIFF_BYTES, is_binary
 from dgym_tui.core.tools.base import Tool, ToolError, ToolOutput, register
+from dgym_tui.core.types import WorkspaceError
 
 #: Most matching lines one grep shows; the rest are counted in a closing note.
 MAX_HITS = 100

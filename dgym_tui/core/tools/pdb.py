@@ -24,7 +24,6 @@ import shlex
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from dgym_tui.core.breakpoints import Breakpoint, BreakpointStore
-from dgym_tui.core.fs.workspace import WorkspaceError
 from dgym_tui.core.tools.base import (
     EXAMPLE_FILE,
     EXAMPLE_LINE,
@@ -34,6 +33,7 @@ from dgym_tui.core.tools.base import (
     register,
 )
 from dgym_tui.core.tools.view import numbered_lines
+from dgym_tui.core.types import WorkspaceError
 
 if TYPE_CHECKING:
     from dgym_tui.core.pdb.inspect import Inspection

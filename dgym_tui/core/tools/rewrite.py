@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from dgym_tui.core.fs.gitpatch import split_lines, text_diff
 from dgym_tui.core.tools.base import FILE_PATH_PARAM, Tool, ToolError, ToolOutput, register
 
 
@@ -39,6 +38,10 @@ class RewriteTool(Tool):
 
     def run(self, path: str, new_code: str, start: int | None = None,
             end: int | None = None, **_: Any) -> ToolOutput:
+        # the patch module (hashlib) with the first rewrite, not with the tool: an app builds
+        # its environment, and so its tools, before its first frame
+        from dgym_tui.core.fs.gitpatch import split_lines, text_diff
+
         ws = self.env.workspace
         if ws.is_ignored(path):
             raise ToolError(f"{path!r} is hidden by .debugignore and cannot be written; "
