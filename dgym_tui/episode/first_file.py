@@ -25,15 +25,7 @@ from __future__ import annotations
 import stat
 from collections.abc import Callable, Sequence
 
-from dgym_tui.core.fs.rules import (
-    ALWAYS_IGNORED,
-    BINARY_SNIFF_BYTES,
-    IGNORE_FILE,
-    NOT_COPIED,
-    READONLY_FILE,
-    is_binary,
-    pattern_names,
-)
+from dgym_tui.core.fs import rules
 from dgym_tui.core.fs.safefs import SafeTree, walk
 
 #: Largest file (and ``.debugignore``), in bytes, read.
@@ -49,22 +41,22 @@ def visible_files(tree: SafeTree, patterns: Sequence[str]) -> list[str] | None:
     Args:
         tree: the original repository.
         patterns: the user's gitignore patterns (``.debugignore``'s lines and the
-            episode's ``ignore``); :data:`~dgym_tui.core.fs.workspace.ALWAYS_IGNORED`
+            episode's ``ignore``); :data:`~dgym_tui.core.fs.rules.ALWAYS_IGNORED`
             is added.
     """
     if patterns:
         import pathspec  # only for a repository with rules: ~40 ms to import
 
-        spec = pathspec.GitIgnoreSpec.from_lines([*ALWAYS_IGNORED, *patterns])
+        spec = pathspec.GitIgnoreSpec.from_lines([*rules.ALWAYS_IGNORED, *patterns])
         cache: dict[tuple[str, bool], bool] = {}
 
         def hidden(rel: str, folder: bool) -> bool:
-            return pattern_names(spec, cache, rel, folder)
+            return rules.pattern_names(spec, cache, rel, folder)
     else:  # ALWAYS_IGNORED alone: these folders, the rule files, bytecode
         def hidden(rel: str, folder: bool) -> bool:
             name = rel.rsplit("/", 1)[-1]
-            return name in (IGNORE_FILE, READONLY_FILE) or name.endswith(".pyc") or (
-                folder and name in NOT_COPIED)
+            return name in (rules.IGNORE_FILE, rules.READONLY_FILE) or name.endswith(".pyc") or (
+                folder and name in rules.NOT_COPIED)
 
     files: list[str] = []
     entries = 0
@@ -72,7 +64,7 @@ def visible_files(tree: SafeTree, patterns: Sequence[str]) -> list[str] | None:
         entries += 1
         if entries > MAX_ENTRIES:
             return None
-        if stat.S_ISREG(st.st_mode) and name not in NOT_COPIED and not hidden(rel, False):
+        if stat.S_ISREG(st.st_mode) and name not in rules.NOT_COPIED and not hidden(rel, False):
             files.append(rel)
     return sorted(files)
 
@@ -100,11 +92,11 @@ def read_first_file(root: str, ignore: Sequence[str] | None,
         return None
     try:
         patterns = list(ignore)
-        if tree.kind(IGNORE_FILE, follow=False) is not None:
-            rules = tree.read_bytes(IGNORE_FILE, limit=MAX_BYTES + 1, follow=False)
-            if len(rules) > MAX_BYTES:
+        if tree.kind(rules.IGNORE_FILE, follow=False) is not None:
+            listed = tree.read_bytes(rules.IGNORE_FILE, limit=MAX_BYTES + 1, follow=False)
+            if len(listed) > MAX_BYTES:
                 return None
-            patterns += rules.decode("utf-8", "replace").splitlines()
+            patterns += listed.decode("utf-8", "replace").splitlines()
         files = visible_files(tree, patterns)
         first = pick(files) if files else None
         if first is None:
@@ -114,6 +106,6 @@ def read_first_file(root: str, ignore: Sequence[str] | None,
         return None
     finally:
         tree.close()
-    if len(data) > MAX_BYTES or is_binary(data[:BINARY_SNIFF_BYTES]):
+    if len(data) > MAX_BYTES or rules.is_binary(data[:rules.BINARY_SNIFF_BYTES]):
         return None
     return first, data.decode("utf-8", "replace")
