@@ -14,6 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from rich.text import Text
 from textual.geometry import Region
 from tui_helpers import SIZE, screen_text, settle, stop_at
 
@@ -492,6 +493,37 @@ class TestStopRedraw:
                 drawn = [list(strip) for strip in variables.render_lines(crop)]
                 assert drawn == fresh() and computed  # (the drawing from scratch computes)
 
+    async def test_a_relabelled_variable_is_drawn_without_a_callback(self, make_repo,
+                                                                      tmp_path, monkeypatch):
+        """A step that relabels variables refreshes their rows at once, not through the
+        tree's ``call_later`` (Textual's ``TreeNode.set_label``: a message and a turn of
+        the event loop per changed variable); the node ends as Textual's ``set_label``
+        leaves it (label, update count) and the pane shows the new value."""
+        app = _long_loop_app(make_repo, tmp_path)
+        async with app.run_test(size=SIZE) as pilot:
+            await stop_at(app, pilot, "calc.py:4")
+            variables = app.query_one("#variables")
+            later: list[object] = []
+            call_later = variables.call_later
+            monkeypatch.setattr(variables, "call_later", lambda *args, **kwargs: (
+                getattr(args[0], "__name__", "") == "_refresh_node" and later.append(args[0]))
+                or call_later(*args, **kwargs))  # (Pilot's own waits call it too)
+            for _ in range(2):  # on line 3 after line 4: total changed
+                later.clear()
+                await _run(app, pilot, "n")
+                if variables.changed:
+                    break
+            assert variables.changed == {"total"} and later == []
+            node = next(n for n in variables.root.children if str(n.label).startswith("total"))
+            assert f"total = {variables.shown['total']}" in screen_text(app)
+            # Textual's own set_label leaves the node as the pane's relabel does
+            updates = node._updates
+            node.set_label(Text("total = 1"))
+            theirs = (node._updates - updates, node.label)
+            variables._relabel(node, Text("total = 1"))
+            assert (node._updates - updates - 1, node.label) == theirs == (1, Text("total = 1"))
+            assert later == [variables._refresh_node]  # Textual's, once
+
     async def test_a_source_key_runs_its_binding_where_it_is_focused(self, calc_session,
                                                                      monkeypatch):
         """``n`` in the focused source view runs its step without going up through the
@@ -526,6 +558,64 @@ class TestStopRedraw:
             await pilot.press("y")  # no binding here
             await settle(app, pilot)
             assert went_up and went_up[-1] == "App"
+
+    async def test_a_steps_messages_stay_on_the_screen(self, calc_session, monkeypatch):
+        """The messages of an ``n`` the screen handles (the source view's command, the
+        answer's ``TurnRecorded``, the call's ``CallDone``) are not dispatched again on
+        the app's queue (Textual bubbles a message to the app unless it is stopped: a
+        queue and a turn of its event loop each, with nothing to do there); the key
+        itself still reaches the app first."""
+        app = DgymApp(session=calc_session())
+        async with app.run_test(size=SIZE) as pilot:
+            await stop_at(app, pilot, "calc.py:4")
+            on_app: list[str] = []
+            dispatch = DgymApp._dispatch_message
+
+            async def spy(this, message):
+                on_app.append(type(message).__name__)
+                return await dispatch(this, message)
+
+            monkeypatch.setattr(DgymApp, "_dispatch_message", spy)
+            step = app.status.status.step
+            await pilot.press("n")
+            await settle(app, pilot)
+            assert app.status.status.step == step + 1 and "Key" in on_app
+            assert not {"PdbCommand", "TurnRecorded", "CallDone"} & set(on_app), on_app
+
+    async def test_a_step_looks_up_no_pane(self, calc_session, monkeypatch):
+        """An ``n`` and its answer reach the panes they change (the status line, the
+        console and its input, the Debug tab's panes, the source view, the transcript)
+        without a ``query_one`` each: each query was a walk of the DOM at every step. The
+        panes still show the step."""
+        from textual.dom import DOMNode
+
+        app = DgymApp(session=calc_session())
+        async with app.run_test(size=SIZE) as pilot:
+            await stop_at(app, pilot, "calc.py:4")
+            queried: list[object] = []
+            query_one = DOMNode.query_one
+            monkeypatch.setattr(DOMNode, "query_one", lambda node, *args, **kwargs:
+                                queried.append(args[0]) or query_one(node, *args, **kwargs))
+            step = app.status.status.step
+            await pilot.press("n")
+            await settle(app, pilot)
+            assert app.status.status.step == step + 1 and queried == []
+            assert f"step {step + 1}" in screen_text(app)
+
+    async def test_the_console_keeps_its_completions_for_the_same_names(self, calc_session):
+        """A stop with the same variables' names as the last (most steps) keeps the
+        console's suggester; other names make a new one that completes them."""
+        app = DgymApp(session=calc_session())
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(app, pilot)
+            line = app.pdb_console.input
+            line.complete_names(["total", "xs"])
+            kept = line.suggester
+            line.complete_names(["total", "xs"])
+            assert line.suggester is kept
+            line.complete_names(["count"])
+            assert line.suggester is not kept
+            assert await line.suggester.get_suggestion("p cou") == "p count"
 
     async def test_a_slow_step_shows_its_busy_label_after_the_grace(self, calc_session,
                                                                    monkeypatch):

@@ -32,7 +32,13 @@ from dgym_tui.tui.widgets.status_bar import StatusBar
 from dgym_tui.tui.widgets.transcript import Transcript, format_action
 
 if TYPE_CHECKING:
+    from typing import TypeVar
+
+    from textual.widget import Widget
+
     from dgym_tui.tui.app import DgymApp
+
+    _W = TypeVar("_W", bound=Widget)
 
 #: The help screen's rows for the panes' own keys (their bindings live on the panes).
 SOURCE_KEYS = [
@@ -98,6 +104,7 @@ class EpisodeScreen(QuietKeys, Screen[None]):
         self._current_path: str | None = None
         self._last_result: StepResult | None = None
         self._shown = False  # shown once (on_screen_resume)
+        self._panes: dict[type, Any] = {}  # :meth:`pane`'s widgets found
         # The source view has the focus from the compose on (Textual's default focused the
         # first focusable widget, the file tree, and the mount moved it: two more restyles
         # before the first frame); on_mount hands later showings back to the default.
@@ -145,25 +152,36 @@ class EpisodeScreen(QuietKeys, Screen[None]):
     def watch_busy(self, label: str) -> None:
         self.status.set_busy(label or None)
 
+    def pane(self, kind: type[_W]) -> _W:
+        """The screen's widget of type ``kind`` (``query_one(kind)``), looked up once while
+        it stays mounted: a step asked for ~10 of them, each query a walk of the DOM.
+
+        Raises:
+            NoMatches: no such widget (not composed yet)."""
+        widget = self._panes.get(kind)
+        if widget is None or widget.parent is None:  # first asked, or removed since
+            widget = self._panes[kind] = self.query_one(kind)
+        return widget  # type: ignore[no-any-return]
+
     @property
     def source_view(self) -> SourceView:
-        return self.query_one(SourceView)
+        return self.pane(SourceView)
 
     @property
     def pdb_console(self) -> PdbConsole:
-        return self.query_one(PdbConsole)
+        return self.pane(PdbConsole)
 
     @property
     def status(self) -> StatusBar:
-        return self.query_one(StatusBar)
+        return self.pane(StatusBar)
 
     @property
     def transcript(self) -> Transcript:
-        return self.query_one(Transcript)
+        return self.pane(Transcript)
 
     @property
     def debug_panel(self) -> DebugPanel:
-        return self.query_one(DebugPanel)
+        return self.pane(DebugPanel)
 
     # -- the views of one step ----------------------------------------------------------
     def open_file(self, path: str, line: int | None) -> None:

@@ -262,6 +262,7 @@ class LiveScreen(EpisodeScreen):
 
     @on(CallDone)
     def _call_done(self, message: CallDone) -> None:
+        message.stop()  # the app has nothing to do with it: no second dispatch there
         # One turn of the event loop later, through the app's queue: the session's thread
         # posts CallDone right behind the step's TurnRecorded, so the widgets that message
         # changed have not handed their refreshes to the screen yet (each does in its own
@@ -363,7 +364,7 @@ class LiveScreen(EpisodeScreen):
         for text, style in [(echo, "bold"), *notes]:
             self.pdb_console.write_with_next(text, style=style)
         self._echo_waits = True
-        self.query_one(ApprovePanel).hide()
+        self.pane(ApprovePanel).hide()
         return True
 
     def _after_restart(self, action: ToolCall, notes: list[tuple[str, str]]) -> ToolCall:
@@ -485,9 +486,10 @@ class LiveScreen(EpisodeScreen):
 
     @on(TurnRecorded)
     def _turn_recorded(self, message: TurnRecorded) -> None:
+        message.stop()  # handled here: not dispatched again on the app's queue
         self._screen_hold.collector_waits_for_frame()  # a slow step's: the hold is over
         turn = message.turn
-        self.query_one(ApprovePanel).hide()
+        self.pane(ApprovePanel).hide()
         self.transcript.add_turn(turn)
         # a person's own action was echoed when typed; an edited proposal was not
         self.write_turn(turn, echo_action=turn.actor == "agent" or turn.decision == "edited")
@@ -506,7 +508,7 @@ class LiveScreen(EpisodeScreen):
     def _mode_changed(self, message: ModeChanged) -> None:
         self.status.update_status(mode=message.mode)
         if message.mode != "approve":
-            self.query_one(ApprovePanel).hide()
+            self.pane(ApprovePanel).hide()
         self.refresh_bindings()
 
     @on(EpisodeEnded)
@@ -759,7 +761,7 @@ class LiveScreen(EpisodeScreen):
         self._agent_error = text
         self._agent_failures += 1
         delay = self.AGENT_RETRY[min(self._agent_failures, len(self.AGENT_RETRY)) - 1]
-        self.query_one(ApprovePanel).show_error(text, self._agent_failures, delay)
+        self.pane(ApprovePanel).show_error(text, self._agent_failures, delay)
         if first:
             self.notify(f"{text}; asking again in {delay:.0f} s (m: now, t: take over)",
                         severity="error", title="the agent failed")
@@ -788,7 +790,7 @@ class LiveScreen(EpisodeScreen):
         self._ask_agent()
 
     def _show_proposal(self, proposal: Proposal) -> None:
-        self.query_one(ApprovePanel).show(proposal, len(self.session.turns) + 1)
+        self.pane(ApprovePanel).show(proposal, len(self.session.turns) + 1)
         self.refresh_bindings()
         frame = self._last_result.frame if self._last_result is not None else None
         preview = preview_of(proposal.action, frame[0] if frame else None)
@@ -833,7 +835,7 @@ class LiveScreen(EpisodeScreen):
             return
         self._clear_agent_error()
         dropped = self.session.take_over()  # the proposal is recorded as taken over
-        self.query_one(ApprovePanel).hide()
+        self.pane(ApprovePanel).hide()
         self.source_view.set_preview(None)
         what = f" (the proposal {format_action(dropped.proposed)} was not run)" \
             if dropped is not None and dropped.proposed is not None else ""
@@ -886,6 +888,7 @@ class LiveScreen(EpisodeScreen):
     @on(SourceView.PdbCommand)
     @on(BreakpointsPane.Command)
     def _pdb_command(self, message: SourceView.PdbCommand | BreakpointsPane.Command) -> None:
+        message.stop()
         if not self._wait_for_the_step(message.command):
             self.act(pdb_call(message.command))
 

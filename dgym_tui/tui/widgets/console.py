@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.text import Text
 from textual import events
@@ -85,8 +85,14 @@ class HistoryInput(Input):
             return
         await super()._on_key(event)
 
+    _names: list[str] | None = None  # the names the suggester completes
+
     def complete_names(self, names: list[str]) -> None:
-        """Also complete ``p NAME`` / ``pp NAME`` / ``NAME`` for the current frame's names."""
+        """Also complete ``p NAME`` / ``pp NAME`` / ``NAME`` for the current frame's names
+        (the same names as the last stop's, most steps: the suggester is kept)."""
+        if names == self._names:
+            return
+        self._names = names
         extra = [f"{verb}{name}" for name in names for verb in ("p ", "pp ", "")]
         self.suggester = ConsoleSuggester(COMPLETIONS + extra, case_sensitive=True)
 
@@ -142,8 +148,12 @@ class PdbConsole(Vertical):
             self.text = text
             super().__init__()
 
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._input = HistoryInput(placeholder=PLACEHOLDER, id="console-input")
+
     def compose(self) -> ComposeResult:
-        yield HistoryInput(placeholder=PLACEHOLDER, id="console-input")
+        yield self._input
 
     def on_mount(self) -> None:
         # The scroll-back joins after the first frame (it is empty until the episode
@@ -169,7 +179,8 @@ class PdbConsole(Vertical):
 
     @property
     def input(self) -> HistoryInput:
-        return self.query_one(HistoryInput)
+        """The input line (made with the console: each step completes its names)."""
+        return self._input
 
     def write(self, text: str | Text, style: str = "") -> None:
         """Append ``text`` to the scroll-back (plain text is never read as markup, and its

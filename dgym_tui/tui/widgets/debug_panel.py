@@ -43,21 +43,30 @@ class DebugPanel(Vertical):
     DebugPanel > #variables-box:focus-within { background-tint: $foreground 5%; }
     """
 
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        # the panes :meth:`show` hands each stop to, made once (a query each was a walk of
+        # the tab's widgets at every step)
+        self._where = Static(where_text(None), id="debug-where")
+        self._variables = VariablesPane(id="variables")
+        self._stack = StackPane(id="stack")
+        self._breakpoints = BreakpointsPane(id="breakpoints")
+
     def compose(self) -> ComposeResult:
-        yield Static(where_text(None), id="debug-where")
+        yield self._where
         # the tree is as tall as its rows, in a box that fills the pane's room: a stop
         # that rebuilds the tree (another frame) draws its rows, not the pane's blank rows
         with Vertical(id="variables-box"):
-            yield VariablesPane(id="variables")
+            yield self._variables
         yield Static("stack (enter: select)", classes="pane-title")
-        yield StackPane(id="stack")
+        yield self._stack
         yield Static("breakpoints (enter: on/off · del · c: condition)", classes="pane-title")
-        yield BreakpointsPane(id="breakpoints")
+        yield self._breakpoints
 
     @on(Click, "#variables-box")
     def _focus_variables(self) -> None:
         """A click below the variables' rows focuses them, as a click in the pane did."""
-        self.query_one(VariablesPane).focus()
+        self._variables.focus()
 
     def show(self, inspection: Any, result: Any, replay: bool = False) -> None:
         """Show one stop: ``inspection`` (None: pdb not stopped / not recorded) and the
@@ -68,20 +77,20 @@ class DebugPanel(Vertical):
                         style="dim")
         # one row of fixed size (no layout of the whole screen for it), except the note of
         # a frame outside the repository: its path wraps (the side column is narrow)
-        where = self.query_one("#debug-where", Static)
+        where = self._where
         outside = not replay and inspection is not None and inspection.frame is not None \
             and inspection.frame.relative is None
         where.update(note, layout=outside or where.has_class("-outside"))
         where.set_class(outside, "-outside")
-        self.query_one(VariablesPane).show_inspection(inspection)
-        self.query_one(StackPane).show_inspection(inspection)
-        rows, pane = rows_from(result, inspection), self.query_one(BreakpointsPane)
+        self._variables.show_inspection(inspection)
+        self._stack.show_inspection(inspection)
+        rows, pane = rows_from(result, inspection), self._breakpoints
         if rows != pane.rows_shown:  # most stops change no breakpoint: no table rebuilt
             pane.show_rows(rows)
 
     def show_breakpoints(self, result: Any) -> None:
         """Refresh the breakpoints from ``result`` after a step that was not pdb's (the
         other panes keep the last stop)."""
-        pane = self.query_one(BreakpointsPane)
+        pane = self._breakpoints
         if not any(row.number is not None for row in pane.rows_shown):
             pane.show_rows(rows_from(result, None))

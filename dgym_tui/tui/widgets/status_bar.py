@@ -135,28 +135,31 @@ class StatusBar(Horizontal):
         super().__init__(id=id)
         self.status = Status()
         self._clock: Timer | None = None  # redraws the busy label's seconds
+        # made once: a step changes both (a query each was a walk of the bar's children)
+        self._line = StatusLine(id="status-text")
+        self._spinner = StatusSpinner()
 
     def compose(self) -> ComposeResult:
-        yield StatusLine(id="status-text")
-        yield StatusSpinner()
+        yield self._line
+        yield self._spinner
 
     def on_mount(self) -> None:
-        self.query_one(StatusLine).text = self.status.render()
+        self._line.text = self.status.render()
 
     def update_status(self, **changes) -> None:
         """Change some :class:`Status` fields and redraw."""
         self.status = replace(self.status, **changes)
-        self.query_one(StatusLine).text = self.status.render()
+        self._line.text = self.status.render()
 
     def set_busy(self, label: str | None, limit: float | None = None) -> None:
         """Show the spinner with ``label`` (e.g. ``"eval"``), or hide it with None. A new
         label starts its clock: after a second the bar shows the seconds it has run
         (``12 s``; with ``limit``, the seconds it may run: ``12/120 s``)."""
-        line = self.query_one(StatusLine)
+        line = self._line
         if label and (label != line.busy or limit != line.limit):
             line.since, line.limit = time.monotonic(), limit
         line.busy = label or ""
-        self.query_one(StatusSpinner).spinning = bool(label)
+        self._spinner.spinning = bool(label)
         if label and self._clock is None:
             self._clock = self.set_interval(1, self._tick)
         elif not label and self._clock is not None:
@@ -164,7 +167,7 @@ class StatusBar(Horizontal):
             self._clock = None
 
     def _tick(self) -> None:
-        self.query_one(StatusLine).refresh()
+        self._line.refresh()
 
     @property
     def text(self) -> str:

@@ -160,12 +160,21 @@ class VariablesPane(StyleOncePerRender, Tree[Any]):
             for (_depth, node), (_, row) in zip(nodes, new, strict=True):
                 node.data = row.data
                 if node.label != row.label:
-                    node.set_label(row.label)
+                    self._relabel(node, row.label)
             return
         expanded = _expanded_paths(self.root) if keep_expanded else set()
         self.clear()
         for row in rows:
             self._add(self.root, row, (), expanded)
+
+    def _relabel(self, node: TreeNode[Any], label: Text) -> None:
+        """``TreeNode.set_label`` (Textual 8.2.8's, pinned in tests/test_tui_stop_redraw.py),
+        the node's rows refreshed now instead of through ``call_later``: a message on the
+        tree's queue and a turn of the event loop for each changed variable, at every
+        step."""
+        node._updates += 1
+        node._label = self.process_label(label)
+        self._refresh_node(node)
 
     def _widest(self, items: list[tuple[int, Any]]) -> int:
         """The widest line (cells) of rows or nodes given with their depths."""
