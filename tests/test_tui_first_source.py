@@ -313,3 +313,48 @@ async def test_the_source_view_is_the_first_widget_focused(make_repo, tmp_path, 
     finally:
         gate.set()
         app.close_session()
+
+
+async def test_no_widget_is_restyled_for_a_class_it_could_be_built_with(make_repo, tmp_path,
+                                                                       monkeypatch):
+    """Up to the first frame Textual restyles only the source view (its focus) and the
+    active tab (Textual's tabs mark it at their mount): the stack pane and the command
+    palette's key are built with their compact classes (a class added later restyled the
+    node: the stack pane's in its constructor, before its mount styled it again, and the
+    key's at its mount), and look the same."""
+    import textual.css.stylesheet as stylesheet_module
+
+    restyled: list[str] = []
+    update_nodes = stylesheet_module.Stylesheet.update_nodes
+
+    def recorded(self, nodes, animate=False):
+        nodes = list(nodes)
+        restyled.append(type(nodes[0]).__name__)
+        return update_nodes(self, nodes, animate)
+
+    monkeypatch.setattr(stylesheet_module.Stylesheet, "update_nodes", recorded)
+    repo = make_repo({"calc.py": CALC, "test_calc.py": TESTS})
+    session, gate = _gated_session(repo, tmp_path, ENTRYPOINT)
+    app = DgymApp(session=session)
+    at_first_frame: list[list[str]] = []
+    display = app._display
+
+    def first(screen, update):
+        display(screen, update)
+        if update is not None and not at_first_frame:
+            at_first_frame.append(list(restyled))
+
+    app._display = first
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await pilot.pause()
+            assert sorted(at_first_frame[0]) == ["ContentTab", "SourceView"]
+            stack = app.query_one("StackPane")
+            assert stack.compact and stack.has_class("-textual-compact")
+            palette = app.query_one("FooterKey")
+            assert palette.compact and palette.has_class("-command-palette", "-compact")
+            gate.set()
+            await settle(app, pilot)
+    finally:
+        gate.set()
+        app.close_session()

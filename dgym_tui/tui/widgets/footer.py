@@ -210,7 +210,10 @@ class KeyFooter(Footer):
         if self.show_command_palette and self.app.ENABLE_COMMAND_PALETTE and palette in active:
             _, binding, enabled, _ = active[palette]
             yield FooterKey(binding.key, self.app.get_key_display(binding),
-                            binding.description, binding.action, classes="-command-palette",
+                            binding.description, binding.action,
+                            # FooterKey is compact unless bound to a footer that is not;
+                            # built with the class its mount would add (and restyle for)
+                            classes="-command-palette -compact",
                             disabled=not enabled, tooltip=binding.tooltip or binding.description)
 
     def shown_keys(self) -> list[str]:

@@ -54,8 +54,12 @@ class StackPane(OptionList):
 
     def __init__(self, *, id: str | None = None) -> None:
         # compact: no focus border, so the rows do not move when a click focuses the pane
-        # (else that click selected the frame above the one clicked)
-        super().__init__(id=id, compact=True)
+        # (else that click selected the frame above the one clicked). Set without
+        # OptionList's ``compact=True``, whose class toggle restyled the pane in this
+        # constructor (~0.8 ms before the first frame), before its mount styled it again.
+        super().__init__(id=id)
+        self.set_reactive(OptionList.compact, True)
+        self.add_class("-textual-compact", update=False)
         self.inspection: Any = None
         self._rows: list[_Row] = []  # the rows shown
 
