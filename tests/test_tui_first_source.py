@@ -96,6 +96,21 @@ def _gated_session(repo, tmp_path, entrypoint: str, name: str = "t") -> tuple[Se
     return Session(env, trajectory_path=tmp_path / f"{name}.jsonl", task_name="calc"), gate
 
 
+def _at_first_frame(app: DgymApp, recorded: list) -> list[list]:
+    """A list that gets a copy of ``recorded`` when ``app`` hands its first frame to its
+    driver (empty until then)."""
+    copies: list[list] = []
+    display = app._display
+
+    def first(screen, update):
+        display(screen, update)
+        if update is not None and not copies:
+            copies.append(list(recorded))
+
+    app._display = first
+    return copies
+
+
 @contextlib.asynccontextmanager
 async def _running(session: Session, gate: threading.Event):
     """``(app, pilot)`` of the app on ``session``, its reset held until ``gate`` is set;
@@ -245,19 +260,12 @@ async def test_the_stylesheet_is_parsed_once_in_the_themes_colours(make_repo, tm
     repo = make_repo({"calc.py": CALC, "test_calc.py": TESTS})
     session, gate = _gated_session(repo, tmp_path, ENTRYPOINT)
     app = DgymApp(session=session, theme_name="dgym-light")
-    at_first_frame: list[tuple] = []
-    display = app._display
-
-    def first(screen, update):
-        display(screen, update)
-        if update is not None and not at_first_frame:
-            at_first_frame.extend(parsed)
-
-    app._display = first
+    frames = _at_first_frame(app, parsed)
     try:
         async with app.run_test(size=SIZE) as pilot:
             await pilot.pause()
-            assert at_first_frame and app.theme == "dgym-light"
+            assert frames and app.theme == "dgym-light"
+            at_first_frame = frames[0]
             twice = sorted({source for source in at_first_frame
                             if at_first_frame.count(source) > 1})
             assert not twice, f"parsed more than once before the first frame: {twice}"
@@ -290,15 +298,7 @@ async def test_the_source_view_is_the_first_widget_focused(make_repo, tmp_path, 
     repo = make_repo({"calc.py": CALC, "test_calc.py": TESTS})
     session, gate = _gated_session(repo, tmp_path, ENTRYPOINT)
     app = DgymApp(session=session)
-    at_first_frame: list[list[tuple[str, bool]]] = []
-    display = app._display
-
-    def first(screen, update):
-        display(screen, update)
-        if update is not None and not at_first_frame:
-            at_first_frame.append(list(changes))
-
-    app._display = first
+    at_first_frame = _at_first_frame(app, changes)
     try:
         async with app.run_test(size=SIZE) as pilot:
             await pilot.pause()
@@ -336,15 +336,7 @@ async def test_no_widget_is_restyled_for_a_class_it_could_be_built_with(make_rep
     repo = make_repo({"calc.py": CALC, "test_calc.py": TESTS})
     session, gate = _gated_session(repo, tmp_path, ENTRYPOINT)
     app = DgymApp(session=session)
-    at_first_frame: list[list[str]] = []
-    display = app._display
-
-    def first(screen, update):
-        display(screen, update)
-        if update is not None and not at_first_frame:
-            at_first_frame.append(list(restyled))
-
-    app._display = first
+    at_first_frame = _at_first_frame(app, restyled)
     try:
         async with app.run_test(size=SIZE) as pilot:
             await pilot.pause()
