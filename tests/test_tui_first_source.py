@@ -283,8 +283,9 @@ async def test_the_stylesheet_is_parsed_once_in_the_themes_colours(make_repo, tm
 async def test_the_source_view_is_the_first_widget_focused(make_repo, tmp_path, monkeypatch):
     """The source view has the focus from the screen's compose (Textual focused the first
     focusable widget, the file tree, then the screen's mount moved the focus: two more
-    restyles before the first frame); later, a screen left with nothing focused gets
-    Textual's default again (the first focusable widget)."""
+    restyles before the first frame), styled focused from its mount (no focus change
+    before the first frame); later, a screen left with nothing focused gets Textual's
+    default again (the first focusable widget)."""
     from textual.widget import Widget
 
     changes: list[tuple[str, bool]] = []
@@ -302,8 +303,8 @@ async def test_the_source_view_is_the_first_widget_focused(make_repo, tmp_path, 
     try:
         async with app.run_test(size=SIZE) as pilot:
             await pilot.pause()
-            assert at_first_frame == [[("SourceView", True)]]
-            assert app.focused is app.source_view
+            assert at_first_frame == [[]]  # styled focused from its mount: no focus change
+            assert app.focused is app.source_view and app.source_view.has_focus
             screen = app.episode_screen
             screen.set_focus(None)
             screen._update_auto_focus()  # as a screen resumed with nothing focused
@@ -317,11 +318,12 @@ async def test_the_source_view_is_the_first_widget_focused(make_repo, tmp_path, 
 
 async def test_no_widget_is_restyled_for_a_class_it_could_be_built_with(make_repo, tmp_path,
                                                                        monkeypatch):
-    """Up to the first frame Textual restyles only the source view (its focus) and the
-    active tab (Textual's tabs mark it at their mount): the stack pane and the command
-    palette's key are built with their compact classes (a class added later restyled the
-    node: the stack pane's in its constructor, before its mount styled it again, and the
-    key's at its mount), and look the same."""
+    """Up to the first frame Textual restyles only the active tab (Textual's tabs mark it
+    at their mount): the stack pane and the command palette's key are built with their
+    compact classes and the source view is styled focused from its mount (a class or a
+    focus added later restyled the node: the stack pane's in its constructor, before its
+    mount styled it again, the key's at its mount, the view's focus after it), and they
+    look the same (the source view focused: its :focus border)."""
     import textual.css.stylesheet as stylesheet_module
 
     restyled: list[str] = []
@@ -340,7 +342,7 @@ async def test_no_widget_is_restyled_for_a_class_it_could_be_built_with(make_rep
     try:
         async with app.run_test(size=SIZE) as pilot:
             await pilot.pause()
-            assert sorted(at_first_frame[0]) == ["ContentTab", "SourceView"]
+            assert at_first_frame == [["ContentTab"]]
             stack = app.query_one("StackPane")
             assert stack.compact and stack.has_class("-textual-compact")
             palette = app.query_one("FooterKey")

@@ -14,6 +14,7 @@ from textual.containers import Horizontal, Vertical
 from textual.keys import format_key
 from textual.reactive import reactive
 from textual.screen import Screen
+from textual.widget import Widget
 from textual.widgets import TabbedContent, TabPane
 
 from dgym_tui.core.safetext import one_line, strip_controls
@@ -33,8 +34,6 @@ from dgym_tui.tui.widgets.transcript import Transcript, format_action
 
 if TYPE_CHECKING:
     from typing import TypeVar
-
-    from textual.widget import Widget
 
     from dgym_tui.tui.app import DgymApp
 
@@ -114,7 +113,12 @@ class EpisodeScreen(QuietKeys, Screen[None]):
         with Horizontal(id="body"):
             yield FileTree(id="tree")
             with Vertical(id="center"):
-                yield SourceView(id="source")
+                source = SourceView(id="source")
+                # Styled focused from its mount on (:focus): the screen focuses it (AUTO_FOCUS,
+                # then on_mount), and that focus, set after the mount had styled it,
+                # restyled it again (~2 ms: the view and its 10 component classes).
+                source.set_reactive(Widget.has_focus, True)
+                yield source
                 yield ApprovePanel(id="approve")
                 yield PdbConsole(id="console")
             with TabbedContent(id="side", initial=self.first_tab) as side:
