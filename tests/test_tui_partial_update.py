@@ -13,6 +13,7 @@ from rich.control import ControlType
 from rich.segment import Segment
 from textual._compositor import Compositor
 from textual.geometry import Region
+from textual.strip import Strip
 from tui_helpers import SIZE, settle, stop_at
 
 from dgym_tui.tui import partial_update
@@ -156,6 +157,31 @@ async def test_the_terminal_shows_what_a_full_drawing_gives(calc_session, monkey
         await pilot.pause()
         assert terminal.rows == _Terminal(compositor.render_strips()).rows
         assert "ChopsUpdate" in kinds
+
+
+async def test_a_full_update_draws_only_the_widgets_it_shows(calc_session, monkeypatch):
+    """A full update (the first frame, a new layout) gives the rows Textual's own full
+    drawing gives, and asks no widget whose visible part is wholly covered by widgets in
+    front of it (the screen and the containers under their children)."""
+    app = DgymApp(session=calc_session())
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        compositor = app.screen._compositor
+        asked: set = set()
+        for widget in compositor.visible_widgets:
+            def counted(crop, widget=widget, render_lines=widget.render_lines):
+                asked.add(widget)
+                return render_lines(crop)
+            monkeypatch.setattr(widget, "render_lines", counted)
+        full = compositor.render_full_update()
+        drawn = set(asked)
+        # the same rows as Textual's own drawing of every chop
+        assert [Strip.join(row) for row in full.strips] == compositor.render_strips()
+        covered = {app.screen, app.query_one("#body"), app.query_one("#center")}
+        assert covered <= set(compositor.visible_widgets), covered
+        assert not covered & drawn, covered & drawn
+        assert app.source_view in drawn
+        await settle(app, pilot)
 
 
 def test_textual_other_than_expected_keeps_its_own_compositor(monkeypatch):
