@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -76,6 +77,10 @@ _SPECS = keys_of("live")
 STEP_HEAD_START = 0.002
 #: pdb's commands that continue to the next breakpoint: their stop's rows are drawn ahead
 #: (:meth:`SourceView.draw_ahead`) while pdb runs, for the breakpoints of files lexed ahead.
+#: Seconds the reset waits at most for the first frame before it begins anyway (an app
+#: that never draws one, e.g. closed at once).
+FIRST_FRAME_WAIT = 1.0
+
 CONTINUE_VERBS = ("c", "cont", "continue")
 #: Seconds after such a command's start before its rows are drawn: the session's thread
 #: has written it to pdb by then (the two threads share one GIL).
@@ -197,10 +202,13 @@ class LiveScreen(EpisodeScreen):
         self.app.sub_title = session.task_name or ""
         session.subscribe(self._bridge)
         self.busy = "starting the episode"
-        # The reset starts now, before the first frame: the working copy (and so
-        # the source) is ready sooner; the first frame comes a little later for it (the two
-        # share the GIL), the source shown less CPU and time after the start.
-        self._call(session.start, name="start", failed=self._start_failed)
+        # The reset is queued now and begins once the first frame is drawn: until then the
+        # app's thread has the interpreter to itself (the reset's imports, working copy and
+        # terminal took ~25 ms of it before the first frame, docs/performance.md); the
+        # first frame shows the first file read from the original, not the copy.
+        drawn = threading.Event()
+        getattr(self.app, "after_next_frame", self.app.call_after_refresh)(drawn.set)
+        self._call(lambda: self._start_after(drawn), name="start", failed=self._start_failed)
         # the first file, read from the original, in the first frame (until the copy),
         # without its syntax colours: pygments' import and the Python lexer's rules (~50 ms
         # of the app's thread) come right after the first frame, while the reset runs
@@ -209,6 +217,16 @@ class LiveScreen(EpisodeScreen):
             self._early_path = early[0]
             self.show_text(early[0], 1, early[1], "", highlight=False)
         self.call_after_refresh(self._after_first_frame)
+
+    def _start_after(self, drawn: threading.Event) -> StepResult:
+        """Session thread: wait until ``drawn`` is set (the first frame handed to the
+        terminal), at most :data:`FIRST_FRAME_WAIT` seconds, then reset the environment.
+
+        Returns:
+            the reset's :class:`StepResult` (``Session.start``'s; its errors propagate).
+        """
+        drawn.wait(FIRST_FRAME_WAIT)
+        return self.session.start()
 
     def _after_first_frame(self) -> None:
         """The first file's syntax colours; then pygments and rich's syntax themes (the
