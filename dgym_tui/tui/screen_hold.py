@@ -33,6 +33,13 @@ GRACE = 0.1
 GC_RESUME = 0.5
 
 
+def after_next_frame(app: Any, callback: Callable[[], Any]) -> None:
+    """Call ``callback()`` once ``app``'s next frame was handed to the terminal driver:
+    ``DgymApp.after_next_frame``; an app without it (another Textual app) calls it at the
+    screen's next idle moment (``call_after_refresh``)."""
+    getattr(app, "after_next_frame", app.call_after_refresh)(callback)
+
+
 class ScreenHold:
     """Hold and release an app's screen updates.
 
@@ -91,9 +98,7 @@ class ScreenHold:
             return
         batch.__exit__(None, None, None)
         if collector_after_frame:
-            after_next_frame = getattr(self._app, "after_next_frame",
-                                       self._app.call_after_refresh)
-            after_next_frame(self._resume_gc)
+            after_next_frame(self._app, self._resume_gc)
         self._gc_fallback = asyncio.get_running_loop().call_later(  # (no task made)
             GC_RESUME, self._resume_gc)
         try:
@@ -115,8 +120,7 @@ class ScreenHold:
         pause_gc()
         if self._gc_fallback is not None:
             self._gc_fallback.cancel()
-        after_next_frame = getattr(self._app, "after_next_frame", self._app.call_after_refresh)
-        after_next_frame(self._resume_gc)
+        after_next_frame(self._app, self._resume_gc)
         self._gc_fallback = asyncio.get_running_loop().call_later(GC_RESUME, self._resume_gc)
 
     def _resume_gc(self) -> None:

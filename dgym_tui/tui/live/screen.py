@@ -47,7 +47,7 @@ from dgym_tui.tui.messages import (
     WorkspaceState,
 )
 from dgym_tui.tui.proposal_preview import preview_of
-from dgym_tui.tui.screen_hold import ScreenHold
+from dgym_tui.tui.screen_hold import ScreenHold, after_next_frame
 from dgym_tui.tui.widgets.approve_panel import ApprovePanel
 from dgym_tui.tui.widgets.breakpoints import BreakpointsPane
 from dgym_tui.tui.widgets.console import PdbConsole
@@ -75,12 +75,11 @@ _SPECS = keys_of("live")
 #: Seconds the app's thread waits, at most, for the session's thread to take a step
 #: (:meth:`SessionWorker.call`'s ``head_start``): about the time it needs to reach pdb.
 STEP_HEAD_START = 0.002
-#: pdb's commands that continue to the next breakpoint: their stop's rows are drawn ahead
-#: (:meth:`SourceView.draw_ahead`) while pdb runs, for the breakpoints of files lexed ahead.
 #: Seconds the reset waits at most for the first frame before it begins anyway (an app
 #: that never draws one, e.g. closed at once).
 FIRST_FRAME_WAIT = 1.0
-
+#: pdb's commands that continue to the next breakpoint: their stop's rows are drawn ahead
+#: (:meth:`SourceView.draw_ahead`) while pdb runs, for the breakpoints of files lexed ahead.
 CONTINUE_VERBS = ("c", "cont", "continue")
 #: Seconds after such a command's start before its rows are drawn: the session's thread
 #: has written it to pdb by then (the two threads share one GIL).
@@ -207,7 +206,7 @@ class LiveScreen(EpisodeScreen):
         # terminal took ~25 ms of it before the first frame, docs/performance.md); the
         # first frame shows the first file read from the original, not the copy.
         drawn = threading.Event()
-        getattr(self.app, "after_next_frame", self.app.call_after_refresh)(drawn.set)
+        after_next_frame(self.app, drawn.set)
         self._call(lambda: self._start_after(drawn), name="start", failed=self._start_failed)
         # the first file, read from the original, in the first frame (until the copy),
         # without its syntax colours: pygments' import and the Python lexer's rules (~50 ms
