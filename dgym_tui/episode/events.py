@@ -7,10 +7,11 @@ Subscribers dispatch on the type (``match event: case TurnRecorded(turn=turn): .
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from dgym_tui.core.types import StepResult, ToolCall
-from dgym_tui.episode.records import Proposal, Turn
+if TYPE_CHECKING:
+    from dgym_tui.core.types import StepResult, ToolCall
+    from dgym_tui.episode.records import Proposal, Turn
 
 
 @dataclass(frozen=True)

@@ -13,9 +13,10 @@ receives and returns (:class:`~dgym_tui.episode.records.EpisodeInfo`,
 
 from __future__ import annotations
 
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from dgym_tui.episode.records import EpisodeInfo, Proposal, Turn
+if TYPE_CHECKING:
+    from dgym_tui.episode.records import EpisodeInfo, Proposal, Turn
 
 
 @runtime_checkable

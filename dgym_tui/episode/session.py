@@ -35,26 +35,14 @@ from typing import TYPE_CHECKING, Any
 
 from dgym_tui import __version__
 from dgym_tui.core.types import StepResult, ToolCall
-from dgym_tui.episode.events import (
-    EpisodeEnded,
-    EpisodeStarted,
-    EpisodeStarting,
-    LoopFailed,
-    ModeChanged,
-    Proposed,
-    Proposing,
-    SessionEvent,
-    Stepping,
-    TurnRecorded,
-)
-from dgym_tui.episode.examples import task_examples
-from dgym_tui.episode.policy import Policy
-from dgym_tui.episode.records import EpisodeInfo, Proposal, Turn, Usage, WorkingCopy
 from dgym_tui.episode.stuck import STUCK_REPEATS, repetition, repetition_warning
-from dgym_tui.episode.trajectory import TrajectoryWriter, append_applied
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the records, events and trajectory writer: imported where first used
     from dgym_tui.core.env import RepoEnv
+    from dgym_tui.episode.events import SessionEvent
+    from dgym_tui.episode.policy import Policy
+    from dgym_tui.episode.records import Proposal, Turn, Usage, WorkingCopy
+    from dgym_tui.episode.trajectory import TrajectoryWriter
 
 log = logging.getLogger(__name__)
 
@@ -138,7 +126,7 @@ class Session:
         self.reason = ""
         self.footer: dict[str, Any] | None = None
         self.pending: Proposal | None = None
-        self.usage = Usage()
+        self._usage: Usage | None = None  # made by the first read of ``usage``
         self._check_mode(mode)
         self._mode = mode
         self._subscribers: list[Callable[[SessionEvent], None]] = []
@@ -177,8 +165,22 @@ class Session:
     def mode(self, value: str) -> None:
         self._check_mode(value)
         if value != self._mode:
+            from dgym_tui.episode.events import ModeChanged
             self._mode = value
             self._emit(ModeChanged(value))
+
+    @property
+    def usage(self) -> Usage:
+        """Tokens and money spent so far, undecided proposals' included once they are
+        decided or dropped (a :class:`~dgym_tui.episode.records.Usage`; zeros at first)."""
+        if self._usage is None:  # made here: the records are not imported before a reset
+            from dgym_tui.episode.records import Usage
+            self._usage = Usage()
+        return self._usage
+
+    @usage.setter
+    def usage(self, value: Usage) -> None:
+        self._usage = value
 
     @property
     def steps_left(self) -> int:
@@ -217,6 +219,8 @@ class Session:
             Whatever ``env.reset()`` raises (e.g. the terminal cannot start);
             an ``"error"`` event is emitted first.
         """
+        from dgym_tui.episode.events import EpisodeStarted, EpisodeStarting, LoopFailed
+
         def copied() -> None:
             self._starting_copy = self.env.workspace
             self._emit(EpisodeStarting(getattr(self.env, "eval_timeout", None)))
@@ -245,6 +249,8 @@ class Session:
     def _begin(self, initial: StepResult) -> None:
         """Tell the policy about the episode and write the trajectory's header."""
         if self.policy is not None:
+            from dgym_tui.episode.examples import task_examples
+            from dgym_tui.episode.records import EpisodeInfo
             self.policy.reset(EpisodeInfo(
                 task=self.env.task or "",
                 instructions=self.env.instructions(),
@@ -259,6 +265,7 @@ class Session:
         with self._header_lock:
             if self.trajectory_path is None or self._writer is not None:
                 return
+            from dgym_tui.episode.trajectory import TrajectoryWriter
             self._writer = TrajectoryWriter(self.trajectory_path)
             self._writer.write_header(self._header(initial))
 
@@ -362,6 +369,7 @@ class Session:
         self._require_running()
         if self.policy is None:
             raise SessionError("this session has no policy to propose actions")
+        from dgym_tui.episode.events import LoopFailed, Proposed, Proposing
         self._emit(Proposing())
         t0 = time.monotonic()
         try:
@@ -443,6 +451,7 @@ class Session:
         Raises:
             SessionError: not started or episode over.
         """
+        from dgym_tui.episode.records import Proposal, Turn
         self._require_running()
         if turn.action is None:
             copy = Turn(index=len(self.turns) + 1, actor=turn.actor, decision=turn.decision,
@@ -516,6 +525,7 @@ class Session:
     def _record_rejected(self, proposal: Proposal, proposed: ToolCall | None, note: str,
                          error: str = "") -> Turn:
         """Record an agent turn with decision ``"rejected"``: nothing is executed."""
+        from dgym_tui.episode.records import Turn
         turn = Turn(index=len(self.turns) + 1, actor="agent", decision="rejected",
                     proposed=proposed, action=None, note=note, error=error,
                     reasoning=proposal.reasoning, usage=proposal.usage,
@@ -525,6 +535,8 @@ class Session:
 
     def _execute(self, actor: str, decision: str, proposed: ToolCall | None,
                  action: ToolCall, proposal: Proposal | None, note: str = "") -> Turn:
+        from dgym_tui.episode.events import LoopFailed, Stepping
+        from dgym_tui.episode.records import Turn, Usage
         self._emit(Stepping(action))
         t0 = time.monotonic()
         try:
@@ -598,6 +610,7 @@ class Session:
         self.usage = self.usage + turn.usage
         if self._writer is not None:
             self._writer.write_step(turn.to_record())
+        from dgym_tui.episode.events import TurnRecorded
         self._emit(TurnRecorded(turn))
         result = turn.result
         if self._abort_reason is not None:
@@ -649,6 +662,7 @@ class Session:
             ws = self.env.workspace
             if ws is None:
                 return None
+            from dgym_tui.episode.records import WorkingCopy
             files = ws.files()
             return WorkingCopy(self.env.generation, files,
                                frozenset(f for f in files if ws.is_readonly(f)),
@@ -696,6 +710,7 @@ class Session:
             if self.footer is not None:  # written already: a line after it records this one
                 self.footer.setdefault("applied_to_source", []).append(applied)
                 if self._writer is not None:
+                    from dgym_tui.episode.trajectory import append_applied
                     try:
                         append_applied(self._writer.path, applied)
                     except OSError as exc:
@@ -811,4 +826,5 @@ class Session:
                 self._writer.write_footer(self.footer)
             except (OSError, ValueError) as exc:
                 log.warning("could not write the trajectory footer: %s", exc)
+        from dgym_tui.episode.events import EpisodeEnded
         self._emit(EpisodeEnded(self.footer))

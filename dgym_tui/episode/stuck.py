@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import json
 import re
+from typing import TYPE_CHECKING
 
-from dgym_tui.episode.records import Turn
+if TYPE_CHECKING:
+    from dgym_tui.episode.records import Turn
 
 STUCK_REPEATS = 3  # the same invalid reply / action + observation this many times ends it
 

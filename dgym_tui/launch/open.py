@@ -12,15 +12,16 @@ from __future__ import annotations
 
 from dataclasses import fields, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dgym_tui.benchmarks.base import Task, get_benchmark
 from dgym_tui.benchmarks.local import TERMINAL_REQUEST
 from dgym_tui.core.errors import first_line
-from dgym_tui.episode.policy import Policy
 from dgym_tui.episode.session import DEFAULT_MAX_STEPS, Session
-from dgym_tui.episode.trajectory import TrajectoryError
 from dgym_tui.support.paths import hidden_patterns
+
+if TYPE_CHECKING:
+    from dgym_tui.episode.policy import Policy
 
 #: The benchmark of a ``--task NAME`` without ``BENCH/``.
 DEFAULT_BENCHMARK = "mini"
@@ -84,6 +85,8 @@ def task_from_header(header: dict[str, Any]) -> tuple[Task, dict[str, Any]]:
         TrajectoryError: the header holds no usable task, or its folder is gone
             and its benchmark cannot load it again.
     """
+    from dgym_tui.episode.trajectory import TrajectoryError  # not before a first frame
+
     record = dict(header.get("task") or {})
     environment = dict(header.get("environment") or {})
     for key in ("terminal", "image"):  # older headers kept them with the environment

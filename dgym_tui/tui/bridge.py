@@ -16,9 +16,6 @@ from typing import TYPE_CHECKING, Any
 from textual.message import Message
 
 from dgym_tui.core.types import StepResult
-from dgym_tui.episode import events
-from dgym_tui.episode.events import SessionEvent
-from dgym_tui.episode.records import Turn, WorkingCopy
 from dgym_tui.tui.locate import first_source_file, locate_failure
 from dgym_tui.tui.messages import (
     AgentThinking,
@@ -35,6 +32,8 @@ from dgym_tui.tui.messages import (
 )
 
 if TYPE_CHECKING:
+    from dgym_tui.episode.events import SessionEvent
+    from dgym_tui.episode.records import Turn, WorkingCopy
     from dgym_tui.episode.session import Session
 
 log = logging.getLogger(__name__)
@@ -87,6 +86,7 @@ class SessionBridge:
         self.generation: int | None = None
 
     def __call__(self, event: SessionEvent) -> None:
+        from dgym_tui.episode import events  # the session's thread, after the first frame
         match event:
             case events.EpisodeStarting(eval_timeout=timeout):
                 self.post(self._starting(timeout))

@@ -19,7 +19,6 @@ from textual.widgets import TabbedContent, TabPane
 
 from dgym_tui.core.safetext import one_line, strip_controls
 from dgym_tui.core.types import StepResult
-from dgym_tui.episode.records import Turn
 from dgym_tui.tui.keys import KeySpec, QuietKeys
 from dgym_tui.tui.partial_update import draw_changed_widgets_only
 from dgym_tui.tui.widgets.approve_panel import ApprovePanel
@@ -35,6 +34,7 @@ from dgym_tui.tui.widgets.transcript import Transcript, format_action
 if TYPE_CHECKING:
     from typing import TypeVar
 
+    from dgym_tui.episode.records import Turn
     from dgym_tui.tui.app import DgymApp
 
     _W = TypeVar("_W", bound=Widget)
