@@ -11,8 +11,8 @@ changed a file) or rich's emoji table (a label given as markup loads it); nor wh
 episode's thread uses: the pdb and shell sessions (pexpect), the overlay's mount calls
 (ctypes), inotify, ``secrets``, the eval's pytest report and the working copy's own module
 with its patches and hashing, nor the session's events, records (turns, proposals,
-usage) and trajectory writer: the reset, on the session's thread, makes the first of them
-(the environment is built before the first frame, its tools
+usage) and trajectory writer, nor the app's messages of them: the reset, on the session's
+thread, makes the first of them (the environment is built before the first frame, its tools
 and working copy are made by the reset; the first file is listed with the copy's rules,
 dgym_tui.core.fs.rules).
 The first frame shows the first source file, read from the original repository
@@ -43,7 +43,7 @@ DEFERRED = ("jsonschema", "re2", "pathspec", "rich.pretty", "textual.widgets._ri
             "dgym_tui.core.evaluation.pytest_plugin", "dgym_tui.core.fs.workspace",
             "dgym_tui.core.fs.gitpatch", "hashlib", "dgym_tui.episode.events",
             "dgym_tui.episode.records", "dgym_tui.episode.examples",
-            "dgym_tui.episode.trajectory")
+            "dgym_tui.episode.trajectory", "dgym_tui.tui.messages")
 
 def _run(script: str, *args: str) -> str:
     """Run ``script`` in a fresh interpreter importing this checkout; its output (it must

@@ -17,19 +17,7 @@ from textual.message import Message
 
 from dgym_tui.core.types import StepResult
 from dgym_tui.tui.locate import first_source_file, locate_failure
-from dgym_tui.tui.messages import (
-    AgentThinking,
-    CopyReady,
-    EpisodeEnded,
-    ModeChanged,
-    ProposalReady,
-    SessionFailed,
-    SessionStarted,
-    SourceText,
-    StepStarted,
-    TurnRecorded,
-    WorkspaceState,
-)
+from dgym_tui.tui.workspace_state import SourceText, WorkspaceState
 
 if TYPE_CHECKING:
     from dgym_tui.episode.events import SessionEvent
@@ -86,7 +74,17 @@ class SessionBridge:
         self.generation: int | None = None
 
     def __call__(self, event: SessionEvent) -> None:
-        from dgym_tui.episode import events  # the session's thread, after the first frame
+        # the events and messages: imported on the session's thread, after the first frame
+        from dgym_tui.episode import events
+        from dgym_tui.tui.messages import (
+            AgentThinking,
+            EpisodeEnded,
+            ModeChanged,
+            ProposalReady,
+            SessionFailed,
+            StepStarted,
+        )
+
         match event:
             case events.EpisodeStarting(eval_timeout=timeout):
                 self.post(self._starting(timeout))
@@ -110,6 +108,8 @@ class SessionBridge:
 
     # -- events that read the working copy -------------------------------------------
     def _starting(self, eval_timeout: float | None) -> Message:
+        from dgym_tui.tui.messages import CopyReady
+
         session = self.session
         with session.lock:
             state = workspace_state(session.snapshot(with_patch=False), "")
@@ -118,6 +118,8 @@ class SessionBridge:
         return CopyReady(state, (first, 1) if first else None, source, eval_timeout)
 
     def _started(self, result: StepResult) -> Message:
+        from dgym_tui.tui.messages import SessionStarted
+
         session = self.session
         with session.lock:
             copy = session.snapshot(with_patch=False)
@@ -128,6 +130,8 @@ class SessionBridge:
         return SessionStarted(result, state, location, source)
 
     def _turn(self, turn: Turn) -> Message:
+        from dgym_tui.tui.messages import TurnRecorded
+
         session = self.session
         state = source = inspection = None
         changed = False

@@ -3,7 +3,9 @@
 Each message carries what the UI needs already computed in the worker, under
 the session's lock (file list, read-only set, patch, the text of the file to
 show, pdb's stack / variables / breakpoints), so the UI thread never touches
-the environment. :class:`~dgym_tui.tui.bridge.SessionBridge` builds them.
+the environment. :class:`~dgym_tui.tui.bridge.SessionBridge` builds them. Their
+:class:`WorkspaceState` and :class:`SourceText` live in :mod:`dgym_tui.tui.workspace_state`
+(the live screen holds one before its first frame; these messages come after it).
 """
 
 from __future__ import annotations
@@ -14,29 +16,7 @@ from typing import Any
 from textual.message import Message
 
 from dgym_tui.core.types import StepResult, ToolCall
-
-
-@dataclass
-class WorkspaceState:
-    """The working copy as the file tree and the diff tab show it.
-
-    Attributes:
-        files: visible files, relative POSIX paths.
-        readonly: the read-only ones among them.
-        patch: unified diff against the starting files (None: not computed).
-    """
-
-    files: list[str]
-    readonly: frozenset[str]
-    patch: str | None = None
-
-
-@dataclass
-class SourceText:
-    """The text of one working-copy file (``text`` None: unreadable / gone)."""
-
-    path: str
-    text: str | None
+from dgym_tui.tui.workspace_state import SourceText, WorkspaceState
 
 
 @dataclass

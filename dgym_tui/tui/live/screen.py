@@ -30,22 +30,6 @@ from dgym_tui.tui.episode_screen import EpisodeScreen, breakpoint_marks
 from dgym_tui.tui.keys import bindings_of, keys_of, tool_syntax
 from dgym_tui.tui.live.session_worker import CallDone, SessionCall, SessionWorker
 from dgym_tui.tui.locate import first_source_file, no_tests_hint
-from dgym_tui.tui.messages import (
-    AgentThinking,
-    CopyReady,
-    EpisodeEnded,
-    FileLexedAhead,
-    FileRead,
-    Inspected,
-    ModeChanged,
-    ProposalReady,
-    SessionFailed,
-    SessionStarted,
-    SourceText,
-    StepStarted,
-    TurnRecorded,
-    WorkspaceState,
-)
 from dgym_tui.tui.proposal_preview import preview_of
 from dgym_tui.tui.screen_hold import ScreenHold, after_next_frame
 from dgym_tui.tui.widgets.approve_panel import ApprovePanel
@@ -63,10 +47,24 @@ from dgym_tui.tui.widgets.source_view import (
 from dgym_tui.tui.widgets.stack import StackPane
 from dgym_tui.tui.widgets.transcript import format_action
 from dgym_tui.tui.widgets.variables import VariablesPane
+from dgym_tui.tui.workspace_state import SourceText, WorkspaceState
 
 if TYPE_CHECKING:
     from dgym_tui.episode.records import Proposal
     from dgym_tui.episode.session import Session
+    from dgym_tui.tui.messages import (
+        CopyReady,
+        EpisodeEnded,
+        FileLexedAhead,
+        FileRead,
+        Inspected,
+        ModeChanged,
+        ProposalReady,
+        SessionFailed,
+        SessionStarted,
+        StepStarted,
+        TurnRecorded,
+    )
 
 #: Busy labels per tool name (shown next to the spinner).
 _BUSY = {"eval": "running eval", "pdb": "pdb", "rewrite": "rewriting", "submit": "submitting"}
@@ -431,8 +429,9 @@ class LiveScreen(EpisodeScreen):
                 self._ask_agent()
 
     # -- session events (typed messages from the bridge) ------------------------------------
-    @on(CopyReady)
-    def _copy_ready(self, message: CopyReady) -> None:
+    # Handlers by name (on_<message>), not @on(cls): dgym_tui.tui.messages is then imported
+    # by the first message's sender (the session's thread), not before the first frame.
+    def on_copy_ready(self, message: CopyReady) -> None:
         """The files, while the sandbox starts and the first eval runs (up to its timeout)."""
         if self.started:
             return
@@ -457,8 +456,7 @@ class LiveScreen(EpisodeScreen):
             self._current_path = None
         self._early_path = None
 
-    @on(SessionStarted)
-    def _started(self, message: SessionStarted) -> None:
+    def on_session_started(self, message: SessionStarted) -> None:
         self.worker.started = True
         self.pdb_console.set_notice(None)
         self.app.freeze_gc()  # the episode's start-up objects: full passes paused stops ~80 ms
@@ -479,13 +477,11 @@ class LiveScreen(EpisodeScreen):
         log = self.pdb_console.log_widget
         log.call_after_refresh(log.scroll_home, animate=False)
 
-    @on(AgentThinking)
-    def _agent_thinking(self) -> None:
+    def on_agent_thinking(self) -> None:
         if self.busy:  # events may arrive after the worker already finished
             self.busy = "asking the agent"
 
-    @on(ProposalReady)
-    def _proposal_ready(self, message: ProposalReady) -> None:
+    def on_proposal_ready(self, message: ProposalReady) -> None:
         self._clear_agent_error()
         self._update_status(self._last_result)
         if self.session.mode == "approve" and self.session.pending is message.proposal:
@@ -496,13 +492,11 @@ class LiveScreen(EpisodeScreen):
         label already names its tool (a person's step). Called on the session's thread."""
         return self._busy_label == _BUSY.get(action.name, action.name)
 
-    @on(StepStarted)
-    def _step_started(self, message: StepStarted) -> None:
+    def on_step_started(self, message: StepStarted) -> None:
         if self.busy:
             self.busy = _BUSY.get(message.action.name, message.action.name)
 
-    @on(TurnRecorded)
-    def _turn_recorded(self, message: TurnRecorded) -> None:
+    def on_turn_recorded(self, message: TurnRecorded) -> None:
         message.stop()  # handled here: not dispatched again on the app's queue
         self._screen_hold.collector_waits_for_frame()  # a slow step's: the hold is over
         turn = message.turn
@@ -521,15 +515,13 @@ class LiveScreen(EpisodeScreen):
                 self._check_entrypoint(result)
         self._update_status(result or self._last_result)
 
-    @on(ModeChanged)
-    def _mode_changed(self, message: ModeChanged) -> None:
+    def on_mode_changed(self, message: ModeChanged) -> None:
         self.status.update_status(mode=message.mode)
         if message.mode != "approve":
             self.pane(ApprovePanel).hide()
         self.refresh_bindings()
 
-    @on(EpisodeEnded)
-    def _episode_ended(self, message: EpisodeEnded) -> None:
+    def on_episode_ended(self, message: EpisodeEnded) -> None:
         reason = message.footer.get("reason") or ""
         self.status.update_status(extra=f"done: {reason}" if reason else "done")
         if isinstance(self.focused, Input) and self.focused.id == "console-input":
@@ -544,8 +536,7 @@ class LiveScreen(EpisodeScreen):
         return bool(self.ask_apply and self.can_apply and not self._asked_apply
                     and (self._workspace.patch or "").strip())
 
-    @on(SessionFailed)
-    def _session_failed(self, message: SessionFailed) -> None:
+    def on_session_failed(self, message: SessionFailed) -> None:
         self.pdb_console.write(f"error: {message.text}", style="bold red")
 
     def _check_entrypoint(self, result: StepResult) -> None:
@@ -637,11 +628,11 @@ class LiveScreen(EpisodeScreen):
             return
         text = session.read_file(path)  # as _read_file: not under the session's lock
         if text is not None:
+            from dgym_tui.tui.messages import FileLexedAhead
             self.post_message(FileLexedAhead(
                 lex_ahead(path, strip_controls(text, keep_lines=True), lines), lines))
 
-    @on(FileLexedAhead)
-    def _lexed_ahead(self, message: FileLexedAhead) -> None:
+    def on_file_lexed_ahead(self, message: FileLexedAhead) -> None:
         ahead = message.ahead
         _before, lines = self._ahead.pop(ahead.path, (None, []))  # its lines set before first
         self._ahead[ahead.path] = (ahead, [n for n in lines if n not in message.stops]
@@ -682,10 +673,10 @@ class LiveScreen(EpisodeScreen):
             return
         # not under the session's lock: the first eval holds it (up to its timeout) while
         # the files are already shown; read_file takes it when it must
+        from dgym_tui.tui.messages import FileRead
         self.post_message(FileRead(SourceText(path, session.read_file(path)), line))
 
-    @on(FileRead)
-    def _file_read(self, message: FileRead) -> None:
+    def on_file_read(self, message: FileRead) -> None:
         self.open_file(message.source.path, message.line, message.source)
 
     def _refresh_tree(self, result: StepResult | None) -> None:
@@ -990,10 +981,10 @@ class LiveScreen(EpisodeScreen):
     @work(thread=True, group="inspect", exclusive=True, exit_on_error=False)
     def _inspect(self, scope: str) -> None:
         if not self.worker.closed:
+            from dgym_tui.tui.messages import Inspected
             self.post_message(Inspected(self.session.inspect(scope=scope)))
 
-    @on(Inspected)
-    def _inspected(self, message: Inspected) -> None:
+    def on_inspected(self, message: Inspected) -> None:
         if message.inspection is not None:
             self._inspection = message.inspection
             self.show_debug(message.inspection, self._last_result)
