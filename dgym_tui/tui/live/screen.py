@@ -30,7 +30,6 @@ from dgym_tui.tui.episode_screen import EpisodeScreen, breakpoint_marks
 from dgym_tui.tui.keys import bindings_of, keys_of, tool_syntax
 from dgym_tui.tui.live.session_worker import CallDone, SessionCall, SessionWorker
 from dgym_tui.tui.locate import first_source_file, no_tests_hint
-from dgym_tui.tui.proposal_preview import preview_of
 from dgym_tui.tui.screen_hold import ScreenHold, after_next_frame
 from dgym_tui.tui.widgets.approve_panel import ApprovePanel
 from dgym_tui.tui.widgets.breakpoints import BreakpointsPane
@@ -800,6 +799,8 @@ class LiveScreen(EpisodeScreen):
     def _show_proposal(self, proposal: Proposal) -> None:
         self.pane(ApprovePanel).show(proposal, len(self.session.turns) + 1)
         self.refresh_bindings()
+        from dgym_tui.tui.proposal_preview import preview_of
+
         frame = self._last_result.frame if self._last_result is not None else None
         preview = preview_of(proposal.action, frame[0] if frame else None)
         self.source_view.set_preview(preview)

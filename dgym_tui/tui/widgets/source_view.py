@@ -24,11 +24,12 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from dgym_tui.tui.keys import BindingsWhereFocused, QuietKeys, with_quiet_twins
-from dgym_tui.tui.proposal_preview import BreakpointPreview, Preview, RewritePreview
 
 if TYPE_CHECKING:
     from pygments.lexer import Lexer
     from rich.syntax import PygmentsSyntaxTheme
+
+    from dgym_tui.tui.proposal_preview import Preview, RewritePreview
 
 #: Files larger than this (characters) are shown without highlighting.
 MAX_HIGHLIGHT_CHARS = 2_000_000
@@ -455,8 +456,19 @@ class SourceView(BindingsWhereFocused, QuietKeys, ScrollView, can_focus=True):
     def _rewrite(self) -> RewritePreview | None:
         """The rewrite preview when it is for the loaded file, else None."""
         p = self.preview
+        if p is None:  # proposal_preview is imported by the first proposal, not before
+            return None
+        from dgym_tui.tui.proposal_preview import RewritePreview
+
         return p if isinstance(p, RewritePreview) and p.path == self.path and self.lines \
             else None
+
+    @staticmethod
+    def _proposes_breakpoint(preview: Preview) -> bool:
+        """True when ``preview`` is a proposed breakpoint (not a rewrite)."""
+        from dgym_tui.tui.proposal_preview import BreakpointPreview
+
+        return isinstance(preview, BreakpointPreview)
 
     def _lex_added(self) -> list[list[Segment]]:
         rewrite = self._rewrite()
@@ -649,8 +661,8 @@ class SourceView(BindingsWhereFocused, QuietKeys, ScrollView, can_focus=True):
             mark = "-"
         elif lineno in self.breakpoints:
             mark = "◆" if self.breakpoints[lineno] else "●"
-        elif (isinstance(proposed, BreakpointPreview) and proposed.path == self.path
-              and proposed.line == lineno):
+        elif (proposed is not None and proposed.line == lineno and proposed.path == self.path
+              and self._proposes_breakpoint(proposed)):
             mark = "○"
         else:
             mark = " "
