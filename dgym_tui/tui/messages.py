@@ -11,12 +11,15 @@ the environment. :class:`~dgym_tui.tui.bridge.SessionBridge` builds them. Their
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual.message import Message
 
 from dgym_tui.core.types import StepResult, ToolCall
 from dgym_tui.tui.workspace_state import SourceText, WorkspaceState
+
+if TYPE_CHECKING:
+    from dgym_tui.tui.live.session_worker import SessionCall
 
 
 @dataclass
@@ -141,3 +144,12 @@ class FileLexedAhead(Message):
 
     ahead: Any
     stops: list[int]
+
+
+@dataclass
+class CallDone(Message):
+    """A session call returned (or raised: ``call.outcome.error``), posted to the node
+    that made it from the session's thread
+    (:class:`~dgym_tui.tui.live.session_worker.SessionWorker`)."""
+
+    call: SessionCall

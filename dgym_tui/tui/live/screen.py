@@ -28,7 +28,7 @@ from dgym_tui.tui.actions import console_action, pdb_call
 from dgym_tui.tui.bridge import SessionBridge
 from dgym_tui.tui.episode_screen import EpisodeScreen, breakpoint_marks
 from dgym_tui.tui.keys import bindings_of, keys_of, tool_syntax
-from dgym_tui.tui.live.session_worker import CallDone, SessionCall, SessionWorker
+from dgym_tui.tui.live.session_worker import SessionCall, SessionWorker
 from dgym_tui.tui.locate import first_source_file, no_tests_hint
 from dgym_tui.tui.screen_hold import ScreenHold, after_next_frame
 from dgym_tui.tui.widgets.approve_panel import ApprovePanel
@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from dgym_tui.episode.records import Proposal
     from dgym_tui.episode.session import Session
     from dgym_tui.tui.messages import (
+        CallDone,
         CopyReady,
         EpisodeEnded,
         FileLexedAhead,
@@ -274,8 +275,7 @@ class LiveScreen(EpisodeScreen):
         self._followups[call] = (done, failed)
         return call
 
-    @on(CallDone)
-    def _call_done(self, message: CallDone) -> None:
+    def on_call_done(self, message: CallDone) -> None:  # by name: see on_copy_ready
         message.stop()  # the app has nothing to do with it: no second dispatch there
         # One turn of the event loop later, through the app's queue: the session's thread
         # posts CallDone right behind the step's TurnRecorded, so the widgets that message

@@ -10,7 +10,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from textual.message import Message
 from textual.message_pump import MessagePump
 
 if TYPE_CHECKING:
@@ -37,14 +36,6 @@ class SessionCall:
     taken: threading.Event = field(default_factory=threading.Event)
 
 
-@dataclass
-class CallDone(Message):
-    """A session call returned (or raised: ``call.outcome.error``), posted to the node
-    that made it from the session's thread."""
-
-    call: SessionCall
-
-
 def outcome(fn: Callable[[], Any]) -> Outcome:
     """Call ``fn()``; its value or its exception (shown to the person, never raised)."""
     try:
@@ -57,9 +48,10 @@ class SessionWorker:
     """Owns a :class:`~dgym_tui.episode.session.Session` for the app.
 
     :meth:`call` runs a blocking session call on the session's own thread (one for the
-    session's life, started at the first call), which posts :class:`CallDone` to the
-    node that asked once the call returned; :meth:`close` writes the footer and closes
-    the environment from any thread, cutting a running call short.
+    session's life, started at the first call), which posts
+    :class:`~dgym_tui.tui.messages.CallDone` to the node that asked once the call
+    returned; :meth:`close` writes the footer and closes the environment from any
+    thread, cutting a running call short.
 
     One long-lived thread instead of a Textual thread worker per call: a worker started
     after the key's handler returned and the event loop ran its task, and its end came
@@ -92,14 +84,15 @@ class SessionWorker:
 
     def call(self, node: MessagePump, fn: Callable[[], Any], name: str = "",
              head_start: float = 0.0) -> SessionCall:
-        """Run ``fn()`` on the session's thread; ``node`` then gets :class:`CallDone`.
+        """Run ``fn()`` on the session's thread; ``node`` then gets
+        :class:`~dgym_tui.tui.messages.CallDone`.
 
         Calls run one after the other, in the order made; one that would start after
         :meth:`close` does not run (its outcome is empty). A call never fails: its
         outcome is ``fn``'s value or what it raised (:class:`Outcome`).
 
         Args:
-            node: who gets :class:`CallDone`.
+            node: who gets the ``CallDone``.
             fn: the call.
             name: what it is (the caller's own bookkeeping).
             head_start: seconds to wait, at most, for the session's thread to take the
@@ -132,6 +125,9 @@ class SessionWorker:
             finally:
                 with self._state_lock:
                     self._pending -= 1
+            # imported once the first call returned (the reset: after the app's first frame)
+            from dgym_tui.tui.messages import CallDone
+
             node.post_message(CallDone(handle))  # thread-safe; False once node closed
 
     def close(self, reason: str = "quit", timeout: float = 10.0) -> None:
