@@ -6,7 +6,8 @@ and the edit dialogs' text area (bench/bench_tui.py measures the first paint; th
 what it gained); nor the Docker terminal,
 PyYAML (the themes are TOML; a folder's dgym.yaml is read when there is one) or psutil (the
 terminal's clean-up at its close); nor the dialogs (the first key that opens one imports
-them), the replay screen, an agent's proposal's preview, the patch parser (unidiff: a live episode needs it once a step
+them), the replay screen, an agent's proposal's preview, a fork's or branch's running session
+(tui.live.running), the patch parser (unidiff: a live episode needs it once a step
 changed a file) or rich's emoji table (a label given as markup loads it); nor what only the
 episode's thread uses: the pdb and shell sessions (pexpect), the overlay's mount calls
 (ctypes), inotify, ``secrets``, the eval's pytest report and the working copy's own module
@@ -44,7 +45,7 @@ DEFERRED = ("jsonschema", "re2", "pathspec", "rich.pretty", "textual.widgets._ri
             "dgym_tui.core.fs.gitpatch", "hashlib", "dgym_tui.episode.events",
             "dgym_tui.episode.records", "dgym_tui.episode.examples",
             "dgym_tui.episode.trajectory", "dgym_tui.tui.messages",
-            "dgym_tui.tui.proposal_preview")
+            "dgym_tui.tui.proposal_preview", "dgym_tui.tui.live.running")
 
 def _run(script: str, *args: str) -> str:
     """Run ``script`` in a fresh interpreter importing this checkout; its output (it must

@@ -24,12 +24,13 @@ from dgym_tui.core.safetext import one_line, strip_controls
 from dgym_tui.tui import pause_gc, resume_gc
 from dgym_tui.tui.episode_screen import EpisodeScreen
 from dgym_tui.tui.key_order import OrderedKeys
-from dgym_tui.tui.live.screen import Live, LiveScreen
+from dgym_tui.tui.live.screen import LiveScreen
 from dgym_tui.tui.live.session_worker import SessionWorker
 from dgym_tui.tui.themes import load_themes
 
 if TYPE_CHECKING:
     from dgym_tui.episode.session import Session
+    from dgym_tui.tui.live.running import Live
     from dgym_tui.tui.replay.screen import ReplayScreen
     from dgym_tui.tui.replay_model import ReplayModel
     from dgym_tui.tui.widgets.console import PdbConsole

@@ -51,6 +51,7 @@ from dgym_tui.tui.workspace_state import SourceText, WorkspaceState
 if TYPE_CHECKING:
     from dgym_tui.episode.records import Proposal
     from dgym_tui.episode.session import Session
+    from dgym_tui.tui.live.running import Live
     from dgym_tui.tui.messages import (
         CallDone,
         CopyReady,
@@ -91,18 +92,6 @@ TYPED_AHEAD_MAX = 20
 
 #: A session call's follow-ups on the UI thread: ``(done(result), failed(exception))``.
 _Followups = tuple[Callable[[Any], None] | None, Callable[[BaseException], None] | None]
-
-
-@dataclasses.dataclass
-class Live:
-    """A session already running (a fork, a branch) as read in a worker: its working copy,
-    the file to show first, pdb's inspection; the console's first line, the status note."""
-
-    state: WorkspaceState
-    source: SourceText | None
-    inspection: Any
-    notice: str
-    extra: str
 
 
 class LiveScreen(EpisodeScreen):
@@ -1152,6 +1141,8 @@ class LiveScreen(EpisodeScreen):
         """The live episode's branch (``Session.fork``: nothing re-executed), recording to
         ``<trajectory>.fork<N>.jsonl`` next to the parent's; the parent then ends as
         ``forked`` and its environment closes (the app goes on in the branch)."""
+        from dgym_tui.tui.live.running import live_state
+
         parent = self.session
         path = parent.trajectory_path
         out = None if path is None else Path(path).with_name(
@@ -1176,15 +1167,6 @@ class LiveScreen(EpisodeScreen):
 
     def _branch_failed(self, error: BaseException) -> None:
         self.notify(f"fork failed: {first_line(error)}", severity="error")
-
-
-def live_state(session: Session, notice: str, extra: str) -> tuple[SessionWorker, Live]:
-    """A session already running (a fork or a branch) and its state, read in a worker."""
-    bridge = SessionBridge(session, lambda message: None, lambda: None)
-    state, source, inspection = bridge.snapshot()
-    worker = SessionWorker(session)
-    worker.started = True
-    return worker, Live(state, source, inspection, notice, extra)
 
 
 def fork_source_notice(config: dict[str, Any]) -> str | None:

@@ -16,7 +16,7 @@ from dgym_tui.episode.records import Turn
 from dgym_tui.tui.bridge import start_location
 from dgym_tui.tui.episode_screen import EpisodeScreen
 from dgym_tui.tui.keys import bindings_of, keys_of
-from dgym_tui.tui.live.screen import Live, live_state
+from dgym_tui.tui.live.running import Live, live_state
 from dgym_tui.tui.live.session_worker import SessionWorker, outcome
 from dgym_tui.tui.replay_model import applied_notes
 from dgym_tui.tui.widgets.breakpoints import BreakpointsPane
