@@ -156,6 +156,8 @@ def test_each_line_is_written_at_once_and_synced_off_the_writers_thread(tmp_path
     from dgym_tui.episode import trajectory
 
     synced: list[tuple[str, int]] = []
+    # another test's writer may still have its thread (idle for up to _Syncer.IDLE s)
+    others = {t for t in threading.enumerate() if t.name == "trajectory-fsync"}
     real = os.fsync
 
     def spy(fd):
@@ -175,6 +177,6 @@ def test_each_line_is_written_at_once_and_synced_off_the_writers_thread(tmp_path
     before = len(synced)
     writer.write_footer({"reason": "done"})
     assert len(synced) > before  # the footer is on disk when write_footer returns
-    assert not any(t.name == "trajectory-fsync" for t in threading.enumerate())
+    assert not {t for t in threading.enumerate() if t.name == "trajectory-fsync"} - others
     assert [json.loads(line)["type"] for line in path.read_text().splitlines()] == [
         "header", "step", "footer"]
