@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from dgym_tui.episode.policy import EpisodeInfo
+from dgym_tui.episode.records import EpisodeInfo
 from dgym_tui.llm.client import LLM, LLMConfig
 from dgym_tui.llm.tool_calls import FORMS, parse_reply, parse_text
 from dgym_tui.policies.agent import LLMAgent, example_call
