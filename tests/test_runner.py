@@ -245,6 +245,51 @@ def test_interrupt_stops_the_run_cleanly(tmp_path, workers, signum):
     assert not (out / "c").exists()  # queued, never started
 
 
+def test_ctrl_c_delivered_to_a_worker_thread_stops_the_run(tmp_path):
+    """The kernel may hand a process's SIGINT to any of its threads. When a worker
+    thread got it, the main thread waited on in ``shutdown(wait=True)`` until every
+    episode had ended on its own (the clean-clone CI run of 28cfe8c hung for a
+    minute in test_interrupt_stops_the_run_cleanly); it must stop them now."""
+    import signal
+    import threading
+    import time
+
+    from dgym_tui.runs.executors.local import LocalExecutor
+    from dgym_tui.runs.runner import TaskStatus
+
+    workers: list[int] = []
+    both_started = threading.Barrier(3)
+
+    class SlowJob:  # each episode runs until the run's stop signal (at most 30 s)
+        def run_episode(self, name, stop):
+            workers.append(threading.get_ident())
+            both_started.wait(10)
+            stop.event.wait(30)
+            return TaskStatus(task=name, state="interrupted", reason="interrupted")
+
+        def stopped_status(self, name):
+            return TaskStatus(task=name, state="interrupted")
+
+    class Quiet:
+        def started(self, name): pass
+        def finished(self, status): pass
+
+    def ctrl_c_to_a_worker():
+        both_started.wait(10)
+        signal.pthread_kill(workers[0], signal.SIGINT)
+
+    sender = threading.Thread(target=ctrl_c_to_a_worker)
+    sender.start()
+    results: dict = {}
+    started = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        LocalExecutor(workers=2).run(SlowJob(), ["a", "b", "c"], results, Quiet())
+    stopped_in = time.monotonic() - started
+    sender.join()
+    assert stopped_in < 10  # not the 30 s the episodes wait
+    assert sorted(results) == ["a", "b"]  # "c" was queued: never started
+
+
 def test_interrupt_while_an_environment_is_being_built(tmp_path, tiny, monkeypatch):
     """Ctrl-C comes while an episode is still building its environment (no terminal yet):
     the terminal it starts afterwards is stopped too, so its slow initial eval does not

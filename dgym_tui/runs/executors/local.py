@@ -18,7 +18,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING, Any, Protocol
 
 from dgym_tui.runs.config import ConfigError
@@ -84,7 +84,7 @@ class LocalExecutor:
         try:
             for name in names:
                 futures.append(pool.submit(one, name))
-            pool.shutdown(wait=True)
+            _wait_interruptibly(futures)
         except KeyboardInterrupt:  # may come anywhere above, even between two submits
             pool.shutdown(wait=False, cancel_futures=True)
             _stop_until_returned(interrupt, lambda: bool(active), lock)
@@ -93,6 +93,25 @@ class LocalExecutor:
             pool.shutdown(wait=True, cancel_futures=True)
         for future in futures:
             future.result()  # an unexpected error of the executor itself (run_task catches all)
+
+
+#: Longest wait (s) of the main thread between two looks at a pending Ctrl-C.
+POLL = 0.25
+
+
+def _wait_interruptibly(futures: list[Future], poll: float = POLL) -> None:
+    """Wait until every future is done, ready for Ctrl-C at most ``poll`` seconds later.
+
+    The kernel may deliver SIGINT or SIGTERM to any thread of the process. When a
+    worker thread gets it, CPython only flags it for the main thread, and a main
+    thread blocked in a lock wait without a timeout (``shutdown(wait=True)``,
+    ``Thread.join()``) would not run the handler until every episode has ended
+    on its own: minutes for a slow eval. A wait with a timeout returns to the
+    interpreter, which runs the handler and raises ``KeyboardInterrupt`` here.
+    """
+    pending = set(futures)
+    while pending:
+        _, pending = wait(pending, timeout=poll)
 
 
 def _stop_until_returned(interrupt: StopSignal, busy: Callable[[], bool], lock: threading.Lock,
