@@ -125,3 +125,30 @@ def test_an_original_changed_just_now_is_not_kept(make_repo, walks, monkeypatch)
     assert _hidden(root) == sorted([*HIDDEN, "pkg/sub/.git"])
     assert len(walks) == 2
     assert not idcache.cache_folder("ignored-names").exists()
+
+
+def test_the_owners_seen_by_the_walk_are_kept_with_it(repo, walks):
+    """The owners of the shown entries come from the walk, then from the cache; a cache
+    file whose owners are malformed counts as missing."""
+    seen = []
+    for _ in range(2):
+        fd = os.open(repo, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            scan = ignorecache.ignored_entries(repo, fd, ["x"], False,
+                                               lambda rel, d: rel.endswith(".git"))
+        finally:
+            os.close(fd)
+        seen.append(scan.owners)
+    mine = (os.getuid(), os.getgid())
+    assert seen[0] == seen[1] == {mine: seen[0][mine]} and len(walks) == 1
+    assert "/.git" not in seen[0][mine]
+    cache = idcache.CacheFile("ignored-names", repo)
+    data = cache.load()
+    data["owners"] = [[-1, 0, "a.py"]]
+    cache.save(data)
+    fd = os.open(repo, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        ignorecache.ignored_entries(repo, fd, ["x"], False, lambda rel, d: rel.endswith(".git"))
+    finally:
+        os.close(fd)
+    assert len(walks) == 2

@@ -849,18 +849,23 @@ class RepoEnv:
         no overlay tried again in this process) from this repository's failure (raised).
         The probe first, as before, was a second overlay (its processes and a fork of this
         process) before every process's first eval, and on the session's thread while the
-        app draws its first frame.
+        app draws its first frame. An original holding entries the overlay could not
+        change (:class:`~dgym_tui.core.fs.overlay.UnmappedOwners`) gets a copy too, with
+        a warning logged once saying which entry and how to give it one owner.
 
         Raises:
             OSError: the overlay failed where the probe mounts one; or the copy failed.
             WorkspaceError: as :class:`Workspace`.
         """
-        from dgym_tui.core.fs.overlay import overlay_problem, probed_problem
+        from dgym_tui.core.fs.overlay import UnmappedOwners, overlay_problem, probed_problem
 
         bindable = self.terminal_spec == "docker"
         overlay = self._overlay_allowed and probed_problem(bindable) is None
         try:
             return self._workspace(overlay, bindable)
+        except UnmappedOwners as exc:  # found before mounting: a copy can change every file
+            _warn_once(f"the working copy of {self.path} is a copy, not an overlay: {exc}")
+            return self._workspace(False, bindable)
         except OSError:
             if not overlay or (problem := overlay_problem(bindable)) is None:
                 raise

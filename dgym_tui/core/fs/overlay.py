@@ -31,7 +31,9 @@ When dgym runs as root, the sandbox's commands run as an unprivileged uid of
 their own that must be able to change every file; the lower layer is then an
 *idmapped* mount of the original (``mount_setattr(MOUNT_ATTR_IDMAP)``) showing
 its owner's files as that uid's, instead of handing a copy over with
-``chown``. Files of other owners show as the overflow uid (read-only inside).
+``chown``. An overlay cannot change an entry whose owner its map leaves out
+(:func:`copyable_ids`): an original holding one gets a copy instead
+(:class:`UnmappedOwners`, raised by the working copy before it mounts one).
 
 Mount options: ``redirect_dir=nofollow`` (renaming a folder of the original fails
 with ``EXDEV`` and tools fall back to copy + delete, through the merged view,
@@ -218,6 +220,32 @@ def _idmap_userns(owner: tuple[int, int], to: tuple[int, int]) -> int:
     finally:
         child.kill()
         child.wait()
+
+
+def copyable_ids(source: str, run_as: tuple[int, int] | None) -> tuple[int, int] | None:
+    """The one ``(uid, gid)`` whose entries of ``source`` an :class:`Overlay` made with
+    these arguments can copy up (that is, change), or None when it can copy up any.
+
+    A user's overlay lives in a user namespace that maps only the user's own ids;
+    root's, for sandbox ids (``run_as``), reads the original through an idmapped
+    mount that maps only the original folder's owner. The kernel cannot copy up
+    an entry owned by an id outside that map (``EOVERFLOW``), neither for the host
+    nor for the sandbox. Root's overlay without ``run_as`` maps every id.
+
+    Raises:
+        OSError: ``source`` cannot be read (root with ``run_as`` only).
+    """
+    if os.geteuid() != 0:
+        return os.getuid(), os.getgid()
+    if run_as is None:
+        return None
+    st = os.stat(source)
+    return st.st_uid, st.st_gid
+
+
+class UnmappedOwners(OSError):
+    """The original holds entries an overlay could not change (see :func:`copyable_ids`);
+    the message (one line) names one of them and the ids that would work."""
 
 
 class Overlay:

@@ -40,7 +40,7 @@ from dgym_tui.core import tempdirs
 from dgym_tui.core.fdtree import DIR_FLAGS, open_subdir, remove_at, remove_tree, scan_fd
 from dgym_tui.core.fs.gitpatch import MODE_EXEC, MODE_LINK, Blob, blob_id, file_patch, git_mode, merge3
 from dgym_tui.core.fs.idcache import BlobIdCache, key_of
-from dgym_tui.core.fs.ignorecache import ignored_entries
+from dgym_tui.core.fs.ignorecache import Scan, forget, ignored_entries
 from dgym_tui.core.fs.lookahead import START_DELAY, LookAhead
 from dgym_tui.core.fs.rules import (  # the rules' names are this module's too
     ALWAYS_IGNORED,
@@ -246,6 +246,8 @@ class Workspace:
 
     Raises:
         WorkspaceError: ``source`` is not an existing folder.
+        UnmappedOwners: with ``overlay``, the original holds an entry the overlay
+            could not change (:func:`.overlay.copyable_ids`); nothing is left behind.
     """
 
     def __init__(self, source: str | os.PathLike, ignore: Iterable[str] = (),
@@ -316,6 +318,10 @@ class Workspace:
         watches the upper layer, the index of every file is made when first
         needed (grep, a listing of every file), and only read-only files are
         read, to remember their starting content.
+
+        Raises:
+            UnmappedOwners: the walk saw an entry the overlay could not change
+                (:func:`.overlay.copyable_ids`); nothing is mounted.
         """
         from dgym_tui.core.fs.overlay import UPPER, Overlay
 
@@ -323,7 +329,9 @@ class Workspace:
         if parent is not None:
             _copy_upper(parent.overlay.upper, str(self.root / UPPER), self.run_as)  # type: ignore[union-attr]
         else:
-            self.ignored_at_start = self._find_ignored()
+            scan = self._find_ignored()
+            _refuse_unmapped(str(self.source), self.run_as, scan.owners)
+            self.ignored_at_start = scan.found
             _white_out(self._src, str(self.root / UPPER), self.ignored_at_start,  # type: ignore[arg-type]
                        self.run_as)
         self.overlay = Overlay(str(self.source), str(self.root), self.run_as, self._bindable)
@@ -340,8 +348,9 @@ class Workspace:
             self._index = TreeIndex(self._tree, self._visible)  # type: ignore[arg-type]
         return self._index
 
-    def _find_ignored(self) -> list[str]:
-        """The topmost ignored entries of the original a sandbox must mask (overlay).
+    def _find_ignored(self) -> Scan:
+        """The topmost ignored entries of the original a sandbox must mask (overlay), and
+        the owners of the others.
 
         ``.git`` folders and the rule files always; with ``.debugignore`` or
         ``ignore=`` patterns, every entry they hide. Caches (``__pycache__``,
@@ -716,6 +725,11 @@ class Workspace:
         if isinstance(exc, (FileNotFoundError, NotADirectoryError)):
             return WorkspaceError(f"{rel!r} does not exist or is hidden from you; use "
                                   "listdir to see the available files")
+        if exc.errno == errno.EOVERFLOW:  # an overlay's copy-up of an unmapped owner's entry
+            forget(self.source)  # the cache missed that owner: the next walk finds it
+            return WorkspaceError(f"{rel!r} cannot be changed: it, or a folder above it, "
+                                  "belongs to a user or group this working copy does not "
+                                  "map; the next episode's working copy will be a copy")
         return WorkspaceError(f"{rel!r} cannot be used: {exc.strerror or exc}")
 
     def read_bytes(self, rel: str, limit: int | None = None) -> bytes:
@@ -1563,6 +1577,28 @@ class _LowerStart:
 
     def items(self):
         return [(rel, self[rel]) for rel in self]
+
+
+def _refuse_unmapped(source: str, run_as: tuple[int, int] | None,
+                     owners: dict[tuple[int, int], str]) -> None:
+    """Raise :class:`.overlay.UnmappedOwners` when an entry of ``owners`` (as in
+    :class:`.ignorecache.Scan`) belongs to ids the overlay could not copy up."""
+    from dgym_tui.core.fs.overlay import UnmappedOwners, copyable_ids
+
+    ids = copyable_ids(source, run_as)
+    if ids is None:
+        return
+    other = sorted((rel, owner) for owner, rel in owners.items() if owner != ids)
+    if other:
+        rel, (uid, gid) = other[0]
+        raise UnmappedOwners(
+            f"{rel!r} belongs to {uid}:{gid} (uid:gid), and an overlay working copy can "
+            f"change only entries of {ids[0]}:{ids[1]}{_and_more(len(other) - 1)}; "
+            f"`chown -R {ids[0]}:{ids[1]}` on the original lets one be used")
+
+
+def _and_more(count: int) -> str:
+    return f" (and {count} other owner{'s' if count > 1 else ''})" if count else ""
 
 
 def _white_out(src: SafeTree, upper: str, paths: list[str],
