@@ -4,6 +4,10 @@ edit, an eval that timed out is named as such (not "0 tests"), and the default t
 
 from __future__ import annotations
 
+import os
+import shutil
+
+import pytest
 from tui_helpers import FIX, SIZE, console_text, settle
 
 from dgym_tui.tui.app import DgymApp
@@ -532,3 +536,31 @@ async def test_no_toast_over_the_apply_dialog_at_the_episode_end(calc_session):
         assert type(app.screen).__name__ == "LiveScreen"
         assert [n for n in app._notifications if "episode over (submitted)" in n.message]
     app.close_session()
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("bwrap") is None,
+                    reason="chown to another user needs root; the overlay needs bubblewrap")
+async def test_a_warning_of_the_environment_is_a_toast_and_kept_for_the_end(
+        calc_repo, calc_session):
+    """The reset (on the session's thread) logs that the working copy is a copy: a file
+    of the repository belongs to another user. Before, the app showed nothing of it."""
+    import logging
+
+    os.chown(calc_repo / "calc.py", 1234, 1234)
+    session = calc_session(terminal="bwrap", terminal_options={"overlay": True})
+    app = DgymApp(session=session)
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await settle(app, pilot)
+        assert session.env.workspace.overlay is None
+        for _ in range(2):  # the same warning again: one toast
+            logging.getLogger("dgym_tui.core.env").warning(
+                "the working copy of %s is a copy, not an overlay: [b]x[/b]\n\x1b[31mred",
+                calc_repo)
+        await pilot.pause(0.2)
+        toasts = [n.message for n in app._notifications if "not an overlay" in n.message]
+        assert len(toasts) == 2, toasts  # the reset's, then the test's, each once
+        assert "'calc.py' belongs to 1234:1234" in toasts[0]
+        assert toasts[1].endswith("[b]x[/b] red")  # plain text, one line, no control
+        assert app.warnings.lines == toasts
+    app.close_session()
+    assert app.warnings not in logging.getLogger("dgym_tui").handlers  # gone with the app

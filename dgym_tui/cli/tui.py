@@ -327,6 +327,8 @@ def main(argv: list[str] | None = None) -> int:
         if app.return_code not in (0, None) and reason == "quit":
             reason = "error" if app.start_error is None else "error: could not start"
         app.close_session(reason)
+        for line in app.warnings.lines:  # shown as toasts, if the app was still drawing
+            print(f"{PROG}: warning: {line}", file=sys.stderr)
         if (app.session is not None and app.session.trajectory_path
                 and Path(app.session.trajectory_path).exists()):
             print(f"trajectory: {app.session.trajectory_path}", file=sys.stderr)

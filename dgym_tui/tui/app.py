@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import logging
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -92,6 +93,8 @@ class DgymApp(OrderedKeys, App[int]):
         self.closed = False
         self._gc_frozen = False
         self._after_frame: list[Callable[[], Any]] = []  # after_next_frame's callbacks
+        #: dgym's own warnings while the app ran, each once (:class:`WarningToasts`).
+        self.warnings = WarningToasts(self)
         # The imported modules (and a loaded trajectory) live as long as the app: kept out
         # of full passes from now on; a live session freezes its start-up objects again.
         self.freeze_gc()
@@ -211,6 +214,7 @@ class DgymApp(OrderedKeys, App[int]):
         pause_gc()  # the app runs: until its first frame (on_mount), if dgym-tui did not yet
 
     def on_mount(self) -> None:
+        logging.getLogger(WarningToasts.LOGGER).addHandler(self.warnings)
         self.call_after_refresh(resume_gc)  # after the first frame
 
     # -- quitting ----------------------------------------------------------------------------
@@ -239,6 +243,7 @@ class DgymApp(OrderedKeys, App[int]):
             await asyncio.to_thread(self.close_session, "quit")
         elif self.closed and self.worker is not None:
             await asyncio.to_thread(self.worker.wait_closed, 30.0)
+        logging.getLogger(WarningToasts.LOGGER).removeHandler(self.warnings)
 
     def close_session(self, reason: str = "quit", timeout: float = 10.0) -> None:
         """Write the trajectory footer and close the environment / the replay. Idempotent;
@@ -280,3 +285,38 @@ class DgymApp(OrderedKeys, App[int]):
         if self._gc_frozen:
             self._gc_frozen = False
             gc.unfreeze()
+
+
+class WarningToasts(logging.Handler):
+    """The warnings of dgym's own modules (the environment's, the session's) while the app
+    runs: a Textual app shows nothing its code prints on stderr, so each distinct warning
+    is shown once as a toast (plain text, one line) and kept in :attr:`lines`, which
+    ``dgym-tui`` prints on stderr when the app has ended. Thread-safe (logging holds the
+    handler's lock around :meth:`emit`).
+
+    Attributes:
+        lines: the distinct warnings (one line each), in the order they came.
+    """
+
+    #: The logger it listens to (every dgym module's logger is below it).
+    LOGGER = "dgym_tui"
+    #: Seconds a warning's toast stays.
+    TIMEOUT = 15.0
+
+    def __init__(self, app: App) -> None:
+        super().__init__(logging.WARNING)
+        self.app = app
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            text = one_line(record.getMessage())
+        except Exception:  # noqa: BLE001  a malformed record: logging's own report
+            self.handleError(record)
+            return
+        if text in self.lines:
+            return
+        self.lines.append(text)
+        if self.app.is_running:
+            self.app.notify(text, severity="error" if record.levelno >= logging.ERROR
+                            else "warning", timeout=self.TIMEOUT)
