@@ -12,7 +12,9 @@ from __future__ import annotations
 import ctypes
 import logging
 import os
+import select
 import shutil
+import signal
 import tempfile
 import time
 
@@ -162,7 +164,9 @@ def test_a_users_overlay_refuses_another_group_before_it_is_mounted():
                 os.write(write, answer.encode())
                 os._exit(0)
         os.close(write)
-        with os.fdopen(read) as f:
+        with os.fdopen(read) as f:  # a child of a process with threads may hang: bounded
+            if not select.select([f], [], [], 60)[0]:
+                os.kill(pid, signal.SIGKILL)
             answer = f.read()
         os.waitpid(pid, 0)
     finally:
