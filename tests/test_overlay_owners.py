@@ -114,6 +114,33 @@ def test_an_owner_the_cached_walk_missed_is_named_then_forgotten(make_repo):
         env.close()
 
 
+def test_the_episode_start_names_an_owner_the_cached_walk_missed(make_repo, caplog):
+    """The session's start lists the original's files (``start_ids``, an ``lstat`` each):
+    an owner the overlay cannot change is a warning at once, and the next working copy is
+    a copy, without waiting for a refused change."""
+    repo = make_repo(FILES)
+    time.sleep(0.1)
+    _env(repo).close()
+    os.chown(repo / "sub" / "other.py", 1234, 1234)
+    env = _env(repo)
+    try:
+        assert env.workspace.overlay is not None
+        with caplog.at_level(logging.WARNING, logger="dgym_tui.core.fs.workspace"):
+            ids = env.workspace.start_ids()
+    finally:
+        env.close()
+    assert sorted(ids) == sorted(FILES)
+    warning = [r.getMessage() for r in caplog.records]
+    assert len(warning) == 1 and warning[0].startswith(
+        "this episode's working copy cannot change every file, the next one's will be a "
+        "copy: 'sub/other.py' belongs to 1234:1234"), warning
+    env = _env(repo)
+    try:
+        assert env.workspace.overlay is None
+    finally:
+        env.close()
+
+
 def test_a_users_overlay_refuses_another_group_before_it_is_mounted():
     """As a user (a child of this process dropped to nobody), a file whose group is not
     the user's makes :class:`Workspace` raise ``UnmappedOwners``; the user's own files

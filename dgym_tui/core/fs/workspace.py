@@ -28,6 +28,7 @@ from __future__ import annotations
 import bisect
 import contextlib
 import errno
+import logging
 import os
 import posixpath
 import stat
@@ -74,6 +75,8 @@ if TYPE_CHECKING:
 
 # The overlay's module (ctypes, the mount calls) is imported where an overlay is mounted
 # or removed (the episode's thread), not with this module.
+
+log = logging.getLogger(__name__)
 
 #: Prefix of working-copy folders: ``dgym-ws-<owner pid>-<random>``.
 WS_PREFIX = "dgym-ws-"
@@ -330,7 +333,11 @@ class Workspace:
             _copy_upper(parent.overlay.upper, str(self.root / UPPER), self.run_as)  # type: ignore[union-attr]
         else:
             scan = self._find_ignored()
-            _refuse_unmapped(str(self.source), self.run_as, scan.owners)
+            why = _unmapped(str(self.source), self.run_as, scan.owners)
+            if why is not None:
+                from dgym_tui.core.fs.overlay import UnmappedOwners
+
+                raise UnmappedOwners(why)
             self.ignored_at_start = scan.found
             _white_out(self._src, str(self.root / UPPER), self.ignored_at_start,  # type: ignore[arg-type]
                        self.run_as)
@@ -988,7 +995,9 @@ class Workspace:
         The ids were computed while copying (no file is read again); after
         :meth:`apply_to_source` the applied versions count as the start. An
         overlay walks the original once (names and ``lstat``) and reads only
-        the files whose id :mod:`.idcache` does not hold for their identity.
+        the files whose id :mod:`.idcache` does not hold for their identity; a file
+        it finds that the overlay cannot change (its owner changed after the
+        original's walk was cached) is logged as a warning, and that cache dropped.
         """
         if self.overlay is not None:
             self._overlay_start_ids()
@@ -1011,6 +1020,14 @@ class Workspace:
             if info is not None and st is not None and info[0] == stamp(st):
                 cache.put(rel, key_of(st), info[1])
         cache.save()
+        owners: dict[tuple[int, int], str] = {}
+        for rel in sorted(lower.stats):
+            owners.setdefault((lower.stats[rel].st_uid, lower.stats[rel].st_gid), rel)
+        why = _unmapped(str(self.source), self.run_as, owners)
+        if why is not None:  # an owner changed since the walk was cached (a file's chown)
+            forget(self.source)
+            log.warning("this episode's working copy cannot change every file, the next "
+                        "one's will be a copy: %s", why)
 
     def _link_to_file(self, rel: str) -> bool:
         """Does link ``rel`` lead to a visible regular file inside the working copy?"""
@@ -1579,20 +1596,20 @@ class _LowerStart:
         return [(rel, self[rel]) for rel in self]
 
 
-def _refuse_unmapped(source: str, run_as: tuple[int, int] | None,
-                     owners: dict[tuple[int, int], str]) -> None:
-    """Raise :class:`.overlay.UnmappedOwners` when an entry of ``owners`` (as in
-    :class:`.ignorecache.Scan`) belongs to ids the overlay could not copy up."""
-    from dgym_tui.core.fs.overlay import UnmappedOwners, copyable_ids
+def _unmapped(source: str, run_as: tuple[int, int] | None,
+              owners: dict[tuple[int, int], str]) -> str | None:
+    """Why an overlay of ``source`` could not change every entry of ``owners`` (as in
+    :class:`.ignorecache.Scan`; one line naming one entry), or None when it could."""
+    from dgym_tui.core.fs.overlay import copyable_ids
 
     ids = copyable_ids(source, run_as)
     if ids is None:
-        return
+        return None
     other = sorted((rel, owner) for owner, rel in owners.items() if owner != ids)
-    if other:
-        rel, (uid, gid) = other[0]
-        raise UnmappedOwners(
-            f"{rel!r} belongs to {uid}:{gid} (uid:gid), and an overlay working copy can "
+    if not other:
+        return None
+    rel, (uid, gid) = other[0]
+    return (f"{rel!r} belongs to {uid}:{gid} (uid:gid), and an overlay working copy can "
             f"change only entries of {ids[0]}:{ids[1]}{_and_more(len(other) - 1)}; "
             f"`chown -R {ids[0]}:{ids[1]}` on the original lets one be used")
 
