@@ -1021,8 +1021,8 @@ class Workspace:
                 cache.put(rel, key_of(st), info[1])
         cache.save()
         owners: dict[tuple[int, int], str] = {}
-        for rel in sorted(lower.stats):
-            owners.setdefault((lower.stats[rel].st_uid, lower.stats[rel].st_gid), rel)
+        for rel, st in lower.stats.items():
+            owners.setdefault((st.st_uid, st.st_gid), rel)
         why = _unmapped(str(self.source), self.run_as, owners)
         if why is not None:  # an owner changed since the walk was cached (a file's chown)
             forget(self.source)
